@@ -1,0 +1,4 @@
+"""Built-in plugin ``auth_sharedkey`` (entry-point group ``remote_core.plugins``).
+
+Its hook implementations land with the work that builds its behaviour.
+"""

@@ -1,0 +1,1 @@
+"""Generated protobuf code; import it only through remote_core.protocol."""

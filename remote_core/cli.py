@@ -1,0 +1,147 @@
+"""``remote-support``: serve, migrate, plugins, user."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import logging
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+from .errors import RemoteSupportError
+from .plugins import Plugins, get_plugin_manager
+from .settings import Settings, add_arguments, load_settings
+
+__all__ = ["main"]
+
+log = logging.getLogger("remote_support")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="remote-support", description=__doc__)
+    parser.add_argument("--version", action="version", version=__version__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the server (migrates the database first)")
+    add_arguments(serve)
+    migrate = sub.add_parser("migrate", help="apply database migrations and exit")
+    add_arguments(migrate)
+    plugins = sub.add_parser("plugins", help="list loaded plugins and the hooks they implement")
+    add_arguments(plugins)
+    user = sub.add_parser("user", help="manage operator accounts")
+    add_arguments(user)
+    user_sub = user.add_subparsers(dest="user_command", required=True)
+    create = user_sub.add_parser("create", help="create a user (password read from stdin or "
+                                                "prompted)")
+    create.add_argument("username")
+    create.add_argument("--admin", action="store_true", help="make the user an administrator")
+    create.add_argument("--permission", action="append", default=[],
+                        help="grant a permission (repeatable)")
+    user_sub.add_parser("list", help="list users")
+    passwd = user_sub.add_parser("set-password", help="set a user's password")
+    passwd.add_argument("username")
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return load_settings(cli=vars(args))
+
+
+def cmd_plugins(settings: Settings) -> int:
+    plugins = get_plugin_manager(settings)
+    for info in plugins.describe():
+        print(f"{info.name:<18} {info.distribution} {info.version}")
+        print(f"{'':<18} hooks: {', '.join(info.hooks) or '(none)'}")
+    return 0
+
+
+def _open_store(settings: Settings, plugins: Plugins):  # type: ignore[no-untyped-def]
+    spec = plugins.store_for_url(settings.database_url)
+    assert spec.factory is not None
+    return spec.factory(settings.database_url)
+
+
+async def _migrate(settings: Settings) -> int:
+    store = _open_store(settings, get_plugin_manager(settings))
+    await store.open()
+    await store.close()
+    print(f"database at {settings.database_url.split('@')[-1]} is at the newest schema")
+    return 0
+
+
+def _read_password(prompt: str) -> str:
+    if sys.stdin.isatty():
+        first = getpass.getpass(prompt)
+        if getpass.getpass("again: ") != first:
+            raise RemoteSupportError("the passwords differ")
+        return first
+    return sys.stdin.readline().rstrip("\n")
+
+
+async def _user(settings: Settings, args: argparse.Namespace) -> int:
+    from .server.users import create_user, set_password
+
+    store = _open_store(settings, get_plugin_manager(settings))
+    await store.open()
+    try:
+        if args.user_command == "list":
+            for user in await store.list_users():
+                flag = " (disabled)" if user.disabled else ""
+                print(f"{user.username:<24} {user.role:<11} {','.join(user.permissions)}{flag}")
+        elif args.user_command == "create":
+            password = _read_password("password: ")
+            role = "admin" if args.admin else "technician"
+            await create_user(store, args.username, password, role, args.permission)
+            print(f"created {role} {args.username}")
+        elif args.user_command == "set-password":
+            await set_password(store, args.username, _read_password("new password: "))
+            print(f"password of {args.username} changed")
+    finally:
+        await store.close()
+    return 0
+
+
+def cmd_serve(settings: Settings) -> int:
+    import uvicorn
+
+    from .server import create_app
+
+    app = create_app(settings)
+    uvicorn.run(
+        app,
+        host=settings.host,
+        port=settings.port,
+        ws=settings.ws_impl,
+        loop=settings.loop,
+        ws_max_size=settings.max_message_bytes,
+        ws_per_message_deflate=False,  # video is already compressed (see README)
+        ws_ping_interval=None,  # the protocol has its own heartbeat
+        log_level=settings.log_level,
+        proxy_headers=False,  # client IP: trusted proxies only, handled by the app
+    )
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        settings = _settings(args)
+        if args.command == "plugins":
+            return cmd_plugins(settings)
+        if args.command == "migrate":
+            return asyncio.run(_migrate(settings))
+        if args.command == "user":
+            return asyncio.run(_user(settings, args))
+        return cmd_serve(settings)
+    except RemoteSupportError as exc:
+        print(f"remote-support: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,340 @@
+"""Small abstract contracts that plugins implement.
+
+CPU-bound contracts (encode, decode, capture, input) are synchronous and are
+run in worker threads by the caller; I/O contracts (authenticate, store) are
+``async``. Images are numpy arrays of shape ``(height, width, 4)``, dtype
+``uint8``, BGRA, C-contiguous (typed ``Any`` so the core needs no numpy).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .records import (
+    AgentKey,
+    Event,
+    Machine,
+    MachineFilter,
+    MachineReport,
+    Release,
+    RestoreResult,
+    SessionRecord,
+    SupportCode,
+    User,
+)
+
+if TYPE_CHECKING:
+    from .types import AgentCredential, AgentIdentity, ConsentAsk, DisplayDesc, Rect
+
+__all__ = [
+    "Authenticator",
+    "CaptureSource",
+    "ConsentPrompt",
+    "Decoder",
+    "Encoder",
+    "InputSink",
+    "Store",
+]
+
+Image = Any
+
+
+class Encoder(ABC):
+    """Turns successive screen images of one stream into ``VideoFrame`` payloads."""
+
+    @abstractmethod
+    def encode(self, image: Image, *, keyframe: bool = False,
+               dirty: Sequence[Rect] | None = None) -> Any | None:
+        """Encode one image; return a ``VideoFrame`` message with its encoding set.
+
+        :param keyframe: force a self-contained frame (StartStream, SwitchDisplay ...).
+        :param dirty: rectangles the capture source knows changed, or ``None``
+            when unknown (the encoder then finds them itself, if it cares).
+        :returns: the frame, or ``None`` when nothing changed and nothing need be sent.
+        """
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release native resources."""
+
+
+class Decoder(ABC):
+    """Turns ``VideoFrame`` payloads back into images, keeping whatever state it needs."""
+
+    @abstractmethod
+    def decode(self, frame: Any) -> Image | None:
+        """Decode one ``VideoFrame``; return the full current image, or ``None`` if not yet.
+
+        Raises :class:`ValueError` on malformed input; never crashes on garbage.
+        """
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release native resources."""
+
+
+class CaptureSource(ABC):
+    """Enumerates displays and grabs images of one of them."""
+
+    @abstractmethod
+    def displays(self) -> list[DisplayDesc]:
+        """The displays, ids 1-based (CONTRACT 1), the primary one marked."""
+
+    @abstractmethod
+    def grab(self, display_id: int) -> tuple[Image, list[Rect] | None]:
+        """Grab the display; also return the changed rectangles when the platform knows them."""
+
+    def wait_for_change(self, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds for a change; ``True`` if one may have happened.
+
+        Sources without change notification return ``True`` at once (polling).
+        """
+        return True
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release native resources."""
+
+
+class InputSink(ABC):
+    """Injects the technician's input into the local desktop."""
+
+    @abstractmethod
+    def mouse(self, event: Any, display: DisplayDesc) -> None:
+        """Apply a ``MouseEvent`` whose x/y are pixels of ``display``."""
+
+    @abstractmethod
+    def key(self, event: Any) -> None:
+        """Apply a ``KeyEvent``."""
+
+    @abstractmethod
+    def special_key(self, event: Any) -> None:
+        """Apply a ``SpecialKeyEvent`` where the platform allows it."""
+
+
+class Authenticator(ABC):
+    """One agent-authentication method (cak_ key, support code, shared key ...)."""
+
+    @abstractmethod
+    async def authenticate(self, credential: AgentCredential) -> AgentIdentity | None:
+        """Return the identity if this method recognises the credential, else ``None``.
+
+        Raise :class:`remote_core.types.AuthRejected` when the credential is of
+        this method's kind but must be refused (revoked key, consumed code).
+        """
+
+
+class ConsentPrompt(ABC):
+    """Asks the person at the machine whether a technician may connect."""
+
+    @abstractmethod
+    def ask(self, request: ConsentAsk) -> tuple[bool, str]:
+        """Block until the user decides or ``request.timeout_secs`` passes.
+
+        :returns: ``(granted, reason)``; a closed dialog or a timeout is a denial.
+        """
+
+
+class Store(ABC):
+    """Everything durable. The only place SQL (or any other persistence) lives.
+
+    Implementations must be safe for concurrent use from one event loop and
+    across processes sharing one database.
+    """
+
+    # -- lifecycle -------------------------------------------------------
+    @abstractmethod
+    async def open(self) -> None:
+        """Connect and apply pending migrations (idempotent)."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release connections."""
+
+    @abstractmethod
+    async def ping(self) -> bool:
+        """True when the database answers (readiness)."""
+
+    @abstractmethod
+    async def get_or_create_secret(self, name: str, value: str) -> str:
+        """Return the stored secret ``name``; store ``value`` first if there is none (race-free)."""
+
+    # -- machines (SPEC 2.4, 3.3, 5.4) --------------------------------------
+    @abstractmethod
+    async def upsert_machine(self, report: MachineReport) -> Machine:
+        """Register or update a machine: conflict on ``machine_uid`` when given, else on
+        ``agent_id``. A soft-deleted machine is revived (``deleted_at`` cleared)."""
+
+    @abstractmethod
+    async def create_machine(self, agent_id: str, organization: str = "", site: str = "",
+                             tags: Sequence[str] = ()) -> Machine:
+        """Pre-register a machine so a key can be issued before install."""
+
+    @abstractmethod
+    async def get_machine(self, agent_id: str) -> Machine | None:
+        """A live machine; soft-deleted ones are ``None``."""
+
+    @abstractmethod
+    async def get_machine_by_id(self, agent_id: str) -> Machine | None:
+        """Any machine, soft-deleted included (keyed reattach, SPEC 3.3)."""
+
+    @abstractmethod
+    async def get_machine_by_uid(self, machine_uid: str) -> Machine | None:
+        """The live machine holding ``machine_uid``."""
+
+    @abstractmethod
+    async def list_machines(self, filter: MachineFilter | None = None) -> list[Machine]:
+        """Live machines matching ``filter``, ordered by ``agent_id``."""
+
+    @abstractmethod
+    async def update_machine(self, agent_id: str, *, organization: str | None = None,
+                             site: str | None = None,
+                             tags: Sequence[str] | None = None) -> Machine | None:
+        """Operator edit of a live machine; ``None`` if there is none."""
+
+    @abstractmethod
+    async def set_machine_status(self, agent_id: str, status: str,
+                                 last_seen: datetime | None = None) -> None:
+        """Record online/offline and when the machine was last heard from."""
+
+    @abstractmethod
+    async def set_all_machines_offline(self) -> int:
+        """Mark every machine offline (server start); return how many changed."""
+
+    @abstractmethod
+    async def soft_delete_machine(self, agent_id: str) -> bool:
+        """Set ``deleted_at``; ``False`` if no live machine had that id."""
+
+    @abstractmethod
+    async def hard_delete_machine(self, agent_id: str) -> bool:
+        """Delete the row and its keys; ``False`` if there was none."""
+
+    @abstractmethod
+    async def restore_machines(self) -> RestoreResult:
+        """Machines for the in-memory registry at start-up. Raises if the keyed-machines
+        query fails: restore fails closed (SPEC 5.2)."""
+
+    # -- agent keys -------------------------------------------------------------
+    @abstractmethod
+    async def add_agent_key(self, agent_id: str, key_hash: str, label: str = "") -> AgentKey:
+        """Store a new key's hash for a machine."""
+
+    @abstractmethod
+    async def find_agent_key(self, key_hash: str) -> AgentKey | None:
+        """The non-revoked key with this hash, if any."""
+
+    @abstractmethod
+    async def list_agent_keys(self, agent_id: str) -> list[AgentKey]:
+        """Every key of a machine, revoked ones included."""
+
+    @abstractmethod
+    async def revoke_agent_key(self, agent_id: str, key_id: str) -> AgentKey | None:
+        """Set ``revoked_at``; ``None`` if the machine has no such key."""
+
+    @abstractmethod
+    async def touch_agent_key(self, key_id: str) -> None:
+        """Record that the key was just used."""
+
+    # -- support codes (SPEC 3.2) --------------------------------------------------
+    @abstractmethod
+    async def create_support_code(self, code: SupportCode) -> SupportCode:
+        """Insert a code; :class:`ConflictError` if it exists."""
+
+    @abstractmethod
+    async def get_support_code(self, code: str) -> SupportCode | None:
+        """Read a code without consuming it."""
+
+    @abstractmethod
+    async def consume_support_code(self, code: str, agent_id: str, session_id: str,
+                                   now: datetime) -> bool:
+        """One conditional UPDATE (``consumed_at IS NULL``, not cancelled, not expired):
+        ``True`` for exactly one caller."""
+
+    @abstractmethod
+    async def list_support_codes(self, created_by: str | None = None) -> list[SupportCode]:
+        """Codes, newest first; only one user's when ``created_by`` is given."""
+
+    @abstractmethod
+    async def cancel_support_code(self, code: str) -> bool:
+        """Cancel a pending (unconsumed) code."""
+
+    # -- sessions -------------------------------------------------------------------
+    @abstractmethod
+    async def create_session(self, session: SessionRecord) -> SessionRecord:
+        """Insert a session row."""
+
+    @abstractmethod
+    async def update_session(self, session_id: str, *, consent_state: str | None = None,
+                             ended_at: datetime | None = None,
+                             end_reason: str | None = None) -> None:
+        """Record consent or the end of a session."""
+
+    @abstractmethod
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        """A session that is not soft-deleted."""
+
+    @abstractmethod
+    async def list_sessions(self, agent_id: str | None = None,
+                            limit: int = 100) -> list[SessionRecord]:
+        """Sessions that are not soft-deleted, newest first."""
+
+    @abstractmethod
+    async def soft_delete_session(self, session_id: str) -> bool:
+        """Set ``deleted_at``."""
+
+    # -- users ---------------------------------------------------------------------------
+    @abstractmethod
+    async def create_user(self, user: User) -> User:
+        """Insert; :class:`ConflictError` on a duplicate username."""
+
+    @abstractmethod
+    async def create_first_admin(self, user: User) -> bool:
+        """Insert ``user`` only if no user exists; race-free across processes."""
+
+    @abstractmethod
+    async def get_user(self, user_id: str) -> User | None: ...
+
+    @abstractmethod
+    async def get_user_by_username(self, username: str) -> User | None: ...
+
+    @abstractmethod
+    async def list_users(self) -> list[User]: ...
+
+    @abstractmethod
+    async def update_user(self, user_id: str, *, password_hash: str | None = None,
+                          role: str | None = None, disabled: bool | None = None,
+                          permissions: Sequence[str] | None = None,
+                          client_access: Sequence[str] | None = None) -> User | None:
+        """Change the given fields; ``None`` if there is no such user."""
+
+    @abstractmethod
+    async def delete_user(self, user_id: str) -> bool: ...
+
+    # -- releases ----------------------------------------------------------------------------
+    @abstractmethod
+    async def create_release(self, release: Release) -> Release:
+        """Insert; :class:`ConflictError` on a duplicate version."""
+
+    @abstractmethod
+    async def get_release(self, version: str) -> Release | None: ...
+
+    @abstractmethod
+    async def list_releases(self) -> list[Release]: ...
+
+    @abstractmethod
+    async def update_release(self, version: str, *, download_url: str | None = None,
+                             checksum_sha256: str | None = None, mandatory: bool | None = None,
+                             notes: str | None = None) -> Release | None: ...
+
+    @abstractmethod
+    async def delete_release(self, version: str) -> bool: ...
+
+    # -- audit -------------------------------------------------------------------------------
+    @abstractmethod
+    async def add_event(self, event: Event) -> None:
+        """Append to the session-event log."""
+
+    @abstractmethod
+    async def list_events(self, session_id: str | None = None, agent_id: str | None = None,
+                          limit: int = 100) -> list[Event]:
+        """Newest first."""

@@ -1,0 +1,33 @@
+"""The wire protocol with no I/O: bytes in, events out; events in, bytes out.
+
+``pb`` is the generated message module (SPEC section 2), re-exported so the
+rest of the project never imports ``remote_core._proto`` directly.
+"""
+
+from __future__ import annotations
+
+from ._wire import FIELD_BY_NUMBER, NUMBER_BY_FIELD, pb, peek, wrap
+from .connection import ALLOWED, DEFAULT_MAX_MESSAGE_BYTES, INPUT_KINDS, Connection, Role, State
+from .errors import CloseCode, LocalProtocolError, ProtocolError, RemoteProtocolError
+from .events import Dropped, Inbound, ProtocolEvent
+
+__all__ = [
+    "ALLOWED",
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "FIELD_BY_NUMBER",
+    "INPUT_KINDS",
+    "NUMBER_BY_FIELD",
+    "CloseCode",
+    "Connection",
+    "Dropped",
+    "Inbound",
+    "LocalProtocolError",
+    "ProtocolError",
+    "ProtocolEvent",
+    "RemoteProtocolError",
+    "Role",
+    "State",
+    "pb",
+    "peek",
+    "wrap",
+]

@@ -1,0 +1,189 @@
+"""Per-connection protocol state, with no sockets: bytes in, events out; events in, bytes out.
+
+One :class:`Connection` per WebSocket. It knows who is on each side, which
+messages each side may send (one table, :data:`ALLOWED`), and the state of the
+connection (awaiting ``session_request``, authenticated, closed).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from typing import Any
+
+from ._wire import FIELD_BY_NUMBER, DecodeError, pb, peek, wrap
+from .errors import CloseCode, LocalProtocolError, RemoteProtocolError
+from .events import Dropped, Inbound, ProtocolEvent
+
+__all__ = [
+    "ALLOWED",
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "INPUT_KINDS",
+    "Connection",
+    "Role",
+    "State",
+]
+
+DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+
+class Role(enum.Enum):
+    AGENT = "agent"
+    VIEWER = "viewer"
+    SERVER = "server"
+
+
+class State(enum.Enum):
+    AWAITING_REQUEST = "awaiting_request"
+    AUTHENTICATED = "authenticated"
+    CLOSED = "closed"
+
+
+_RELAYED_TO_AGENT = {
+    "video_ack", "switch_display", "mouse_event", "key_event", "special_key",
+    "clipboard_data", "clipboard_request", "quality_settings", "latency_report", "chat_message",
+}
+
+ALLOWED: dict[tuple[Role, Role], frozenset[str]] = {
+    (Role.AGENT, Role.SERVER): frozenset({
+        "session_request", "video_frame", "cursor_shape", "cursor_position", "clipboard_data",
+        "latency_report", "heartbeat", "disconnect", "agent_status", "chat_message",
+        "update_status", "consent_response", "display_info",
+    }),
+    (Role.VIEWER, Role.SERVER): frozenset({
+        "session_request", "heartbeat", "disconnect", *_RELAYED_TO_AGENT,
+    }),
+    (Role.SERVER, Role.AGENT): frozenset({
+        "session_response", "heartbeat_ack", "disconnect", "start_stream", "stop_stream",
+        "admin_command", "update_info", "consent_request", *_RELAYED_TO_AGENT,
+    }),
+    (Role.SERVER, Role.VIEWER): frozenset({
+        "session_response", "heartbeat_ack", "disconnect", "video_frame", "cursor_shape",
+        "cursor_position", "clipboard_data", "chat_message", "latency_report", "display_info",
+    }),
+}
+"""Which message kinds each sender may send to each receiver. Anything else is dropped."""
+
+INPUT_KINDS = frozenset({"mouse_event", "key_event", "special_key", "clipboard_data",
+                         "admin_command"})
+"""Input-bearing kinds a VIEW_ONLY viewer may not send (CONTRACT 1, View-only)."""
+
+_FIRST = {Role.SERVER: "session_response"}
+
+
+class Connection:
+    """One end of a connection.
+
+    :param local: who we are; :param peer: who is on the other end. The server
+        talks to an AGENT or a VIEWER; agents and viewers talk to the SERVER.
+    """
+
+    def __init__(self, local: Role, peer: Role,
+                 max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+        if (peer, local) not in ALLOWED or (local, peer) not in ALLOWED:
+            raise ValueError(f"no protocol between {local.value} and {peer.value}")
+        self.local = local
+        self.peer = peer
+        self.max_message_bytes = max_message_bytes
+        self.state = State.AWAITING_REQUEST
+        self.view_only = False
+        self.dropped: Counter[str] = Counter()
+        self._inbound = ALLOWED[(peer, local)]
+        self._outbound = ALLOWED[(local, peer)]
+        self._first_in = _FIRST.get(peer, "session_request")
+        self._first_out = _FIRST.get(local, "session_request")
+
+    # -- receiving ---------------------------------------------------------
+    def receive_data(self, data: bytes | str) -> ProtocolEvent:
+        """Interpret one WebSocket message from the peer.
+
+        :returns: :class:`Inbound` to act on, or :class:`Dropped` to count and log.
+        :raises RemoteProtocolError: the socket must close with ``close_code``.
+        """
+        if self.state is State.CLOSED:
+            raise LocalProtocolError("connection is closed", CloseCode.NORMAL)
+        if isinstance(data, str):
+            raise self._fail("text messages are not allowed; send binary protobuf",
+                             CloseCode.UNSUPPORTED_DATA)
+        if len(data) > self.max_message_bytes:
+            raise self._fail(f"message of {len(data)} bytes exceeds the limit of "
+                             f"{self.max_message_bytes}", CloseCode.TOO_BIG)
+        event = self._frame(bytes(data))
+        if self.state is State.AWAITING_REQUEST:
+            if not isinstance(event, Inbound) or event.kind != self._first_in:
+                raise self._fail(f"the first message must be {self._first_in}, "
+                                 f"got {event.kind}", CloseCode.POLICY_VIOLATION)
+            return event
+        if isinstance(event, Dropped):
+            return self._drop(event.kind, event.reason)
+        if event.kind not in self._inbound:
+            return self._drop(event.kind, f"the {self.peer.value} may not send {event.kind}")
+        if event.kind == self._first_in:
+            return self._drop(event.kind, "already authenticated")
+        if self.view_only and event.kind in INPUT_KINDS:
+            return self._drop(event.kind, "view-only session")
+        return event
+
+    def _frame(self, data: bytes) -> ProtocolEvent:
+        peeked = peek(data)
+        if peeked is not None and peeked[0] in FIELD_BY_NUMBER:
+            number, offset = peeked
+            return Inbound(FIELD_BY_NUMBER[number], number, data, offset)
+        message = pb.Message()
+        try:
+            message.ParseFromString(data)
+        except DecodeError as exc:
+            raise self._fail(f"bytes do not parse as Message: {exc}",
+                             CloseCode.INVALID_PAYLOAD) from None
+        kind = message.WhichOneof("payload")
+        if kind is None:
+            return Dropped("unknown", "no known payload field")
+        canonical = wrap(kind, getattr(message, kind))
+        number, offset = peek(canonical) or (0, 0)
+        return Inbound(kind, number, canonical, offset)
+
+    def _drop(self, kind: str, reason: str) -> Dropped:
+        self.dropped[kind] += 1
+        return Dropped(kind, reason)
+
+    def _fail(self, reason: str, code: int) -> RemoteProtocolError:
+        self.state = State.CLOSED
+        return RemoteProtocolError(reason, code)
+
+    # -- sending -----------------------------------------------------------------
+    def send(self, kind: str, payload: Any) -> bytes:
+        """Serialize ``payload`` as ``kind``; refuse what this side may not send now."""
+        if self.state is State.CLOSED:
+            raise LocalProtocolError(f"cannot send {kind}: connection is closed")
+        if self.state is State.AWAITING_REQUEST and kind not in {self._first_out, "disconnect"}:
+            raise LocalProtocolError(f"cannot send {kind} before {self._first_out}")
+        if kind not in self._outbound:
+            raise LocalProtocolError(f"the {self.local.value} may not send {kind} "
+                                     f"to the {self.peer.value}")
+        return wrap(kind, payload)
+
+    def accept(self, session_id: str, display_info: Any | None = None, *,
+               view_only: bool = False) -> bytes:
+        """Server side: answer the request with success and become authenticated."""
+        response = pb.SessionResponse(success=True, session_id=session_id)
+        if display_info is not None:
+            response.display_info.CopyFrom(display_info)
+        data = self.send("session_response", response)
+        self.state = State.AUTHENTICATED
+        self.view_only = view_only
+        return data
+
+    def reject(self, error: str) -> bytes:
+        """Server side: answer with ``success=false`` and ``error``; close 1008 afterwards."""
+        data = self.send("session_response", pb.SessionResponse(success=False, error=error))
+        self.state = State.CLOSED
+        return data
+
+    def authenticated(self) -> None:
+        """Client side: the server accepted our request."""
+        if self.state is not State.AWAITING_REQUEST:
+            raise LocalProtocolError(f"cannot authenticate in state {self.state.value}")
+        self.state = State.AUTHENTICATED
+
+    def close(self) -> None:
+        self.state = State.CLOSED

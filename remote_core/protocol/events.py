@@ -1,0 +1,49 @@
+"""Events the sans-I/O layer hands to its caller. Frozen, with no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ._wire import DecodeError, pb
+
+__all__ = ["Dropped", "Inbound", "ProtocolEvent"]
+
+
+@dataclass(frozen=True, slots=True)
+class Inbound:
+    """A well-framed message from the peer, allowed for its role in the current state.
+
+    ``data`` is the whole canonical ``Message`` encoding, ready to forward as it is.
+    The payload is parsed only when :meth:`payload` is called.
+    """
+
+    kind: str
+    number: int
+    data: bytes
+    offset: int
+
+    def payload(self) -> Any:
+        """Parse and return the payload message (``SessionRequest`` ...).
+
+        :raises RemoteProtocolError: (1007) if the payload bytes are not valid protobuf.
+        """
+        from .errors import RemoteProtocolError
+
+        message = pb.Message.DESCRIPTOR.fields_by_name[self.kind].message_type._concrete_class()
+        try:
+            message.ParseFromString(self.data[self.offset:])
+        except DecodeError as exc:
+            raise RemoteProtocolError(f"{self.kind} payload does not parse: {exc}", 1007) from None
+        return message
+
+
+@dataclass(frozen=True, slots=True)
+class Dropped:
+    """A well-formed message this peer may not send now; count it and log it, never relay it."""
+
+    kind: str
+    reason: str
+
+
+ProtocolEvent = Inbound | Dropped

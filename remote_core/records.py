@@ -1,0 +1,215 @@
+"""Durable records exchanged between the core and a storage plugin.
+
+Plain dataclasses, so neither side depends on the other's library. Times are
+timezone-aware UTC datetimes. ``tenant_id`` is nullable everywhere (SPEC 1);
+:data:`DEFAULT_TENANT_ID` is the seeded tenant used wherever one is needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+__all__ = [
+    "CONSENT_GRANTED",
+    "CONSENT_NOT_REQUIRED",
+    "CONSENT_PENDING",
+    "DEFAULT_TENANT_ID",
+    "PERMISSIONS",
+    "AgentKey",
+    "Event",
+    "Machine",
+    "MachineFilter",
+    "MachineReport",
+    "Release",
+    "RestoreResult",
+    "SessionRecord",
+    "SupportCode",
+    "User",
+    "utcnow",
+]
+
+DEFAULT_TENANT_ID = "00000000-0000-0000-0000-000000000001"
+"""The seeded default tenant (SPEC 2.4); a constant, the same in every deployment."""
+
+CONSENT_PENDING = "pending"
+CONSENT_GRANTED = "granted"
+CONSENT_NOT_REQUIRED = "not_required"
+
+PERMISSIONS = ("view", "control", "support_codes", "manage_machines")
+"""Every permission a user can hold (CONTRACT 2)."""
+
+Role = Literal["admin", "technician"]
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC (the only clock records use)."""
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Machine:
+    """A managed or attended machine (SPEC 2.4). Nullable columns read back as defaults."""
+
+    agent_id: str
+    machine_uid: str | None = None
+    hostname: str = ""
+    os_version: str = ""
+    organization: str = ""
+    site: str = ""
+    tags: tuple[str, ...] = ()
+    is_elevated: bool = False
+    is_persistent: bool = False
+    status: str = "offline"
+    agent_version: str = ""
+    last_seen: datetime | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    deleted_at: datetime | None = None
+    tenant_id: str | None = DEFAULT_TENANT_ID
+
+
+@dataclass(frozen=True, slots=True)
+class MachineReport:
+    """What an agent says about itself at registration or in ``AgentStatus``.
+
+    ``None`` means "not reported; keep what is stored".
+    """
+
+    agent_id: str
+    machine_uid: str | None = None
+    hostname: str | None = None
+    os_version: str | None = None
+    organization: str | None = None
+    site: str | None = None
+    tags: tuple[str, ...] | None = None
+    is_elevated: bool | None = None
+    is_persistent: bool | None = None
+    status: str | None = None
+    agent_version: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MachineFilter:
+    """Filters for listing machines; every field narrows, ``None`` means any.
+
+    ``organizations`` is a technician's client access: ``None`` or a list holding
+    ``"*"`` means all organizations.
+    """
+
+    organization: str | None = None
+    site: str | None = None
+    tag: str | None = None
+    status: str | None = None
+    text: str | None = None
+    organizations: tuple[str, ...] | None = None
+    limit: int | None = None
+    offset: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreResult:
+    """Start-up restore (SPEC 5.2): every live machine, and which of them are keyed.
+
+    Keyed machines must not be indexed by ``machine_uid``.
+    """
+
+    machines: tuple[Machine, ...]
+    keyed_agent_ids: frozenset[str]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentKey:
+    """A per-agent key. Only the SHA-256 hex digest of the plain key is ever stored."""
+
+    id: str
+    agent_id: str
+    key_hash: str
+    label: str = ""
+    created_at: datetime | None = None
+    last_used_at: datetime | None = None
+    revoked_at: datetime | None = None
+    tenant_id: str | None = DEFAULT_TENANT_ID
+
+
+@dataclass(frozen=True, slots=True)
+class SupportCode:
+    """A one-time support code ``XXX-XXX-XXX`` (SPEC 3.2, 8)."""
+
+    code: str
+    created_by: str | None
+    technician_name: str
+    expires_at: datetime
+    created_at: datetime | None = None
+    consumed_at: datetime | None = None
+    cancelled_at: datetime | None = None
+    agent_id: str | None = None
+    session_id: str | None = None
+    tenant_id: str | None = DEFAULT_TENANT_ID
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    """A session row (SPEC 2.4). ``source`` is the auth method that opened it."""
+
+    id: str
+    agent_id: str
+    is_managed: bool
+    source: str
+    consent_state: str
+    technician: str | None = None
+    session_type: int = 0
+    created_at: datetime | None = None
+    ended_at: datetime | None = None
+    end_reason: str | None = None
+    deleted_at: datetime | None = None
+    tenant_id: str | None = DEFAULT_TENANT_ID
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    """An operator account. ``client_access`` holds organizations, ``("*",)`` for all."""
+
+    id: str
+    username: str
+    password_hash: str
+    role: Role = "technician"
+    permissions: tuple[str, ...] = ()
+    client_access: tuple[str, ...] = ()
+    disabled: bool = False
+    created_at: datetime | None = None
+    tenant_id: str | None = DEFAULT_TENANT_ID
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """An available agent version (SPEC 2.4, CONTRACT 2)."""
+
+    version: str
+    download_url: str
+    checksum_sha256: str
+    mandatory: bool = False
+    notes: str = ""
+    created_at: datetime | None = None
+    tenant_id: str | None = DEFAULT_TENANT_ID
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One audit-log entry: a session or viewer event, or an operator action."""
+
+    kind: str
+    session_id: str | None = None
+    agent_id: str | None = None
+    actor: str | None = None
+    target: str | None = None
+    client_ip: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
+    id: int | None = None
+    tenant_id: str | None = DEFAULT_TENANT_ID

@@ -1,0 +1,259 @@
+"""Registration dataclasses returned by hooks, and the value types the contracts share.
+
+Every registration has a unique lower-case ``name``; the plugin manager rejects
+duplicates and selects backends by configured name, never by load order.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .interfaces import (
+        Authenticator,
+        CaptureSource,
+        ConsentPrompt,
+        Decoder,
+        Encoder,
+        InputSink,
+        Store,
+    )
+
+__all__ = [
+    "AgentCredential",
+    "AgentIdentity",
+    "AuthContext",
+    "AuthMethod",
+    "AuthRejected",
+    "CaptureSpec",
+    "CodecSpec",
+    "ConsentAsk",
+    "ConsentDecision",
+    "ConsentPromptSpec",
+    "DisplayDesc",
+    "EncoderConfig",
+    "InputSpec",
+    "Rect",
+    "Registration",
+    "SessionContext",
+    "StoreSpec",
+    "WebAppSpec",
+]
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Registration:
+    """Base of every registration: a unique lower-case ``name``."""
+
+    name: str
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise ValueError(
+                f"registration name {self.name!r} must be lower-case letters, digits and '_'"
+            )
+
+
+# -- value types -------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Rect:
+    """A rectangle in display pixels, origin top-left."""
+
+    x: int
+    y: int
+    width: int
+    height: int
+
+
+@dataclass(frozen=True, slots=True)
+class DisplayDesc:
+    """One display as the agent reports it (ids 1-based, CONTRACT 1)."""
+
+    id: int
+    name: str
+    x: int
+    y: int
+    width: int
+    height: int
+    is_primary: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EncoderConfig:
+    """What an encoder is built for. ``bitrate_kbps`` 0 lets the codec choose."""
+
+    width: int
+    height: int
+    fps: int = 30
+    bitrate_kbps: int = 0
+    preset: int = 0  # QualityPreset value
+
+    def __post_init__(self) -> None:
+        if self.width < 1 or self.height < 1:
+            raise ValueError(f"frame size must be positive, got {self.width}x{self.height}")
+        if not 1 <= self.fps <= 60:
+            raise ValueError(f"fps must be 1-60 (SPEC 8), got {self.fps}")
+        if self.bitrate_kbps < 0:
+            raise ValueError(f"bitrate_kbps must be >= 0, got {self.bitrate_kbps}")
+
+
+@dataclass(frozen=True, slots=True)
+class AgentCredential:
+    """What an agent presented in its ``SessionRequest``, plus where it came from."""
+
+    token: str
+    agent_id: str
+    machine_uid: str | None = None
+    client_version: str = ""
+    client_ip: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class AgentIdentity:
+    """Who an authenticator says the agent is.
+
+    ``authoritative`` (keyed agents): ``agent_id`` is the key's machine, and the
+    claimed ``machine_uid`` is dropped (SPEC 5.2). ``attended`` sessions need
+    consent (SPEC 3.1).
+    """
+
+    method: str
+    agent_id: str
+    machine_uid: str | None = None
+    authoritative: bool = False
+    attended: bool = False
+    persistent: bool = True
+    key_id: str | None = None
+    support_code: str | None = None
+    technician_name: str = ""
+    technician_id: str | None = None
+
+
+class AuthRejected(Exception):
+    """The credential belongs to this method but is refused; ``str()`` is shown to the agent."""
+
+
+class ConsentDecision(enum.Enum):
+    """A consent policy's verdict before (or instead of) asking the end user."""
+
+    APPROVE = "approve"
+    DENY = "deny"
+    ASK = "ask"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionContext:
+    """What a consent policy or lifecycle hook is told about a session."""
+
+    session_id: str
+    agent_id: str
+    method: str
+    attended: bool
+    technician_name: str = ""
+    access_mode: int = 1  # ConsentAccessMode
+
+
+@dataclass(frozen=True, slots=True)
+class ConsentAsk:
+    """A consent question as the agent's prompt shows it."""
+
+    session_id: str
+    technician_name: str
+    control: bool
+    timeout_secs: int
+
+
+@dataclass(frozen=True)
+class AuthContext:
+    """What an authenticator factory gets: settings and the store."""
+
+    settings: Any
+    store: Store
+
+
+# -- registrations --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CodecSpec(Registration):
+    """A codec: the ``CodecPreference`` value it answers to and the ``VideoFrame`` slot it fills.
+
+    :param preference: a ``CodecPreference`` value (``CODEC_RAW`` = 1 ...).
+    :param frame_field: the ``VideoFrame.encoding`` field (``raw``, ``vp9``, ``h264``, ``h265``).
+    :param auto_rank: higher is preferred when the viewer asks for ``CODEC_AUTO``.
+    :param available: cheap check that the native library is usable here.
+    """
+
+    preference: int = 0
+    frame_field: str = ""
+    encoder_factory: Callable[[EncoderConfig], Encoder] | None = None
+    decoder_factory: Callable[[], Decoder] | None = None
+    auto_rank: int = 0
+    available: Callable[[], bool] = field(default=lambda: True)
+
+
+@dataclass(frozen=True)
+class CaptureSpec(Registration):
+    """A screen-capture backend. ``factory(**options)`` builds the source."""
+
+    factory: Callable[..., CaptureSource] | None = None
+    available: Callable[[], bool] = field(default=lambda: True)
+
+
+@dataclass(frozen=True)
+class InputSpec(Registration):
+    """An input-injection backend. ``factory(**options)`` builds the sink."""
+
+    factory: Callable[..., InputSink] | None = None
+    available: Callable[[], bool] = field(default=lambda: True)
+
+
+@dataclass(frozen=True)
+class AuthMethod(Registration):
+    """An agent-authentication method, tried in ascending ``order``.
+
+    Built-ins: ``agentkey`` (10), ``supportcode`` (20), ``sharedkey`` (90).
+    """
+
+    order: int = 50
+    factory: Callable[[AuthContext], Authenticator] | None = None
+
+
+@dataclass(frozen=True)
+class StoreSpec(Registration):
+    """A storage backend for database URLs whose scheme is in ``schemes``."""
+
+    schemes: tuple[str, ...] = ()
+    factory: Callable[[str], Store] | None = None
+
+
+@dataclass(frozen=True)
+class ConsentPromptSpec(Registration):
+    """An end-user consent prompt on the agent (desktop dialog, console ...).
+
+    The agent picks the highest ``priority`` prompt whose ``available()`` is true.
+    """
+
+    factory: Callable[[], ConsentPrompt] | None = None
+    priority: int = 0
+    available: Callable[[], bool] = field(default=lambda: True)
+
+
+@dataclass(frozen=True)
+class WebAppSpec(Registration):
+    """An ASGI app mounted into the server at ``path`` (the web console ...).
+
+    ``factory(settings)`` returns the ASGI application.
+    """
+
+    path: str = "/"
+    factory: Callable[[Any], Any] | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)

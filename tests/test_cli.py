@@ -1,0 +1,38 @@
+"""The command-line entry points, run as a user would run them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+from remote_core.plugins import BUILTIN_PLUGINS
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    exe = shutil.which(args[0])
+    assert exe, f"{args[0]} is not installed in this environment"
+    return subprocess.run([exe, *args[1:]], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **(env or {})})
+
+
+def test_plugins_lists_every_builtin() -> None:
+    out = run("remote-support", "plugins")
+    assert out.returncode == 0, out.stderr
+    listed = {line.split()[0] for line in out.stdout.splitlines() if not line.startswith(" ")}
+    assert listed == set(BUILTIN_PLUGINS)
+    assert "remote-codec-raw-zstd 0.1.0" in out.stdout
+
+
+def test_bad_setting_is_a_clear_error_not_a_traceback() -> None:
+    out = run("remote-support", "plugins", env={"REMOTE_SUPPORT_PORT": "x"})
+    assert out.returncode == 2
+    assert "remote-support: error: setting 'port'" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_entry_points_answer_help() -> None:
+    for command in ("remote-support", "remote-agent", "remote-viewer"):
+        out = run(command, "--help")
+        assert out.returncode == 0, (command, out.stderr)
+        assert "usage:" in out.stdout

@@ -1,0 +1,166 @@
+"""Plugin loading by name, failure modes, and an outside plugin used like a third-party one."""
+
+from __future__ import annotations
+
+import inspect
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from remote_core import hookimpl, hookspecs
+from remote_core.errors import PluginError
+from remote_core.plugins import BUILTIN_PLUGINS, discover, get_plugin_manager
+from remote_core.settings import Settings
+from remote_core.types import CodecSpec, ConsentDecision, SessionContext, StoreSpec
+
+
+def install_fake_distribution(root: Path, dist: str, module: str, source: str,
+                              entry_name: str) -> None:
+    """Lay out an installed distribution (module + dist-info) the way pip would."""
+    (root / f"{module}.py").write_text(textwrap.dedent(source))
+    info = root / f"{dist}-1.2.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.2.3\n")
+    (info / "entry_points.txt").write_text(f"[remote_core.plugins]\n{entry_name} = {module}\n")
+
+
+OUTSIDE = """
+from remote_core import hookimpl
+from remote_core.types import CodecSpec, ConsentDecision
+
+@hookimpl
+def register_codecs():
+    return [CodecSpec(name="outside_codec", preference=1, frame_field="raw")]
+
+@hookimpl
+def consent_policy(session):
+    return ConsentDecision.DENY if session.technician_name == "mallory" else None
+"""
+
+
+@pytest.fixture
+def outside_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    install_fake_distribution(tmp_path, "acme-remote-codec", "acme_remote_codec", OUTSIDE,
+                              "acme_codec")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "acme_codec"
+
+
+def test_default_loads_every_installed_builtin() -> None:
+    plugins = get_plugin_manager(Settings())
+    assert set(plugins.names()) == set(BUILTIN_PLUGINS)
+
+
+def test_outside_plugin_is_discovered_loaded_and_used(outside_plugin: str) -> None:
+    assert outside_plugin in discover()
+    plugins = get_plugin_manager(Settings(plugins=(outside_plugin,)))
+    assert [c.name for c in plugins.codecs()] == ["outside_codec"]
+    info = {i.name: i for i in plugins.describe()}[outside_plugin]
+    assert info.distribution == "acme-remote-codec" and info.version == "1.2.3"
+    assert info.hooks == ("consent_policy", "register_codecs")
+    ctx = SessionContext("s", "a", "supportcode", True, technician_name="mallory")
+    assert plugins.consent_policy(ctx) is ConsentDecision.DENY
+    assert plugins.consent_policy(SessionContext("s", "a", "supportcode", True)) is None
+
+
+def test_outside_plugin_is_not_loaded_unless_named(outside_plugin: str) -> None:
+    assert outside_plugin not in get_plugin_manager(Settings()).names()
+    assert outside_plugin in get_plugin_manager(Settings(autoload_plugins=True)).names()
+
+
+def test_missing_plugin_lists_what_is_available() -> None:
+    with pytest.raises(PluginError, match=r"\['nope'\].*available: .*store_sql"):
+        get_plugin_manager(Settings(plugins=("nope",)))
+
+
+def test_broken_plugin_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    install_fake_distribution(tmp_path, "broken-plugin", "broken_plugin",
+                              "raise ImportError('libfoo.so not found')", "broken")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(PluginError, match=r"broken .*libfoo\.so not found"):
+        get_plugin_manager(Settings(plugins=("broken",)))
+
+
+def test_blocked_plugin_is_not_loaded() -> None:
+    plugins = get_plugin_manager(Settings(block_plugins=("codec_vp9",)))
+    assert "codec_vp9" not in plugins.names()
+
+
+def test_misspelt_hook_fails_at_start() -> None:
+    class Typo:
+        @hookimpl
+        def register_codec(self) -> list[CodecSpec]:  # missing "s"
+            return []
+
+    with pytest.raises(Exception, match="register_codec"):
+        get_plugin_manager(Settings(plugins=()), extra=[("typo", Typo())])
+
+
+def test_duplicate_registration_names_both_providers() -> None:
+    class One:
+        @hookimpl
+        def register_stores(self) -> list[StoreSpec]:
+            return [StoreSpec(name="dup", schemes=("x",))]
+
+    class Two(One):
+        pass
+
+    plugins = get_plugin_manager(Settings(plugins=()), extra=[("one", One()), ("two", Two())])
+    with pytest.raises(PluginError, match="'dup' is provided by both 'one' and 'two'"):
+        plugins.stores()
+
+
+def test_selection_by_name_lists_choices() -> None:
+    class Codecs:
+        @hookimpl
+        def register_codecs(self) -> list[CodecSpec]:
+            return [CodecSpec(name="a_codec"), CodecSpec(name="b_codec")]
+
+    plugins = get_plugin_manager(Settings(plugins=()), extra=[("c", Codecs())])
+    assert plugins.select(plugins.codecs(), "b_codec", "codec").name == "b_codec"
+    with pytest.raises(PluginError, match="no codec named 'zzz'; available: a_codec, b_codec"):
+        plugins.select(plugins.codecs(), "zzz", "codec")
+
+
+def test_store_selection_by_url_scheme() -> None:
+    class Stores:
+        @hookimpl
+        def register_stores(self) -> list[StoreSpec]:
+            return [StoreSpec(name="sqlish", schemes=("sqlite", "postgresql"))]
+
+    plugins = get_plugin_manager(Settings(plugins=()), extra=[("s", Stores())])
+    assert plugins.store_for_url("postgresql+asyncpg://h/db").name == "sqlish"
+    with pytest.raises(PluginError, match="scheme 'mysql'"):
+        plugins.store_for_url("mysql://h/db")
+
+
+def test_wrong_registration_type_is_rejected() -> None:
+    class Wrong:
+        @hookimpl
+        def register_codecs(self) -> list[object]:
+            return [StoreSpec(name="x")]
+
+    plugins = get_plugin_manager(Settings(plugins=()), extra=[("w", Wrong())])
+    with pytest.raises(PluginError, match="expected CodecSpec"):
+        plugins.codecs()
+
+
+def test_registration_names_are_lower_case() -> None:
+    with pytest.raises(ValueError, match="lower-case"):
+        CodecSpec(name="Bad Name")
+
+
+def test_every_hookspec_is_documented_with_an_example_or_notification() -> None:
+    specs = [f for name, f in inspect.getmembers(hookspecs, inspect.isfunction)
+             if hasattr(f, "remote_core_spec")]
+    assert {f.__name__ for f in specs} == set(hookspecs.__all__)
+    for spec in specs:
+        doc = inspect.getdoc(spec) or ""
+        assert "Example" in doc or "Notification" in doc, spec.__name__
+
+
+def test_every_hookspec_is_named_in_the_readme() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    missing = [name for name in hookspecs.__all__ if name not in readme]
+    assert not missing, f"README.md does not document hooks {missing}"

@@ -1,0 +1,1 @@
+"""Technician viewers: the browser console and a Python client library."""
