@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 from . import __version__
 from .errors import RemoteSupportError
-from .plugins import Plugins, get_plugin_manager
+from .plugins import get_plugin_manager
+from .server.context import open_store
 from .settings import Settings, add_arguments, load_settings
 
 __all__ = ["main"]
@@ -56,14 +57,8 @@ def cmd_plugins(settings: Settings) -> int:
     return 0
 
 
-def _open_store(settings: Settings, plugins: Plugins):  # type: ignore[no-untyped-def]
-    spec = plugins.store_for_url(settings.database_url)
-    assert spec.factory is not None
-    return spec.factory(settings.database_url)
-
-
 async def _migrate(settings: Settings) -> int:
-    store = _open_store(settings, get_plugin_manager(settings))
+    store = open_store(settings, get_plugin_manager(settings))
     await store.open()
     await store.close()
     print(f"database at {settings.database_url.split('@')[-1]} is at the newest schema")
@@ -82,7 +77,7 @@ def _read_password(prompt: str) -> str:
 async def _user(settings: Settings, args: argparse.Namespace) -> int:
     from .server.users import create_user, set_password
 
-    store = _open_store(settings, get_plugin_manager(settings))
+    store = open_store(settings, get_plugin_manager(settings))
     await store.open()
     try:
         if args.user_command == "list":

@@ -1,0 +1,48 @@
+"""Everything one running server shares, built in the app's lifespan and kept on ``app.state``.
+
+Handlers reach it as ``request.app.state.ctx`` (or ``websocket.app.state.ctx``).
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..interfaces import Store
+from ..plugins import Plugins
+from ..settings import Settings
+from .audit import Audit
+
+if TYPE_CHECKING:
+    from ..relay.registry import Registry
+    from .ratelimit import RateLimiter
+    from .tokens import TokenService
+
+__all__ = ["ServerContext", "open_store"]
+
+
+@dataclass
+class ServerContext:
+    settings: Settings
+    plugins: Plugins
+    store: Store
+    audit: Audit
+    tokens: TokenService
+    limiter: RateLimiter
+    registry: Registry
+
+
+def open_store(settings: Settings, plugins: Plugins) -> Store:
+    """The store plugin for ``settings.database_url`` (not yet opened)."""
+    spec = plugins.store_for_url(settings.database_url)
+    if spec.factory is None:
+        raise TypeError(f"store {spec.name!r} registered no factory")
+    return spec.factory(settings.database_url)
+
+
+async def jwt_secret(settings: Settings, store: Store) -> str:
+    """The configured signing secret, else one generated once and persisted (never a constant)."""
+    if settings.jwt_secret:
+        return settings.jwt_secret
+    return await store.get_or_create_secret("jwt_signing_key", secrets.token_urlsafe(64))
