@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from ..interfaces import Store
@@ -22,13 +23,9 @@ class Audit:
 
     async def record(self, event: Event) -> None:
         if event.created_at is None:
-            event = Event(**{**_fields(event), "created_at": utcnow()})
+            event = dataclasses.replace(event, created_at=utcnow())
         try:
             await self._store.add_event(event)
         except Exception:
             log.exception("could not write audit event %s", event.kind)
         self._plugins.audit_event(event)
-
-
-def _fields(event: Event) -> dict[str, object]:
-    return {name: getattr(event, name) for name in event.__dataclass_fields__}
