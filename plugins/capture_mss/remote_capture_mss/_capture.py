@@ -1,0 +1,116 @@
+"""``MssCapture``: the displays of this machine and images of the selected one.
+
+With DAMAGE the source keeps one image per display and refreshes only the
+areas X reports as drawn, so a small change costs a small grab; without it
+every grab is the whole display and ``dirty`` is ``None`` (the encoder diffs).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+
+from remote_core.interfaces import CaptureSource
+from remote_core.types import DisplayDesc, Rect
+
+from ._regions import clip, merge_rects
+from ._x11 import DamageWatcher, x11_monitors
+
+__all__ = ["MssCapture"]
+
+log = logging.getLogger(__name__)
+
+
+class MssCapture(CaptureSource):
+    """Screen capture with mss.
+
+    :param use_damage: subscribe to X DAMAGE when the platform has it (default).
+
+    The image :meth:`grab` returns is owned by the source and refreshed in place
+    by the next grab of the same display: encode it before grabbing again.
+    """
+
+    def __init__(self, *, use_damage: bool = True) -> None:
+        import mss
+
+        self._mss = mss.MSS()
+        self._watcher: DamageWatcher | None = None
+        if use_damage:
+            try:
+                self._watcher = DamageWatcher()
+            except OSError as exc:
+                log.info("capture polls: %s", exc)
+        self._known: list[DisplayDesc] = []
+        self._frame: np.ndarray[Any, Any] | None = None
+        self._frame_display: DisplayDesc | None = None
+
+    @property
+    def change_driven(self) -> bool:
+        """True when the platform reports changes (X DAMAGE), false when polling."""
+        return self._watcher is not None
+
+    def displays(self) -> list[DisplayDesc]:
+        """Enumerate afresh (a new X connection: call it seconds apart, not per frame)."""
+        found = x11_monitors()
+        if found is None:
+            monitors = self._mss.monitors[1:]
+            found = [DisplayDesc(id=i, name=f"Display {i}", x=m["left"], y=m["top"],
+                                 width=m["width"], height=m["height"], is_primary=i == 1)
+                     for i, m in enumerate(monitors, start=1)]
+        if found and not any(d.is_primary for d in found):
+            first = found[0]
+            found[0] = DisplayDesc(first.id, first.name, first.x, first.y, first.width,
+                                   first.height, True)
+        self._known = found
+        return found
+
+    def _display(self, display_id: int) -> DisplayDesc:
+        displays = self._known or self.displays()
+        if display_id == 0:
+            return next(d for d in displays if d.is_primary)
+        for display in displays:
+            if display.id == display_id:
+                return display
+        raise ValueError(f"no display {display_id}; displays are "
+                         f"{[d.id for d in displays]} (0 = primary)")
+
+    def _grab_area(self, x: int, y: int, width: int, height: int) -> np.ndarray[Any, Any]:
+        shot = self._mss.grab({"left": x, "top": y, "width": width, "height": height})
+        return np.frombuffer(shot.raw, dtype=np.uint8).reshape(height, width, 4)
+
+    def grab(self, display_id: int) -> tuple[np.ndarray[Any, Any], list[Rect] | None]:
+        """The whole display; with DAMAGE, also the rectangles changed since the last grab.
+
+        The first grab of a display (after another display, a geometry change
+        or :meth:`forget`) returns ``None`` for the rectangles: everything is new.
+        """
+        display = self._display(display_id)
+        frame = self._frame
+        damaged = self._watcher.take() if self._watcher is not None else []
+        if self._watcher is None or frame is None or self._frame_display != display:
+            frame = self._grab_area(display.x, display.y, display.width, display.height)
+            self._frame, self._frame_display = frame, display
+            return frame, None
+        local = [clip(Rect(r.x - display.x, r.y - display.y, r.width, r.height),
+                      display.width, display.height) for r in damaged]
+        rects = merge_rects(r for r in local if r is not None)
+        for rect in rects:
+            frame[rect.y:rect.y + rect.height, rect.x:rect.x + rect.width] = self._grab_area(
+                display.x + rect.x, display.y + rect.y, rect.width, rect.height)
+        return frame, rects
+
+    def wait_for_change(self, timeout: float) -> bool:
+        if self._watcher is None:
+            return True
+        return self._watcher.wait(timeout)
+
+    def forget(self) -> None:
+        """Drop the kept image, so the next grab is a full one (keyframes)."""
+        self._frame = self._frame_display = None
+
+    def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.close()
+        self._mss.close()

@@ -1,0 +1,106 @@
+"""What X11 tells us without polling: monitors (RandR 1.5) and changed areas (DAMAGE)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import threading
+from typing import Any
+
+from remote_core.types import DisplayDesc, Rect
+
+__all__ = ["DamageWatcher", "x11_monitors"]
+
+
+def _open_display() -> Any | None:
+    if not os.environ.get("DISPLAY"):
+        return None
+    try:
+        from Xlib import display
+
+        return display.Display()
+    except Exception:
+        return None
+
+
+def x11_monitors() -> list[DisplayDesc] | None:
+    """The RandR monitors (``xrandr --setmonitor`` ones included), or ``None`` off X11."""
+    conn = _open_display()
+    if conn is None:
+        return None
+    try:
+        from Xlib.ext import randr
+
+        if not conn.has_extension("RANDR"):
+            return None
+        monitors = randr.get_monitors(conn.screen().root, is_active=True).monitors
+        out = []
+        for index, mon in enumerate(monitors, start=1):
+            try:
+                name = conn.get_atom_name(mon["name"])
+            except Exception:
+                name = f"Monitor {index}"
+            out.append(DisplayDesc(id=index, name=name, x=mon["x"], y=mon["y"],
+                                   width=mon["width_in_pixels"],
+                                   height=mon["height_in_pixels"],
+                                   is_primary=bool(mon["primary"])))
+        return out or None
+    except Exception:
+        return None
+    finally:
+        conn.close()
+
+
+class DamageWatcher:
+    """Collects the root window's DAMAGE reports; :meth:`wait` blocks until there are some.
+
+    Raw-rectangle reports need no ``DamageSubtract`` round trip, and an
+    unchanged screen produces no traffic at all: waiting costs nothing.
+    """
+
+    def __init__(self) -> None:
+        conn = _open_display()
+        if conn is None or not conn.has_extension("DAMAGE"):
+            if conn is not None:
+                conn.close()
+            raise OSError("the X DAMAGE extension is not available")
+        from Xlib.ext import damage
+
+        self._conn = conn
+        self._conn.damage_query_version()
+        self._damage = conn.screen().root.damage_create(damage.DamageReportRawRectangles)
+        self._conn.flush()
+        self._pending: list[Rect] = []
+        self._lock = threading.Lock()
+
+    def _drain(self) -> None:
+        while self._conn.pending_events():
+            event = self._conn.next_event()
+            if event.type == self._conn.extension_event.DamageNotify:
+                area = event.area
+                self._pending.append(Rect(area.x, area.y, area.width, area.height))
+
+    def wait(self, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds for damage; ``True`` when some is pending."""
+        with self._lock:
+            self._drain()
+            if self._pending:
+                return True
+        ready, _, _ = select.select([self._conn.fileno()], [], [], max(timeout, 0.0))
+        with self._lock:
+            if ready:
+                self._drain()
+            return bool(self._pending)
+
+    def take(self) -> list[Rect]:
+        """The rectangles reported since the last call (root coordinates)."""
+        with self._lock:
+            self._drain()
+            taken, self._pending = self._pending, []
+        return taken
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):  # the X server may already be gone
+            self._damage.destroy()
+            self._conn.close()

@@ -1,0 +1,116 @@
+"""Capture under a real X server: exact pixels, DAMAGE-driven changes, two monitors."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import numpy as np
+import pytest
+from remote_capture_mss import MssCapture
+
+from remote_core.testing.xvfb import Painter, xvfb
+from remote_core.types import Rect
+
+pytestmark = pytest.mark.xvfb
+
+
+@pytest.fixture(scope="module")
+def x_display():
+    with xvfb(640, 480) as server:
+        yield server
+
+
+@pytest.fixture
+def painter(x_display):
+    p = Painter()
+    p.fill(0, 0, p.width, p.height, 0x000000)
+    p.sync()
+    yield p
+    p.close()
+
+
+def _bgr(rgb: int) -> list[int]:
+    return [rgb & 0xFF, (rgb >> 8) & 0xFF, rgb >> 16]
+
+
+def test_displays_enumerate_one_primary_screen(x_display):
+    capture = MssCapture()
+    try:
+        displays = capture.displays()
+        assert [(d.id, d.width, d.height, d.is_primary) for d in displays] == [
+            (1, 640, 480, True)]
+    finally:
+        capture.close()
+
+
+def test_grab_is_pixel_exact(painter):
+    pattern = np.random.default_rng(1).integers(0, 256, (48, 64, 4), dtype=np.uint8)
+    painter.put_bgra(10, 20, 64, 48, pattern.tobytes())
+    painter.sync()
+    capture = MssCapture()
+    try:
+        image, dirty = capture.grab(0)
+        assert dirty is None  # the first grab is whole
+        assert image.shape == (480, 640, 4)
+        assert np.array_equal(image[20:68, 10:74, :3], pattern[:, :, :3])
+    finally:
+        capture.close()
+
+
+def test_damage_reports_exactly_the_changed_area(painter):
+    capture = MssCapture()
+    try:
+        assert capture.change_driven
+        capture.grab(1)
+        assert not capture.wait_for_change(0.2)  # an unchanged screen: nothing to do
+        painter.fill(100, 50, 200, 40, 0x12AB34)
+        painter.sync()
+        assert capture.wait_for_change(2.0)
+        image, dirty = capture.grab(1)
+        assert dirty == [Rect(100, 50, 200, 40)]
+        assert image[60, 150, :3].tolist() == _bgr(0x12AB34)
+        assert image[10, 10, :3].tolist() == [0, 0, 0]
+    finally:
+        capture.close()
+
+
+def test_polling_fallback_returns_whole_images(painter):
+    capture = MssCapture(use_damage=False)
+    try:
+        assert not capture.change_driven
+        assert capture.wait_for_change(0.0)
+        painter.fill(0, 0, 8, 8, 0xFF0000)
+        painter.sync()
+        image, dirty = capture.grab(1)
+        assert dirty is None
+        assert image[0, 0, :3].tolist() == _bgr(0xFF0000)
+    finally:
+        capture.close()
+
+
+def test_two_monitors_from_xrandr_setmonitor(x_display, painter):
+    env = x_display.env()
+    subprocess.run(["xrandr", "--setmonitor", "left", "320/80x480/60+0+0", "screen"],
+                   env=env, check=True)
+    subprocess.run(["xrandr", "--setmonitor", "right", "320/80x480/60+320+0", "none"],
+                   env=env, check=True)
+    capture = MssCapture()
+    try:
+        deadline = time.monotonic() + 5
+        while len(displays := capture.displays()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        geometry = sorted((d.x, d.width) for d in displays)
+        assert geometry == [(0, 320), (320, 320)]
+        assert sum(d.is_primary for d in displays) == 1
+        painter.fill(320, 0, 320, 480, 0x0000FF)
+        painter.sync()
+        right = next(d for d in displays if d.x == 320)
+        image, _ = capture.grab(right.id)
+        assert image.shape == (480, 320, 4)
+        assert image[5, 5, :3].tolist() == _bgr(0x0000FF)
+    finally:
+        capture.close()
+        for name in ("left", "right"):
+            subprocess.run(["xrandr", "--delmonitor", name], env=env, check=False,
+                           capture_output=True)
