@@ -111,6 +111,14 @@ class InputSink(ABC):
     def special_key(self, event: Any) -> None:
         """Apply a ``SpecialKeyEvent`` where the platform allows it."""
 
+    def cursor(self) -> tuple[tuple[int, int] | None, Any | None]:
+        """Poll the pointer: its virtual-screen position if it moved since the last poll,
+        and a ``CursorShape`` if the shape changed; ``(None, None)`` where unknown."""
+        return None, None
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release native resources."""
+
 
 class Authenticator(ABC):
     """One agent-authentication method (cak_ key, support code, shared key ...)."""
