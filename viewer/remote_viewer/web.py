@@ -1,4 +1,57 @@
-"""Built-in plugin ``web_console``: the browser console, mounted through ``register_web_apps``.
+"""Built-in plugin ``web_console``: the browser console and viewer, mounted at ``/console``.
 
-Its app lands with the web-console issue.
+The assets in ``static/`` are built from ``web_src/`` and committed, so the
+server needs no Node.js; ``viewer/tests/test_web_build.py`` rebuilds and compares.
 """
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from remote_core import hookimpl
+from remote_core.types import WebAppSpec
+
+__all__ = ["CONSOLE_PATH", "STATIC_DIR", "register_web_apps"]
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+CONSOLE_PATH = "/console"
+
+# Scripts only from this origin, no inline code, no framing: what an agent reports
+# can never run as script even if it slipped into markup.
+_HEADERS = [
+    (b"content-security-policy",
+     b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+     b"connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cache-control", b"no-cache"),
+]
+
+
+class _SecurityHeaders:
+    """Adds the console's security headers to every response of the wrapped app."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def make_console_app(_settings: Any = None) -> ASGIApp:
+    """The static console, ``index.html`` served for the directory."""
+    return _SecurityHeaders(StaticFiles(directory=STATIC_DIR, html=True))
+
+
+@hookimpl
+def register_web_apps() -> list[WebAppSpec]:
+    return [WebAppSpec(name="console", path=CONSOLE_PATH, factory=make_console_app)]
