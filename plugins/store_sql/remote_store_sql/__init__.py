@@ -1,4 +1,28 @@
-"""Built-in plugin ``store_sql`` (entry-point group ``remote_core.plugins``).
+"""Built-in plugin ``store_sql``: SQLite and PostgreSQL storage on SQLAlchemy 2.
 
-Its hook implementations land with the work that builds its behaviour.
+SQLAlchemy is imported by the factory, not here, so listing plugins stays cheap.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from remote_core import hookimpl
+from remote_core.types import StoreSpec
+
+if TYPE_CHECKING:
+    from remote_core.interfaces import Store
+
+__all__ = ["make_store", "register_stores"]
+
+
+def make_store(url: str) -> Store:
+    """A :class:`~remote_store_sql.store.SqlStore` for ``url`` (not yet opened)."""
+    from .store import SqlStore
+
+    return SqlStore(url)
+
+
+@hookimpl
+def register_stores() -> list[StoreSpec]:
+    return [StoreSpec(name="sql", schemes=("sqlite", "postgresql"), factory=make_store)]

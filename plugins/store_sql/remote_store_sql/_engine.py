@@ -1,0 +1,135 @@
+"""How the async server reaches the database: one small ``Runner`` per engine.
+
+Every store operation is a plain synchronous function of a SQLAlchemy
+``Connection`` run inside one transaction. A runner executes it either on an
+async engine (``AsyncConnection.run_sync``: asyncpg, aiosqlite, psycopg async)
+or on a sync engine in a worker thread (pysqlite, psycopg): one thread hop per
+transaction. ``bench/store.py`` measures both; the default drivers below are
+the faster ones there (see the README).
+
+SQLite gets WAL, a busy timeout and foreign keys on every connection, and its
+write transactions start with ``BEGIN IMMEDIATE`` so that writers queue on the
+busy timeout instead of failing a read-to-write upgrade.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Any, TypeVar
+
+import anyio.to_thread
+import sqlalchemy as sa
+from sqlalchemy import event, exc
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from remote_core.errors import ConflictError, StoreError
+
+__all__ = ["DEFAULT_DRIVERS", "Runner", "make_runner", "resolve_url"]
+
+T = TypeVar("T")
+
+DEFAULT_DRIVERS = {"sqlite": "pysqlite", "postgresql": "asyncpg"}
+"""The driver a plain ``sqlite://`` or ``postgresql://`` URL selects (CONTRACT 4)."""
+
+ASYNC_DRIVERS = {"aiosqlite", "asyncpg", "psycopg_async"}
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def resolve_url(url: str) -> sa.URL:
+    """The URL with the project's default driver filled in when none is named."""
+    parsed = make_url(url)
+    backend = parsed.get_backend_name()
+    if backend not in DEFAULT_DRIVERS:
+        raise StoreError(f"database URL scheme {parsed.drivername!r} is not supported; "
+                         "use sqlite:///path or postgresql://user@host:port/db")
+    if "+" not in parsed.drivername:
+        parsed = parsed.set(drivername=f"{backend}+{DEFAULT_DRIVERS[backend]}")
+    return parsed
+
+
+class Runner:
+    """Runs ``fn(conn, *args)`` in one transaction and maps driver errors to store errors."""
+
+    def __init__(self, url: sa.URL) -> None:
+        self.url = url
+        self.dialect = url.get_backend_name()
+        self.is_async = url.get_driver_name() in ASYNC_DRIVERS
+        options: dict[str, Any] = {"pool_pre_ping": False}
+        if self.dialect == "sqlite":
+            options["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
+            if not self.is_async:
+                options["connect_args"]["check_same_thread"] = False
+        else:
+            options.update(pool_size=10, max_overflow=20)
+        self._async: AsyncEngine | None = None
+        if self.is_async:
+            self._async = create_async_engine(url, **options)
+            self.engine: Engine = self._async.sync_engine
+        else:
+            self.engine = sa.create_engine(url, **options)
+        if self.dialect == "sqlite":
+            _sqlite_setup(self.engine)
+
+    async def write(self, fn: Callable[..., T], *args: Any) -> T:
+        return await self._run(fn, args, write=True)
+
+    async def read(self, fn: Callable[..., T], *args: Any) -> T:
+        return await self._run(fn, args, write=False)
+
+    async def _run(self, fn: Callable[..., T], args: tuple[Any, ...], *, write: bool) -> T:
+        try:
+            if self._async is not None:
+                async with self._async.connect() as aconn:
+                    await aconn.execution_options(remote_write=write)
+                    async with aconn.begin():
+                        return await aconn.run_sync(fn, *args)
+            return await anyio.to_thread.run_sync(partial(self._in_thread, fn, args, write))
+        except exc.IntegrityError as error:
+            raise ConflictError(_describe(error)) from error
+        except exc.SQLAlchemyError as error:
+            raise StoreError(f"database error: {_describe(error)}") from error
+
+    def _in_thread(self, fn: Callable[..., T], args: tuple[Any, ...], write: bool) -> T:
+        with self.engine.connect() as conn:
+            conn.execution_options(remote_write=write)
+            with conn.begin():
+                return fn(conn, *args)
+
+    async def dispose(self) -> None:
+        if self._async is not None:
+            await self._async.dispose()
+        else:
+            await anyio.to_thread.run_sync(self.engine.dispose)
+
+
+def make_runner(url: str) -> Runner:
+    return Runner(resolve_url(url))
+
+
+def _describe(error: exc.SQLAlchemyError) -> str:
+    """The driver's message, first line only: never the statement's parameters."""
+    orig = getattr(error, "orig", None)
+    text = str(orig if orig is not None else error).strip().splitlines()
+    return f"{type(orig or error).__name__}: {text[0] if text else ''}"
+
+
+def _sqlite_setup(engine: Engine) -> None:
+    """WAL, busy timeout, foreign keys; and transactions the project controls (BEGIN ...)."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # the driver must not emit BEGIN on its own
+        cursor = dbapi_conn.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        write = conn.get_execution_options().get("remote_write", True)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")

@@ -1,0 +1,201 @@
+"""Support codes, sessions, releases and the session-event (audit) log."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from remote_core.records import (
+    DEFAULT_TENANT_ID,
+    Event,
+    Release,
+    SessionRecord,
+    SupportCode,
+)
+
+from ._schema import releases, session_events, sessions, support_codes
+
+# -- support codes (SPEC 3.2) -------------------------------------------------------
+
+
+def code_from_row(row: Any) -> SupportCode:
+    m = row._mapping
+    return SupportCode(
+        code=m["code"], created_by=m["created_by"], technician_name=m["technician_name"] or "",
+        expires_at=m["expires_at"], created_at=m["created_at"], consumed_at=m["consumed_at"],
+        cancelled_at=m["cancelled_at"], agent_id=m["agent_id"], session_id=m["session_id"],
+        tenant_id=m["tenant_id"] or DEFAULT_TENANT_ID,
+    )
+
+
+def create_support_code(conn: Connection, code: SupportCode, now: datetime) -> SupportCode:
+    row = conn.execute(sa.insert(support_codes).values(
+        code=code.code, created_by=code.created_by, technician_name=code.technician_name,
+        expires_at=code.expires_at, created_at=code.created_at or now,
+        consumed_at=code.consumed_at, cancelled_at=code.cancelled_at, agent_id=code.agent_id,
+        session_id=code.session_id, tenant_id=code.tenant_id,
+    ).returning(*support_codes.c)).one()
+    return code_from_row(row)
+
+
+def get_support_code(conn: Connection, code: str) -> SupportCode | None:
+    row = conn.execute(sa.select(support_codes).where(support_codes.c.code == code)).first()
+    return code_from_row(row) if row else None
+
+
+def consume_support_code(conn: Connection, code: str, agent_id: str, session_id: str,
+                         now: datetime) -> bool:
+    """One conditional UPDATE: the database lets exactly one binder through."""
+    c = support_codes.c
+    result = conn.execute(
+        sa.update(support_codes)
+        .where(c.code == code, c.consumed_at.is_(None), c.cancelled_at.is_(None),
+               c.expires_at > now)
+        .values(consumed_at=now, agent_id=agent_id, session_id=session_id)
+    )
+    return result.rowcount == 1
+
+
+def list_support_codes(conn: Connection, created_by: str | None) -> list[SupportCode]:
+    query = sa.select(support_codes).order_by(support_codes.c.created_at.desc(),
+                                              support_codes.c.code)
+    if created_by is not None:
+        query = query.where(support_codes.c.created_by == created_by)
+    return [code_from_row(row) for row in conn.execute(query)]
+
+
+def cancel_support_code(conn: Connection, code: str, now: datetime) -> bool:
+    c = support_codes.c
+    result = conn.execute(
+        sa.update(support_codes)
+        .where(c.code == code, c.consumed_at.is_(None), c.cancelled_at.is_(None))
+        .values(cancelled_at=now)
+    )
+    return result.rowcount == 1
+
+
+# -- sessions ------------------------------------------------------------------------
+
+
+def session_from_row(row: Any) -> SessionRecord:
+    m = row._mapping
+    return SessionRecord(
+        id=m["id"], agent_id=m["agent_id"], is_managed=bool(m["is_managed"]),
+        source=m["source"] or "", consent_state=m["consent_state"] or "",
+        technician=m["technician"], session_type=m["session_type"] or 0,
+        created_at=m["created_at"], ended_at=m["ended_at"], end_reason=m["end_reason"],
+        deleted_at=m["deleted_at"], tenant_id=m["tenant_id"] or DEFAULT_TENANT_ID,
+    )
+
+
+def create_session(conn: Connection, session: SessionRecord, now: datetime) -> SessionRecord:
+    row = conn.execute(sa.insert(sessions).values(
+        id=session.id, agent_id=session.agent_id, is_managed=session.is_managed,
+        source=session.source, consent_state=session.consent_state,
+        technician=session.technician, session_type=session.session_type,
+        created_at=session.created_at or now, ended_at=session.ended_at,
+        end_reason=session.end_reason, deleted_at=session.deleted_at,
+        tenant_id=session.tenant_id,
+    ).returning(*sessions.c)).one()
+    return session_from_row(row)
+
+
+def update_session(conn: Connection, session_id: str, changes: dict[str, Any]) -> None:
+    if changes:
+        conn.execute(sa.update(sessions).where(sessions.c.id == session_id).values(changes))
+
+
+def get_session(conn: Connection, session_id: str) -> SessionRecord | None:
+    row = conn.execute(sa.select(sessions).where(
+        sessions.c.id == session_id, sessions.c.deleted_at.is_(None))).first()
+    return session_from_row(row) if row else None
+
+
+def list_sessions(conn: Connection, agent_id: str | None, limit: int) -> list[SessionRecord]:
+    query = (sa.select(sessions).where(sessions.c.deleted_at.is_(None))
+             .order_by(sessions.c.created_at.desc(), sessions.c.id).limit(max(limit, 0)))
+    if agent_id is not None:
+        query = query.where(sessions.c.agent_id == agent_id)
+    return [session_from_row(row) for row in conn.execute(query)]
+
+
+def soft_delete_session(conn: Connection, session_id: str, now: datetime) -> bool:
+    result = conn.execute(sa.update(sessions).where(
+        sessions.c.id == session_id, sessions.c.deleted_at.is_(None)).values(deleted_at=now))
+    return result.rowcount == 1
+
+
+# -- releases --------------------------------------------------------------------------
+
+
+def release_from_row(row: Any) -> Release:
+    m = row._mapping
+    return Release(
+        version=m["version"], download_url=m["download_url"],
+        checksum_sha256=m["checksum_sha256"], mandatory=bool(m["mandatory"]),
+        notes=m["notes"] or "", created_at=m["created_at"],
+        tenant_id=m["tenant_id"] or DEFAULT_TENANT_ID,
+    )
+
+
+def create_release(conn: Connection, release: Release, now: datetime) -> Release:
+    row = conn.execute(sa.insert(releases).values(
+        version=release.version, download_url=release.download_url,
+        checksum_sha256=release.checksum_sha256, mandatory=release.mandatory,
+        notes=release.notes, created_at=release.created_at or now, tenant_id=release.tenant_id,
+    ).returning(*releases.c)).one()
+    return release_from_row(row)
+
+
+def get_release(conn: Connection, version: str) -> Release | None:
+    row = conn.execute(sa.select(releases).where(releases.c.version == version)).first()
+    return release_from_row(row) if row else None
+
+
+def list_releases(conn: Connection) -> list[Release]:
+    query = sa.select(releases).order_by(releases.c.created_at, releases.c.version)
+    return [release_from_row(row) for row in conn.execute(query)]
+
+
+def update_release(conn: Connection, version: str, changes: dict[str, Any]) -> Release | None:
+    if changes:
+        conn.execute(sa.update(releases).where(releases.c.version == version).values(changes))
+    return get_release(conn, version)
+
+
+def delete_release(conn: Connection, version: str) -> bool:
+    return conn.execute(sa.delete(releases).where(releases.c.version == version)).rowcount == 1
+
+
+# -- audit --------------------------------------------------------------------------------
+
+
+def event_from_row(row: Any) -> Event:
+    m = row._mapping
+    return Event(
+        kind=m["kind"], session_id=m["session_id"], agent_id=m["agent_id"], actor=m["actor"],
+        target=m["target"], client_ip=m["client_ip"], detail=dict(m["detail"] or {}),
+        created_at=m["created_at"], id=m["id"], tenant_id=m["tenant_id"] or DEFAULT_TENANT_ID,
+    )
+
+
+def add_event(conn: Connection, event: Event, now: datetime) -> None:
+    conn.execute(sa.insert(session_events).values(
+        kind=event.kind, session_id=event.session_id, agent_id=event.agent_id,
+        actor=event.actor, target=event.target, client_ip=event.client_ip,
+        detail=dict(event.detail), created_at=event.created_at or now,
+        tenant_id=event.tenant_id,
+    ))
+
+
+def list_events(conn: Connection, session_id: str | None, agent_id: str | None,
+                limit: int) -> list[Event]:
+    query = sa.select(session_events).order_by(session_events.c.id.desc()).limit(max(limit, 0))
+    if session_id is not None:
+        query = query.where(session_events.c.session_id == session_id)
+    if agent_id is not None:
+        query = query.where(session_events.c.agent_id == agent_id)
+    return [event_from_row(row) for row in conn.execute(query)]

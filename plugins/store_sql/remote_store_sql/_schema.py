@@ -1,0 +1,207 @@
+"""The tables, as SQLAlchemy Core metadata: the shape migrations must produce.
+
+Migrations under ``migrations/versions`` create the schema; this module
+describes the head revision for queries, and a test holds the two equal.
+Every scoped table has a nullable ``tenant_id`` (SPEC 1).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Dialect
+
+__all__ = [
+    "DEFAULT_TENANT_NAME",
+    "Tags",
+    "UTCDateTime",
+    "agent_keys",
+    "machines",
+    "metadata",
+    "releases",
+    "secrets",
+    "session_events",
+    "sessions",
+    "support_codes",
+    "tenants",
+    "user_client_access",
+    "user_permissions",
+    "users",
+]
+
+DEFAULT_TENANT_NAME = "default"
+
+
+class UTCDateTime(sa.TypeDecorator[datetime]):
+    """Timezone-aware UTC in Python on every backend (SQLite stores naive UTC text)."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: records use timezone-aware UTC")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def Tags() -> sa.types.TypeEngine[Any]:
+    """A list of text: a native ``text[]`` on PostgreSQL, JSON on SQLite."""
+    return sa.JSON().with_variant(postgresql.ARRAY(sa.Text()), "postgresql")
+
+
+def Detail() -> sa.types.TypeEngine[Any]:
+    """A JSON object: ``jsonb`` on PostgreSQL."""
+    return sa.JSON().with_variant(postgresql.JSONB(), "postgresql")
+
+
+def _tenant() -> sa.Column[Any]:
+    return sa.Column("tenant_id", sa.String(36), sa.ForeignKey("tenants.id"), nullable=True)
+
+
+metadata = sa.MetaData()
+
+tenants = sa.Table(
+    "tenants", metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=True),
+)
+
+machines = sa.Table(
+    "machines", metadata,
+    sa.Column("agent_id", sa.String(128), primary_key=True),
+    sa.Column("machine_uid", sa.String(256), nullable=True, unique=True),
+    sa.Column("hostname", sa.Text, nullable=True),
+    sa.Column("os_version", sa.Text, nullable=True),
+    sa.Column("organization", sa.Text, nullable=True),
+    sa.Column("site", sa.Text, nullable=True),
+    sa.Column("tags", Tags(), nullable=False),
+    sa.Column("is_elevated", sa.Boolean, nullable=True),
+    sa.Column("is_persistent", sa.Boolean, nullable=True),
+    sa.Column("status", sa.String(16), nullable=True),
+    sa.Column("agent_version", sa.Text, nullable=True),
+    sa.Column("last_seen", UTCDateTime, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=True),
+    sa.Column("updated_at", UTCDateTime, nullable=True),
+    sa.Column("deleted_at", UTCDateTime, nullable=True),
+    _tenant(),
+    sa.Index("ix_machines_organization", "organization"),
+)
+
+agent_keys = sa.Table(
+    "agent_keys", metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("agent_id", sa.String(128),
+              sa.ForeignKey("machines.agent_id", ondelete="CASCADE"), nullable=False),
+    sa.Column("key_hash", sa.String(64), nullable=False, unique=True),
+    sa.Column("label", sa.Text, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=True),
+    sa.Column("last_used_at", UTCDateTime, nullable=True),
+    sa.Column("revoked_at", UTCDateTime, nullable=True),
+    _tenant(),
+    sa.Index("ix_agent_keys_agent_id", "agent_id"),
+)
+
+support_codes = sa.Table(
+    "support_codes", metadata,
+    sa.Column("code", sa.String(11), primary_key=True),
+    sa.Column("created_by", sa.String(36), nullable=True),
+    sa.Column("technician_name", sa.Text, nullable=True),
+    sa.Column("expires_at", UTCDateTime, nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=True),
+    sa.Column("consumed_at", UTCDateTime, nullable=True),
+    sa.Column("cancelled_at", UTCDateTime, nullable=True),
+    sa.Column("agent_id", sa.String(128), nullable=True),
+    sa.Column("session_id", sa.String(36), nullable=True),
+    _tenant(),
+)
+
+sessions = sa.Table(
+    "sessions", metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("agent_id", sa.String(128), nullable=False),
+    sa.Column("is_managed", sa.Boolean, nullable=True),
+    sa.Column("source", sa.Text, nullable=True),
+    sa.Column("consent_state", sa.String(32), nullable=True),
+    sa.Column("technician", sa.Text, nullable=True),
+    sa.Column("session_type", sa.Integer, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=True),
+    sa.Column("ended_at", UTCDateTime, nullable=True),
+    sa.Column("end_reason", sa.Text, nullable=True),
+    sa.Column("deleted_at", UTCDateTime, nullable=True),
+    _tenant(),
+    sa.Index("ix_sessions_agent_id_created_at", "agent_id", "created_at"),
+)
+
+users = sa.Table(
+    "users", metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("username", sa.String(150), nullable=False, unique=True),
+    sa.Column("password_hash", sa.Text, nullable=False),
+    sa.Column("role", sa.String(16), nullable=True),
+    sa.Column("disabled", sa.Boolean, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=True),
+    _tenant(),
+)
+
+user_permissions = sa.Table(
+    "user_permissions", metadata,
+    sa.Column("user_id", sa.String(36), sa.ForeignKey("users.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("permission", sa.String(32), primary_key=True),
+    _tenant(),
+)
+
+user_client_access = sa.Table(
+    "user_client_access", metadata,
+    sa.Column("user_id", sa.String(36), sa.ForeignKey("users.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("organization", sa.String(256), primary_key=True),
+    _tenant(),
+)
+
+releases = sa.Table(
+    "releases", metadata,
+    sa.Column("version", sa.String(64), primary_key=True),
+    sa.Column("download_url", sa.Text, nullable=False),
+    sa.Column("checksum_sha256", sa.String(64), nullable=False),
+    sa.Column("mandatory", sa.Boolean, nullable=True),
+    sa.Column("notes", sa.Text, nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=True),
+    _tenant(),
+)
+
+session_events = sa.Table(
+    "session_events", metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True,
+              autoincrement=True),
+    sa.Column("kind", sa.String(64), nullable=False),
+    sa.Column("session_id", sa.String(36), nullable=True),
+    sa.Column("agent_id", sa.String(128), nullable=True),
+    sa.Column("actor", sa.Text, nullable=True),
+    sa.Column("target", sa.Text, nullable=True),
+    sa.Column("client_ip", sa.String(64), nullable=True),
+    sa.Column("detail", Detail(), nullable=True),
+    sa.Column("created_at", UTCDateTime, nullable=True),
+    _tenant(),
+    sa.Index("ix_session_events_session_id", "session_id"),
+    sa.Index("ix_session_events_agent_id", "agent_id"),
+)
+
+secrets = sa.Table(
+    "secrets", metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=True),
+)

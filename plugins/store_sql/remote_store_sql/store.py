@@ -1,0 +1,254 @@
+"""``SqlStore``: the core's :class:`~remote_core.interfaces.Store` on SQLAlchemy 2.
+
+Each method runs one synchronous operation from ``_machines``, ``_accounts`` or
+``_records`` in one transaction through a :class:`~._engine.Runner`. Driver
+errors surface as :class:`~remote_core.errors.StoreError` (duplicates as
+:class:`~remote_core.errors.ConflictError`), never with statement parameters.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from remote_core.errors import ConflictError, StoreError
+from remote_core.interfaces import Store
+from remote_core.records import (
+    AgentKey,
+    Event,
+    Machine,
+    MachineFilter,
+    MachineReport,
+    Release,
+    RestoreResult,
+    SessionRecord,
+    SupportCode,
+    User,
+    utcnow,
+)
+
+from . import _accounts, _machines, _migrate, _records
+from ._engine import Runner, make_runner
+from ._sql import values_given
+
+__all__ = ["SqlStore"]
+
+log = logging.getLogger(__name__)
+
+UPSERT_ATTEMPTS = 3
+
+
+class SqlStore(Store):
+    """SQLite or PostgreSQL, selected by the database URL (CONTRACT 4)."""
+
+    def __init__(self, url: str) -> None:
+        self._runner: Runner = make_runner(url)
+
+    @property
+    def runner(self) -> Runner:
+        """The engine wrapper (tests and benchmarks reach the dialect through it)."""
+        return self._runner
+
+    # -- lifecycle ------------------------------------------------------------------
+    async def open(self) -> None:
+        """Apply pending migrations under the cross-process lock (a no-op at head)."""
+        await self._runner.write(_migrate.upgrade)
+
+    async def close(self) -> None:
+        await self._runner.dispose()
+
+    async def ping(self) -> bool:
+        try:
+            return await self._runner.read(_select_one)
+        except StoreError:
+            return False
+
+    async def get_or_create_secret(self, name: str, value: str) -> str:
+        return await self._runner.write(_accounts.get_or_create_secret, name, value, utcnow())
+
+    # -- machines ------------------------------------------------------------------
+    async def upsert_machine(self, report: MachineReport) -> Machine:
+        # Two first registrations of one uid under different agent ids can collide;
+        # the loser retries and then finds the winner's row.
+        for attempt in range(1, UPSERT_ATTEMPTS + 1):
+            try:
+                return await self._runner.write(_machines.upsert_machine, report, utcnow())
+            except ConflictError:
+                if attempt == UPSERT_ATTEMPTS:
+                    raise
+                log.debug("machine upsert collided, retrying (attempt %d)", attempt)
+        raise AssertionError("unreachable")
+
+    async def create_machine(self, agent_id: str, organization: str = "", site: str = "",
+                             tags: Sequence[str] = ()) -> Machine:
+        return await self._runner.write(_machines.create_machine, agent_id, organization, site,
+                                        tuple(tags), utcnow())
+
+    async def get_machine(self, agent_id: str) -> Machine | None:
+        return await self._runner.read(_machines.get_machine, agent_id)
+
+    async def get_machine_by_id(self, agent_id: str) -> Machine | None:
+        return await self._runner.read(_by_id, agent_id)
+
+    async def get_machine_by_uid(self, machine_uid: str) -> Machine | None:
+        return await self._runner.read(_machines.get_machine_by_uid, machine_uid)
+
+    async def list_machines(self, filter: MachineFilter | None = None) -> list[Machine]:
+        return await self._runner.read(_machines.list_machines, filter or MachineFilter())
+
+    async def update_machine(self, agent_id: str, *, organization: str | None = None,
+                             site: str | None = None,
+                             tags: Sequence[str] | None = None) -> Machine | None:
+        changes = values_given(organization=organization, site=site)
+        if tags is not None:
+            changes["tags"] = list(tags)
+        return await self._runner.write(_machines.update_machine, agent_id, changes, utcnow())
+
+    async def set_machine_status(self, agent_id: str, status: str,
+                                 last_seen: datetime | None = None) -> None:
+        await self._runner.write(_machines.set_machine_status, agent_id, status, last_seen)
+
+    async def set_all_machines_offline(self) -> int:
+        return await self._runner.write(_machines.set_all_machines_offline)
+
+    async def soft_delete_machine(self, agent_id: str) -> bool:
+        return await self._runner.write(_machines.soft_delete_machine, agent_id, utcnow())
+
+    async def hard_delete_machine(self, agent_id: str) -> bool:
+        return await self._runner.write(_machines.hard_delete_machine, agent_id)
+
+    async def restore_machines(self) -> RestoreResult:
+        return await self._runner.read(_machines.restore_machines)
+
+    # -- agent keys ------------------------------------------------------------------
+    async def add_agent_key(self, agent_id: str, key_hash: str, label: str = "") -> AgentKey:
+        return await self._runner.write(_machines.add_agent_key, agent_id, key_hash, label,
+                                        utcnow())
+
+    async def find_agent_key(self, key_hash: str) -> AgentKey | None:
+        return await self._runner.read(_machines.find_agent_key, key_hash)
+
+    async def list_agent_keys(self, agent_id: str) -> list[AgentKey]:
+        return await self._runner.read(_machines.list_agent_keys, agent_id)
+
+    async def revoke_agent_key(self, agent_id: str, key_id: str) -> AgentKey | None:
+        return await self._runner.write(_machines.revoke_agent_key, agent_id, key_id, utcnow())
+
+    async def touch_agent_key(self, key_id: str) -> None:
+        await self._runner.write(_machines.touch_agent_key, key_id, utcnow())
+
+    # -- support codes ------------------------------------------------------------------
+    async def create_support_code(self, code: SupportCode) -> SupportCode:
+        return await self._runner.write(_records.create_support_code, code, utcnow())
+
+    async def get_support_code(self, code: str) -> SupportCode | None:
+        return await self._runner.read(_records.get_support_code, code)
+
+    async def consume_support_code(self, code: str, agent_id: str, session_id: str,
+                                   now: datetime) -> bool:
+        return await self._runner.write(_records.consume_support_code, code, agent_id,
+                                        session_id, now)
+
+    async def list_support_codes(self, created_by: str | None = None) -> list[SupportCode]:
+        return await self._runner.read(_records.list_support_codes, created_by)
+
+    async def cancel_support_code(self, code: str) -> bool:
+        return await self._runner.write(_records.cancel_support_code, code, utcnow())
+
+    # -- sessions ------------------------------------------------------------------
+    async def create_session(self, session: SessionRecord) -> SessionRecord:
+        return await self._runner.write(_records.create_session, session, utcnow())
+
+    async def update_session(self, session_id: str, *, consent_state: str | None = None,
+                             ended_at: datetime | None = None,
+                             end_reason: str | None = None) -> None:
+        changes = values_given(consent_state=consent_state, ended_at=ended_at,
+                               end_reason=end_reason)
+        await self._runner.write(_records.update_session, session_id, changes)
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        return await self._runner.read(_records.get_session, session_id)
+
+    async def list_sessions(self, agent_id: str | None = None,
+                            limit: int = 100) -> list[SessionRecord]:
+        return await self._runner.read(_records.list_sessions, agent_id, limit)
+
+    async def soft_delete_session(self, session_id: str) -> bool:
+        return await self._runner.write(_records.soft_delete_session, session_id, utcnow())
+
+    # -- users ------------------------------------------------------------------
+    async def create_user(self, user: User) -> User:
+        return await self._runner.write(_accounts.create_user, user, utcnow())
+
+    async def create_first_admin(self, user: User) -> bool:
+        return await self._runner.write(_accounts.create_first_admin, user, utcnow())
+
+    async def get_user(self, user_id: str) -> User | None:
+        return await self._runner.read(_accounts.get_user, user_id)
+
+    async def get_user_by_username(self, username: str) -> User | None:
+        return await self._runner.read(_accounts.get_user_by_username, username)
+
+    async def list_users(self) -> list[User]:
+        return await self._runner.read(_accounts.list_users)
+
+    async def update_user(self, user_id: str, *, password_hash: str | None = None,
+                          role: str | None = None, disabled: bool | None = None,
+                          permissions: Sequence[str] | None = None,
+                          client_access: Sequence[str] | None = None) -> User | None:
+        return await self._runner.write(
+            _update_user, user_id, password_hash, role, disabled,
+            None if permissions is None else tuple(permissions),
+            None if client_access is None else tuple(client_access),
+        )
+
+    async def delete_user(self, user_id: str) -> bool:
+        return await self._runner.write(_accounts.delete_user, user_id)
+
+    # -- releases ------------------------------------------------------------------
+    async def create_release(self, release: Release) -> Release:
+        return await self._runner.write(_records.create_release, release, utcnow())
+
+    async def get_release(self, version: str) -> Release | None:
+        return await self._runner.read(_records.get_release, version)
+
+    async def list_releases(self) -> list[Release]:
+        return await self._runner.read(_records.list_releases)
+
+    async def update_release(self, version: str, *, download_url: str | None = None,
+                             checksum_sha256: str | None = None, mandatory: bool | None = None,
+                             notes: str | None = None) -> Release | None:
+        changes = values_given(download_url=download_url, checksum_sha256=checksum_sha256,
+                               mandatory=mandatory, notes=notes)
+        return await self._runner.write(_records.update_release, version, changes)
+
+    async def delete_release(self, version: str) -> bool:
+        return await self._runner.write(_records.delete_release, version)
+
+    # -- audit ------------------------------------------------------------------
+    async def add_event(self, event: Event) -> None:
+        await self._runner.write(_records.add_event, event, utcnow())
+
+    async def list_events(self, session_id: str | None = None, agent_id: str | None = None,
+                          limit: int = 100) -> list[Event]:
+        return await self._runner.read(_records.list_events, session_id, agent_id, limit)
+
+
+def _select_one(conn: Connection) -> bool:
+    return conn.execute(sa.text("SELECT 1")).scalar_one() == 1
+
+
+def _by_id(conn: Connection, agent_id: str) -> Machine | None:
+    return _machines.get_machine(conn, agent_id, include_deleted=True)
+
+
+def _update_user(conn: Connection, user_id: str, password_hash: str | None, role: str | None,
+                 disabled: bool | None, permissions: Sequence[str] | None,
+                 client_access: Sequence[str] | None) -> User | None:
+    return _accounts.update_user(conn, user_id, password_hash=password_hash, role=role,
+                                 disabled=disabled, permissions=permissions,
+                                 client_access=client_access)
