@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import uuid
 from collections.abc import Sequence
 
@@ -13,11 +14,22 @@ from ..errors import ConfigError, NotFoundError
 from ..interfaces import Store
 from ..records import PERMISSIONS, User, utcnow
 
-__all__ = ["check_password", "create_user", "hash_password", "set_password"]
+__all__ = [
+    "FIRST_ADMIN_NAME",
+    "authenticate",
+    "check_password",
+    "create_user",
+    "ensure_first_admin",
+    "hash_password",
+    "set_password",
+]
 
 _hasher = PasswordHasher()  # argon2-cffi's current defaults: Argon2id, RFC 9106 low-memory
 
 MIN_PASSWORD_LENGTH = 8
+FIRST_ADMIN_NAME = "admin"
+# Verified against when the username is unknown, so a miss costs what a hit costs.
+_DUMMY_HASH = _hasher.hash(secrets.token_urlsafe(16))
 
 
 def _validate_password(password: str) -> None:
@@ -69,3 +81,37 @@ async def set_password(store: Store, username: str, password: str) -> None:
     if user is None:
         raise NotFoundError(f"no user named {username!r}")
     await store.update_user(user.id, password_hash=await hash_password(password))
+
+
+async def authenticate(store: Store, username: str, password: str) -> User | None:
+    """The enabled user with these credentials, else ``None`` (in constant work either way)."""
+    user = await store.get_user_by_username(username)
+    ok = await check_password(user.password_hash if user else _DUMMY_HASH, password)
+    if user is None or not ok or user.disabled:
+        return None
+    return user
+
+
+async def ensure_first_admin(store: Store, password: str | None) -> str | None:
+    """Create user ``admin`` when no user exists (race-free across processes).
+
+    :returns: the generated password when one was made up here and the account was
+        created by this call; the caller shows it once. ``None`` otherwise.
+    """
+    if await store.list_users():
+        return None  # the common case; create_first_admin below settles any race
+    generated = None if password else secrets.token_urlsafe(18)
+    chosen = password or generated
+    assert chosen is not None
+    _validate_password(chosen)
+    user = User(
+        id=str(uuid.uuid4()),
+        username=FIRST_ADMIN_NAME,
+        password_hash=await hash_password(chosen),
+        role="admin",
+        permissions=tuple(PERMISSIONS),
+        client_access=("*",),
+        created_at=utcnow(),
+    )
+    created = await store.create_first_admin(user)
+    return generated if created else None

@@ -1,0 +1,38 @@
+"""The operators' HTTP API: one small module per resource, one endpoint table for all.
+
+:func:`routes` serves the table; ``/api/openapi.json`` documents the same table.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from . import auth, codes, events, health, keys, machines, releases, sessions, users
+from .endpoint import Endpoint, route
+from .openapi import build_document
+
+__all__ = ["ENDPOINTS", "routes"]
+
+ENDPOINTS: list[Endpoint] = [
+    *health.ENDPOINTS,
+    *auth.ENDPOINTS,
+    *users.ENDPOINTS,
+    *machines.ENDPOINTS,
+    *keys.ENDPOINTS,
+    *sessions.ENDPOINTS,
+    *codes.ENDPOINTS,
+    *releases.ENDPOINTS,
+    *events.ENDPOINTS,
+]
+
+
+def routes() -> list[Route]:
+    document = build_document(ENDPOINTS)
+
+    async def openapi(_request: Request) -> JSONResponse:
+        return JSONResponse(document)
+
+    return [*(route(ep) for ep in ENDPOINTS),
+            Route("/api/openapi.json", openapi, methods=["GET"])]

@@ -1,0 +1,146 @@
+"""Rate limits and the support-code lockout (SPEC 8), behind a small interface.
+
+:class:`RateLimiter` states the policy on top of two primitives, a fixed-window
+counter and a consecutive-failure lockout; :class:`MemoryRateLimiter` keeps
+them in process memory. A shared backend (PostgreSQL, Redis) implements the
+same primitives so several server processes enforce one limit.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["MemoryRateLimiter", "RateLimiter"]
+
+Clock = Callable[[], float]
+
+
+class RateLimiter(ABC):
+    """Every limit is per client IP. A ``float`` result is the seconds to wait."""
+
+    LOGIN = ("login", 8, 60.0)
+    CHANGE_PASSWORD = ("change_password", 5, 60.0)
+    CODE_VALIDATION = ("code", 15, 60.0)
+    CODE_FAILURES_BEFORE_LOCKOUT = 10
+    CODE_LOCKOUT_SECONDS = 15 * 60.0
+
+    # -- primitives a backend implements ------------------------------------
+    @abstractmethod
+    async def hit(self, bucket: str, key: str, limit: int, window: float) -> float | None:
+        """Count one request in ``key``'s fixed window; ``None`` if within ``limit``."""
+
+    @abstractmethod
+    async def locked_for(self, bucket: str, key: str) -> float | None:
+        """Seconds left of ``key``'s lockout, or ``None``."""
+
+    @abstractmethod
+    async def record_failure(self, bucket: str, key: str, threshold: int,
+                             lockout: float) -> None:
+        """One more consecutive failure; the ``threshold``-th locks ``key`` out."""
+
+    @abstractmethod
+    async def reset_failures(self, bucket: str, key: str) -> None:
+        """A success: the consecutive-failure count starts again."""
+
+    # -- the policy (SPEC 8) --------------------------------------------------
+    async def check_login(self, client_ip: str) -> float | None:
+        return await self.hit(*self._split(self.LOGIN, client_ip))
+
+    async def check_change_password(self, client_ip: str) -> float | None:
+        return await self.hit(*self._split(self.CHANGE_PASSWORD, client_ip))
+
+    async def check_code_attempt(self, client_ip: str) -> float | None:
+        """``None`` = allowed (and counted against 15/min/IP); else seconds to wait."""
+        bucket = self.CODE_VALIDATION[0]
+        locked = await self.locked_for(bucket, client_ip)
+        if locked is not None:
+            return locked
+        return await self.hit(*self._split(self.CODE_VALIDATION, client_ip))
+
+    async def record_code_result(self, client_ip: str, ok: bool) -> None:
+        """10 consecutive failures from one IP lock it out for 15 minutes; a success resets."""
+        bucket = self.CODE_VALIDATION[0]
+        if ok:
+            await self.reset_failures(bucket, client_ip)
+        else:
+            await self.record_failure(bucket, client_ip, self.CODE_FAILURES_BEFORE_LOCKOUT,
+                                      self.CODE_LOCKOUT_SECONDS)
+
+    @staticmethod
+    def _split(rule: tuple[str, int, float], key: str) -> tuple[str, str, int, float]:
+        bucket, limit, window = rule
+        return bucket, key, limit, window
+
+
+@dataclass
+class _Window:
+    start: float
+    length: float
+    count: int = 0
+
+    def over(self, now: float) -> bool:
+        return now >= self.start + self.length
+
+
+@dataclass
+class _Failures:
+    count: int = 0
+    locked_until: float = 0.0
+
+
+class MemoryRateLimiter(RateLimiter):
+    """In-process state; one server process. Stale entries are swept so memory stays bounded."""
+
+    SWEEP_AT = 10_000
+
+    def __init__(self, clock: Clock = time.monotonic) -> None:
+        self._clock = clock
+        self._windows: dict[tuple[str, str], _Window] = {}
+        self._failures: dict[tuple[str, str], _Failures] = {}
+
+    async def hit(self, bucket: str, key: str, limit: int, window: float) -> float | None:
+        now = self._clock()
+        slot = (bucket, key)
+        current = self._windows.get(slot)
+        if current is None or current.over(now):
+            if len(self._windows) >= self.SWEEP_AT:
+                self._sweep(now)
+            current = self._windows[slot] = _Window(start=now, length=window)
+        if current.count >= limit:
+            return current.start + current.length - now
+        current.count += 1
+        return None
+
+    async def locked_for(self, bucket: str, key: str) -> float | None:
+        state = self._failures.get((bucket, key))
+        if state is None:
+            return None
+        left = state.locked_until - self._clock()
+        return left if left > 0 else None
+
+    async def record_failure(self, bucket: str, key: str, threshold: int,
+                             lockout: float) -> None:
+        now = self._clock()
+        if len(self._failures) >= self.SWEEP_AT:
+            self._sweep(now)
+        state = self._failures.setdefault((bucket, key), _Failures())
+        state.count += 1
+        if state.count >= threshold:
+            state.count = 0
+            state.locked_until = now + lockout
+
+    async def reset_failures(self, bucket: str, key: str) -> None:
+        state = self._failures.get((bucket, key))
+        if state is not None:
+            state.count = 0
+
+    def _sweep(self, now: float) -> None:
+        for slot, window in list(self._windows.items()):
+            if window.over(now):
+                del self._windows[slot]
+        for slot, state in list(self._failures.items()):
+            if state.locked_until <= now and state.count == 0:
+                del self._failures[slot]
