@@ -1,4 +1,42 @@
-"""Built-in plugin ``auth_sharedkey`` (entry-point group ``remote_core.plugins``).
+"""Built-in plugin ``auth_sharedkey``: the deprecated shared agent key (SPEC 5.2).
 
-Its hook implementations land with the work that builds its behaviour.
+One key from the server settings (``REMOTE_SUPPORT_SHARED_AGENT_KEY``) admits
+any agent. It is kept for old installations only: every use logs a warning,
+an unset or empty setting never matches, and the comparison is constant-time.
+Shared-key agents are not authoritative: they are identified per SPEC 5.4.
 """
+
+from __future__ import annotations
+
+import hmac
+import logging
+
+from remote_core import hookimpl
+from remote_core.interfaces import Authenticator
+from remote_core.types import AgentCredential, AgentIdentity, AuthContext, AuthMethod
+
+__all__ = ["SharedKeyAuthenticator"]
+
+log = logging.getLogger(__name__)
+
+
+class SharedKeyAuthenticator(Authenticator):
+    """Recognises the configured shared key, and nothing when none is configured."""
+
+    def __init__(self, context: AuthContext) -> None:
+        key = getattr(context.settings, "shared_agent_key", None) or ""
+        self._key = key.encode("utf-8")
+
+    async def authenticate(self, credential: AgentCredential) -> AgentIdentity | None:
+        if not self._key or not hmac.compare_digest(credential.token.encode("utf-8"), self._key):
+            return None
+        log.warning("agent %s (from %s) authenticated with the deprecated shared agent key; "
+                    "issue it a per-agent cak_ key", credential.agent_id or "?",
+                    credential.client_ip or "?")
+        return AgentIdentity(method="sharedkey", agent_id=credential.agent_id,
+                             machine_uid=credential.machine_uid, persistent=True)
+
+
+@hookimpl
+def register_auth_methods() -> list[AuthMethod]:
+    return [AuthMethod(name="sharedkey", order=90, factory=SharedKeyAuthenticator)]

@@ -1,0 +1,471 @@
+"""The one in-memory session registry: who is connected, and the identity indexes.
+
+It binds authenticated agents to machine rows and sessions (SPEC 5.2, 5.4),
+runs consent (SPEC 3.1), admits viewers, acts on the few messages the server
+itself handles, and ends sessions on every path (peer gone, consent denied or
+timed out, operator removal, key revocation, shutdown). Persistence goes
+through the store plugin; audit through :class:`Audit`.
+
+Indexes: ``agent_id -> Session`` for live sessions and ``machine_uid ->
+agent_id`` for unkeyed machines. Reattach consults the uid index first;
+every removal path calls :meth:`purge_machine`, which purges the uid index.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+import anyio
+
+from ..interfaces import Store
+from ..plugins import Plugins
+from ..protocol import CloseCode, Connection, Inbound, Role, pb
+from ..records import (
+    CONSENT_GRANTED,
+    CONSENT_NOT_REQUIRED,
+    CONSENT_PENDING,
+    Event,
+    MachineReport,
+    SessionRecord,
+    User,
+    utcnow,
+)
+from ..server.audit import Audit
+from ..settings import Settings
+from ..types import AgentCredential, AgentIdentity, AuthContext, ConsentDecision, SessionContext
+from .auth import Refused, authenticate
+from .link import Link
+from .session import LiveSession, Session
+
+__all__ = ["Registry"]
+
+log = logging.getLogger(__name__)
+
+_MAX_ID = 128
+_SESSION_TYPES = {pb.SCREEN_CONTROL: "screen control", pb.VIEW_ONLY: "view only"}
+_CONNECTED = "connected"  # in-memory support-code state after the first bind (SPEC 3.2)
+_SHUTDOWN_GRACE = 5.0
+_WHILE_PENDING = frozenset({"consent_response", "agent_status", "update_status", "display_info"})
+
+
+def _clean_id(value: str, what: str) -> str:
+    value = value.strip()
+    if not value or len(value) > _MAX_ID or not value.isprintable():
+        raise Refused(f"{what} must be 1-{_MAX_ID} printable characters")
+    return value
+
+
+def check_session_type(session_type: int) -> None:
+    """SCREEN_CONTROL and VIEW_ONLY are served; the others are refused clearly."""
+    if session_type not in _SESSION_TYPES:
+        try:
+            name = pb.SessionType.Name(session_type)
+        except ValueError:
+            name = str(session_type)
+        raise Refused(f"session type {name} is not supported yet; "
+                      "use SCREEN_CONTROL or VIEW_ONLY")
+
+
+def can_control(user: User) -> bool:
+    return user.is_admin or "control" in user.permissions
+
+
+class Registry:
+    """Live sessions and the identity indexes, for one server process."""
+
+    def __init__(self, *, settings: Settings, store: Store, plugins: Plugins,
+                 audit: Audit) -> None:
+        self.settings = settings
+        self.store = store
+        self.plugins = plugins
+        self.audit = audit
+        context = AuthContext(settings=settings, store=store)
+        self._authenticators = [m.factory(context) for m in plugins.auth_methods()
+                                if m.factory is not None]
+        self._sessions: dict[str, Session] = {}
+        self._by_agent: dict[str, Session] = {}
+        self._by_uid: dict[str, str] = {}
+        self._codes: dict[str, str] = {}
+        self._closing = False
+        self._sockets = 0
+        self._no_sockets = anyio.Event()
+        self._no_sockets.set()
+
+    # -- start-up --------------------------------------------------------------------------
+    async def restore(self) -> None:
+        """Index the stored machines; keyed ones are never indexed by uid (SPEC 5.2).
+
+        Raises whatever the store raises: a failed restore stops start-up (fail closed).
+        """
+        result = await self.store.restore_machines()
+        self._by_uid = {
+            m.machine_uid: m.agent_id for m in result.machines
+            if m.machine_uid and m.agent_id not in result.keyed_agent_ids
+        }
+        await self.store.set_all_machines_offline()
+        log.info("registry restored %d machines (%d keyed)", len(result.machines),
+                 len(result.keyed_agent_ids))
+
+    # -- queries ---------------------------------------------------------------------------
+    def live_sessions(self) -> list[LiveSession]:
+        return [s.snapshot() for s in self._sessions.values()]
+
+    def session(self, session_id: str) -> LiveSession | None:
+        found = self._sessions.get(session_id)
+        return found.snapshot() if found is not None else None
+
+    def session_for_agent(self, agent_id: str) -> LiveSession | None:
+        found = self._by_agent.get(agent_id)
+        return found.snapshot() if found is not None else None
+
+    def is_online(self, agent_id: str) -> bool:
+        return agent_id in self._by_agent
+
+    def live(self, session_id: str) -> Session | None:
+        """The mutable session (relay internals only)."""
+        return self._sessions.get(session_id)
+
+    def agent_for_uid(self, machine_uid: str) -> str | None:
+        return self._by_uid.get(machine_uid)
+
+    # -- agents ----------------------------------------------------------------------------
+    async def open_agent(self, request: Any, *, client_ip: str | None = None,
+                         machine_uid: str | None = None) -> Session:
+        """Authenticate an agent's ``SessionRequest`` and open its session.
+
+        The agent's link already holds the ``SessionResponse`` (and, for an
+        attended session, the ``ConsentRequest``) when this returns.
+
+        :raises Refused: with the reason to show the agent.
+        """
+        if self._closing:
+            raise Refused("the server is shutting down")
+        check_session_type(request.session_type)
+        credential = AgentCredential(
+            token=request.session_token, agent_id=request.agent_id.strip(),
+            machine_uid=(machine_uid or "").strip() or None,
+            client_version=request.client_version[:64], client_ip=client_ip,
+        )
+        try:
+            identity = await authenticate(self._authenticators, credential)
+        except Refused as exc:
+            await self.audit.record(Event(
+                "agent_auth_failed", agent_id=credential.agent_id[:_MAX_ID] or None,
+                client_ip=client_ip, detail={"error": str(exc)}))
+            raise
+        session_id = str(uuid.uuid4())
+        code = identity.support_code
+        if code is not None:
+            if self._codes.get(code) == _CONNECTED:
+                raise Refused("support code already used")
+            self._codes[code] = _CONNECTED  # Pending -> Connected, before any await
+        try:
+            return await self._bind(identity, credential, session_id)
+        except BaseException:
+            if code is not None and not await self._code_consumed_by(code, session_id):
+                self._codes.pop(code, None)
+            raise
+
+    async def _code_consumed_by(self, code: str, session_id: str) -> bool:
+        with anyio.CancelScope(shield=True):
+            try:
+                row = await self.store.get_support_code(code)
+            except Exception:
+                return True  # unknown: keep the code Connected (fail closed)
+        return row is not None and row.consumed_at is not None
+
+    async def _bind(self, identity: AgentIdentity, credential: AgentCredential,
+                    session_id: str) -> Session:
+        if identity.authoritative:
+            agent_id = identity.agent_id
+            if await self.store.get_machine_by_id(agent_id) is None:
+                raise Refused("the machine this key belongs to no longer exists")
+            uid = None  # a keyed agent's claimed uid is dropped (SPEC 5.2)
+        else:
+            uid = identity.machine_uid
+            claimed = _clean_id(identity.agent_id, "agent_id")
+            agent_id = (self._by_uid.get(uid) if uid else None) or claimed
+        if identity.support_code is not None:
+            consumed = await self.store.consume_support_code(
+                identity.support_code, agent_id, session_id, utcnow())
+            if not consumed:
+                raise Refused("support code already used")
+        machine = await self.store.upsert_machine(MachineReport(
+            agent_id=agent_id, machine_uid=uid, status="online",
+            agent_version=credential.client_version or None,
+            is_persistent=identity.persistent,
+        ))
+        agent_id = machine.agent_id
+        if uid:
+            self._by_uid[uid] = agent_id
+        previous = self._by_agent.get(agent_id)
+        if previous is not None:
+            await self._end(previous, "replaced by a new connection of this agent",
+                            mark_offline=False)
+        consent_state, control = await self._decide_consent(identity, session_id, agent_id)
+        now = utcnow()
+        conn = Connection(Role.SERVER, Role.AGENT, self.settings.max_message_bytes)
+        link = Link(conn, self.settings.viewer_buffer_bytes, agent_id, credential.client_ip)
+        session = Session(
+            session_id=session_id, agent_id=agent_id, agent=link, source=identity.method,
+            is_managed=not identity.attended, consent_state=consent_state, created_at=now,
+            organization=machine.organization, technician_id=identity.technician_id,
+            technician_name=identity.technician_name, control_consented=control,
+            key_id=identity.key_id, machine_uid=uid,
+        )
+        record = SessionRecord(id=session_id, agent_id=agent_id, is_managed=session.is_managed,
+                               source=identity.method, consent_state=consent_state,
+                               technician=identity.technician_name or None, created_at=now)
+        await self.store.create_session(record)
+        self._sessions[session_id] = session
+        self._by_agent[agent_id] = session
+        link.outbox.put(conn.accept(session_id))
+        if consent_state == CONSENT_PENDING:
+            link.send("consent_request", pb.ConsentRequest(
+                session_id=session_id, technician_name=identity.technician_name,
+                access_mode=pb.CONSENT_CONTROL if control else pb.CONSENT_VIEW,
+                timeout_secs=self.settings.consent_timeout))
+        self.plugins.session_opened(record)
+        await self.audit.record(Event("session_opened", session_id=session_id, agent_id=agent_id,
+                                      actor=identity.technician_id, client_ip=credential.client_ip,
+                                      detail={"source": identity.method,
+                                              "consent_state": consent_state}))
+        log.info("agent %s connected (%s), session %s, consent %s", agent_id, identity.method,
+                 session_id, consent_state)
+        return session
+
+    async def _decide_consent(self, identity: AgentIdentity, session_id: str,
+                              agent_id: str) -> tuple[str, bool]:
+        """(consent_state, whether control is consented); the policy hook decides first."""
+        control = True
+        if identity.technician_id:
+            user = await self.store.get_user(identity.technician_id)
+            control = user is not None and can_control(user)
+        decision = self.plugins.consent_policy(SessionContext(
+            session_id=session_id, agent_id=agent_id, method=identity.method,
+            attended=identity.attended, technician_name=identity.technician_name,
+            access_mode=pb.CONSENT_CONTROL if control else pb.CONSENT_VIEW,
+        ))
+        if decision is ConsentDecision.DENY:
+            await self.audit.record(Event("consent_denied", session_id=session_id,
+                                          agent_id=agent_id, detail={"by": "policy"}))
+            raise Refused("the session was refused by the server's consent policy")
+        if decision is ConsentDecision.ASK:
+            return CONSENT_PENDING, control
+        if decision is ConsentDecision.APPROVE:
+            return (CONSENT_GRANTED if identity.attended else CONSENT_NOT_REQUIRED), control
+        return (CONSENT_PENDING if identity.attended else CONSENT_NOT_REQUIRED), control
+
+    async def consent_timer(self, session: Session) -> None:
+        """Tear the session down if the end user has not decided in time (SPEC 3.1)."""
+        await anyio.sleep(self.settings.consent_timeout + 2)  # the agent's own dialog first
+        if session.pending and not session.ended:
+            await self.audit.record(Event("consent_timeout", session_id=session.session_id,
+                                          agent_id=session.agent_id))
+            await self._end(session, "consent timed out")
+
+    async def on_agent_message(self, session: Session, event: Inbound) -> str | None:
+        """Act on a non-video message from the agent; return why it was dropped, if it was."""
+        kind = event.kind
+        if session.pending and kind not in _WHILE_PENDING:
+            return "the session awaits consent: nothing is relayed"
+        if session.from_agent(event):
+            return None
+        if kind == "display_info":
+            session.set_display_info(event)
+        elif kind == "agent_status":
+            await self._agent_status(session, event.payload())
+        elif kind == "update_status":
+            status = event.payload()
+            await self.audit.record(Event("update_status", session_id=session.session_id,
+                                          agent_id=session.agent_id, detail={
+                                              "version": status.current_version[:64],
+                                              "state": pb.UpdateState.Name(status.state)
+                                              if status.state in pb.UpdateState.values()
+                                              else str(status.state),
+                                              "error": status.error_message[:500],
+                                              "progress": status.progress_percent}))
+        elif kind == "consent_response":
+            return await self._consent_response(session, event.payload())
+        else:
+            return f"an agent's {kind} is not relayed"
+        return None
+
+    async def _agent_status(self, session: Session, status: Any) -> None:
+        def text(value: str) -> str | None:
+            return value[:255] or None
+
+        machine = await self.store.upsert_machine(MachineReport(
+            agent_id=session.agent_id, hostname=text(status.hostname),
+            os_version=text(status.os_version), is_elevated=status.is_elevated,
+            agent_version=text(status.agent_version), organization=text(status.organization),
+            site=text(status.site),
+            tags=tuple(t[:64] for t in status.tags[:64]) if status.tags else None,
+            status="online",
+        ))
+        session.organization = machine.organization
+
+    async def _consent_response(self, session: Session, response: Any) -> str | None:
+        if not session.pending:
+            return "consent was not asked"
+        if response.session_id and response.session_id != session.session_id:
+            return "consent_response for another session"
+        if response.granted:
+            session.consent_state = CONSENT_GRANTED
+            await self.store.update_session(session.session_id, consent_state=CONSENT_GRANTED)
+            await self.audit.record(Event("consent_granted", session_id=session.session_id,
+                                          agent_id=session.agent_id))
+            log.info("consent granted for session %s", session.session_id)
+        else:
+            reason = response.reason[:200]
+            await self.audit.record(Event("consent_denied", session_id=session.session_id,
+                                          agent_id=session.agent_id,
+                                          detail={"by": "end user", "reason": reason}))
+            await self._end(session, "consent denied" + (f": {reason}" if reason else ""))
+        return None
+
+    async def agent_gone(self, session: Session, reason: str) -> None:
+        """The agent's socket ended (closed, failed or timed out)."""
+        await self._end(session, reason)
+
+    # -- viewers ---------------------------------------------------------------------------
+    async def join_viewer(self, *, session_id: str, user_id: str, request: Any,
+                          client_ip: str | None = None) -> tuple[Session, Link]:
+        """Admit a viewer whose token names ``session_id``; its link holds the response.
+
+        :raises Refused: with the reason to show the viewer.
+        """
+        if self._closing:
+            raise Refused("the server is shutting down")
+        check_session_type(request.session_type)
+        session = self._sessions.get(session_id)
+        if session is None or session.ended:
+            raise Refused("the session is not live")
+        if request.agent_id and request.agent_id != session.agent_id:
+            raise Refused("the viewer token is for another session")
+        if session.pending:
+            raise Refused("the session is awaiting the end user's consent")
+        user = await self.store.get_user(user_id)
+        if user is None or user.disabled:
+            raise Refused("the user is disabled or no longer exists")
+        if not (user.is_admin or {"view", "control"} & set(user.permissions)):
+            raise Refused("the user may not view sessions")
+        view_only = (request.session_type == pb.VIEW_ONLY or not can_control(user)
+                     or not session.control_consented)
+        viewer_id = uuid.uuid4().hex
+        conn = Connection(Role.SERVER, Role.VIEWER, self.settings.max_message_bytes)
+        link = Link(conn, self.settings.viewer_buffer_bytes, viewer_id, client_ip)
+        link.user_id = user.id
+        link.outbox.put(conn.accept(session_id, session.display_info, view_only=view_only))
+        session.viewers[viewer_id] = link
+        session.agent.send("start_stream", pb.StartStream(viewer_id=viewer_id,
+                                                          display_id=session.display_id))
+        await self.audit.record(Event("viewer_joined", session_id=session_id,
+                                      agent_id=session.agent_id, actor=user.id,
+                                      client_ip=client_ip,
+                                      detail={"viewer_id": viewer_id, "view_only": view_only}))
+        return session, link
+
+    async def leave_viewer(self, session: Session, viewer: Link, reason: str) -> None:
+        if session.viewers.pop(viewer.id, None) is None:
+            return
+        viewer.close(reason)
+        if not session.ended:
+            session.agent.send("stop_stream", pb.StopStream(viewer_id=viewer.id))
+        with anyio.CancelScope(shield=True):
+            await self.audit.record(Event(
+                "viewer_left", session_id=session.session_id, agent_id=session.agent_id,
+                actor=viewer.user_id, client_ip=viewer.client_ip,
+                detail={"viewer_id": viewer.id, "reason": reason[:200],
+                        "dropped_frames": viewer.outbox.dropped_frames,
+                        "dropped_messages": sum(viewer.conn.dropped.values())}))
+
+    # -- operator actions ------------------------------------------------------------------
+    async def send_to_agent(self, agent_id: str, kind: str, payload: Any) -> bool:
+        session = self._by_agent.get(agent_id)
+        if session is None or session.ended:
+            return False
+        return session.agent.send(kind, payload)
+
+    async def disconnect_session(self, session_id: str, reason: str) -> bool:
+        session = self._sessions.get(session_id)
+        if session is None:
+            return False
+        await self._end(session, reason)
+        return True
+
+    async def purge_session(self, session_id: str) -> bool:
+        session = self._sessions.get(session_id)
+        if session is None:
+            return False
+        await self.purge_machine(session.agent_id)
+        return True
+
+    async def purge_machine(self, agent_id: str) -> None:
+        session = self._by_agent.get(agent_id)
+        if session is not None:
+            await self._end(session, "removed by an administrator")
+        for uid in [u for u, a in self._by_uid.items() if a == agent_id]:
+            del self._by_uid[uid]
+
+    async def close_agents_with_key(self, key_id: str, reason: str) -> int:
+        doomed = [s for s in self._sessions.values() if s.key_id == key_id]
+        for session in doomed:
+            await self._end(session, reason)
+        return len(doomed)
+
+    async def shutdown(self, reason: str) -> None:
+        """Every peer gets ``Disconnect{reason}``; wait briefly for the sockets to close."""
+        self._closing = True
+        for session in list(self._sessions.values()):
+            await self._end(session, reason, close_code=CloseCode.GOING_AWAY)
+        with anyio.move_on_after(_SHUTDOWN_GRACE):
+            await self._no_sockets.wait()
+
+    def socket_opened(self) -> None:
+        """A socket task started; :meth:`shutdown` waits for every one to finish."""
+        self._sockets += 1
+        if self._no_sockets.is_set():
+            self._no_sockets = anyio.Event()
+
+    def socket_closed(self) -> None:
+        self._sockets -= 1
+        if self._sockets <= 0:
+            self._no_sockets.set()
+
+    # -- the one way a session ends ----------------------------------------------------------
+    async def _end(self, session: Session, reason: str, *, mark_offline: bool = True,
+                   close_code: int = CloseCode.NORMAL) -> None:
+        if session.ended:
+            return
+        session.ended = True
+        self._sessions.pop(session.session_id, None)
+        if self._by_agent.get(session.agent_id) is session:
+            del self._by_agent[session.agent_id]
+        else:
+            mark_offline = False
+        for viewer in list(session.viewers.values()):
+            viewer.close(reason, close_code)
+        session.agent.close(reason, close_code)
+        with anyio.CancelScope(shield=True):
+            ended = utcnow()
+            try:
+                await self.store.update_session(session.session_id, ended_at=ended,
+                                                end_reason=reason[:200])
+                if mark_offline:
+                    await self.store.set_machine_status(session.agent_id, "offline", ended)
+            except Exception:
+                log.exception("could not record the end of session %s", session.session_id)
+            record = SessionRecord(
+                id=session.session_id, agent_id=session.agent_id, is_managed=session.is_managed,
+                source=session.source, consent_state=session.consent_state,
+                technician=session.technician_name or None, created_at=session.created_at,
+                ended_at=ended, end_reason=reason[:200])
+            self.plugins.session_closed(record, reason)
+            await self.audit.record(Event("session_closed", session_id=session.session_id,
+                                          agent_id=session.agent_id,
+                                          detail={"reason": reason[:200],
+                                                  "viewers": len(session.viewers)}))
+        log.info("session %s of agent %s ended: %s", session.session_id, session.agent_id, reason)

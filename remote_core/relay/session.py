@@ -1,0 +1,147 @@
+"""One live session: its agent, its viewers, and how messages flow between them.
+
+Routing here is synchronous and never waits: every message is queued in the
+receiving peer's outbox, whose policy (``outbox.py``) bounds memory. Video is
+forwarded as the bytes the agent sent; only small control payloads the server
+itself acts on are ever parsed.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ..protocol import NUMBER_BY_FIELD, Inbound, pb
+from ..records import CONSENT_PENDING
+from .link import Link
+
+__all__ = ["KEYFRAME_REQUEST_INTERVAL", "LiveSession", "Session"]
+
+log = logging.getLogger(__name__)
+
+KEYFRAME_REQUEST_INTERVAL = 1.0
+"""Seconds between two keyframe requests made on behalf of one lagging viewer."""
+
+VIDEO_FRAME = NUMBER_BY_FIELD["video_frame"]
+
+# Agent -> viewers.
+_TO_VIEWERS_LOSSY = frozenset({"cursor_shape", "cursor_position", "latency_report"})
+_TO_VIEWERS = frozenset({"clipboard_data", "chat_message"})
+# Viewer -> agent; stream-wide settings are for control viewers only.
+_STREAM_SETTINGS = frozenset({"switch_display", "quality_settings"})
+_TO_AGENT_LOSSY = frozenset({"video_ack", "latency_report"})
+_TO_AGENT = frozenset({"mouse_event", "key_event", "special_key", "clipboard_data",
+                       "clipboard_request", *_STREAM_SETTINGS})
+
+
+@dataclass(frozen=True, slots=True)
+class LiveSession:
+    """A snapshot of a live session for the REST API."""
+
+    session_id: str
+    agent_id: str
+    consent_state: str
+    is_managed: bool
+    source: str
+    technician_id: str | None
+    created_at: datetime
+    viewer_count: int
+    organization: str
+
+
+class Session:
+    """The mutable state of one live session, owned by the registry."""
+
+    def __init__(self, *, session_id: str, agent_id: str, agent: Link, source: str,
+                 is_managed: bool, consent_state: str, created_at: datetime,
+                 organization: str = "", technician_id: str | None = None,
+                 technician_name: str = "", control_consented: bool = True,
+                 key_id: str | None = None, machine_uid: str | None = None,
+                 session_type: int = 0) -> None:
+        self.session_id = session_id
+        self.agent_id = agent_id
+        self.agent = agent
+        self.source = source
+        self.is_managed = is_managed
+        self.consent_state = consent_state
+        self.created_at = created_at
+        self.organization = organization
+        self.technician_id = technician_id
+        self.technician_name = technician_name
+        self.control_consented = control_consented
+        self.key_id = key_id
+        self.machine_uid = machine_uid
+        self.session_type = session_type
+        self.viewers: dict[str, Link] = {}
+        self.display_info: Any | None = None  # pb.DisplayInfo, the agent's latest report
+        self.display_id = 0  # the stream's display, as the last SwitchDisplay set it
+        self.ended = False
+
+    def snapshot(self) -> LiveSession:
+        return LiveSession(
+            session_id=self.session_id, agent_id=self.agent_id,
+            consent_state=self.consent_state, is_managed=self.is_managed, source=self.source,
+            technician_id=self.technician_id, created_at=self.created_at,
+            viewer_count=len(self.viewers), organization=self.organization,
+        )
+
+    @property
+    def pending(self) -> bool:
+        return self.consent_state == CONSENT_PENDING
+
+    # -- agent -> viewers -----------------------------------------------------------
+    def fan_out_video(self, data: bytes, offset: int) -> None:
+        """Queue one ``VideoFrame`` for every viewer; ask for a keyframe for one that lags."""
+        for viewer in self.viewers.values():
+            if viewer.outbox.put_frame(data, offset):
+                self.request_keyframe(viewer)
+
+    def request_keyframe(self, viewer: Link) -> None:
+        now = time.monotonic()
+        if now < viewer.next_keyframe_request:
+            return
+        viewer.next_keyframe_request = now + KEYFRAME_REQUEST_INTERVAL
+        self.agent.send("start_stream", pb.StartStream(viewer_id=viewer.id,
+                                                       display_id=self.display_id))
+
+    def from_agent(self, event: Inbound) -> bool:
+        """Relay what the agent sent to the viewers; False if the kind is not relayed."""
+        if event.kind in _TO_VIEWERS_LOSSY:
+            for viewer in self.viewers.values():
+                viewer.forward(event.data, lossy=True)
+        elif event.kind in _TO_VIEWERS:
+            for viewer in self.viewers.values():
+                viewer.forward(event.data)
+        else:
+            return False
+        return True
+
+    def set_display_info(self, event: Inbound) -> None:
+        self.display_info = event.payload()
+        for viewer in self.viewers.values():
+            viewer.forward(event.data)
+
+    # -- viewers -> agent ------------------------------------------------------------
+    def from_viewer(self, viewer: Link, event: Inbound) -> str | None:
+        """Relay what a viewer sent; return why it was dropped, or None if relayed."""
+        kind = event.kind
+        if kind in _TO_AGENT_LOSSY:
+            self.agent.forward(event.data, lossy=True)
+        elif kind in _TO_AGENT:
+            if kind in _STREAM_SETTINGS:
+                if viewer.conn.view_only:
+                    return "view-only viewers do not change the shared stream"
+                if kind == "switch_display":
+                    self.display_id = event.payload().display_id
+            self.agent.forward(event.data)
+        elif kind == "chat_message":
+            self.agent.forward(event.data)
+            for other in self.viewers.values():
+                if other is not viewer:
+                    other.forward(event.data)
+        else:
+            return f"a viewer's {kind} is not relayed"
+        return None
