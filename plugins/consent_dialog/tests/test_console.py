@@ -1,0 +1,62 @@
+"""The console prompt through real pipes."""
+
+from __future__ import annotations
+
+import io
+import os
+import threading
+import time
+
+import pytest
+from remote_consent_dialog import ConsoleConsent
+
+from remote_core.types import ConsentAsk
+
+ASK = ConsentAsk(session_id="s1", technician_name="Dana", control=True, timeout_secs=5)
+
+
+@pytest.fixture
+def pipe():
+    read_fd, write_fd = os.pipe()
+    reader = os.fdopen(read_fd, "r")
+    writer = os.fdopen(write_fd, "w")
+    yield reader, writer
+    reader.close()
+    if not writer.closed:
+        writer.close()
+
+
+def _answer(writer, text: str, delay: float = 0.05) -> None:
+    def later():
+        time.sleep(delay)
+        writer.write(text)
+        writer.flush()
+    threading.Thread(target=later, daemon=True).start()
+
+
+@pytest.mark.parametrize(("typed", "expected"), [
+    ("y\n", (True, "")), ("yes\n", (True, "")), ("n\n", (False, "denied by the user")),
+    ("\n", (False, "denied by the user")), ("maybe\n", (False, "denied by the user")),
+])
+def test_answers(pipe, typed, expected):
+    reader, writer = pipe
+    out = io.StringIO()
+    _answer(writer, typed)
+    assert ConsoleConsent(reader, out).ask(ASK) == expected
+    assert "Dana asks to view and control" in out.getvalue()
+
+
+def test_closed_input_denies(pipe):
+    reader, writer = pipe
+    writer.close()
+    assert ConsoleConsent(reader, io.StringIO()).ask(ASK) == (False, "no answer: input closed")
+
+
+def test_silence_times_out_as_a_denial(pipe):
+    reader, _ = pipe
+    started = time.monotonic()
+    ask = ConsentAsk(session_id="s1", technician_name="", control=False, timeout_secs=1)
+    out = io.StringIO()
+    assert ConsoleConsent(reader, out).ask(ask) == (False, "timeout")
+    assert time.monotonic() - started >= 1
+    assert "A technician asks to view this" in out.getvalue()
