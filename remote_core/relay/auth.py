@@ -18,7 +18,7 @@ __all__ = ["Refused", "authenticate", "looks_like_jwt", "looks_like_support_code
 log = logging.getLogger(__name__)
 
 _JWT = re.compile(r"^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$")
-_CODE_SHAPE = re.compile(r"^\s*[A-Za-z0-9]{3}-[A-Za-z0-9]{3}-[A-Za-z0-9]{3}\s*$")
+_CODE_SHAPE = re.compile(r"^[A-Za-z0-9]{9}$")
 _MAX_TOKEN = 4096
 
 
@@ -31,8 +31,9 @@ def looks_like_jwt(token: str) -> bool:
 
 
 def looks_like_support_code(token: str) -> bool:
-    """Shaped like ``XXX-XXX-XXX`` (any letters and digits): such attempts are rate-limited."""
-    return _CODE_SHAPE.match(token) is not None
+    """Shaped like ``XXX-XXX-XXX`` (any letters and digits, dashes and spaces optional):
+    every such attempt counts against the support-code rate limit."""
+    return _CODE_SHAPE.match(re.sub(r"[\s-]", "", token)) is not None
 
 
 async def authenticate(authenticators: Sequence[Authenticator],

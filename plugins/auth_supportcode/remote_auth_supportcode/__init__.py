@@ -9,42 +9,13 @@ between racing presenters.
 
 from __future__ import annotations
 
-import re
-import secrets
-
 from remote_core import hookimpl
 from remote_core.interfaces import Authenticator
 from remote_core.records import utcnow
+from remote_core.server.supportcode import normalize_support_code
 from remote_core.types import AgentCredential, AgentIdentity, AuthContext, AuthMethod, AuthRejected
 
-__all__ = [
-    "CODE_ALPHABET",
-    "SupportCodeAuthenticator",
-    "generate_support_code",
-    "is_support_code",
-    "normalize_code",
-]
-
-CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
-"""31 characters: no 0, O, 1, I or L (SPEC 8)."""
-
-_CODE = re.compile(rf"^[{CODE_ALPHABET}]{{3}}-[{CODE_ALPHABET}]{{3}}-[{CODE_ALPHABET}]{{3}}$")
-
-
-def generate_support_code() -> str:
-    """A new code, each character drawn uniformly from a secure source (about 44.6 bits)."""
-    chars = "".join(secrets.choice(CODE_ALPHABET) for _ in range(9))
-    return f"{chars[0:3]}-{chars[3:6]}-{chars[6:9]}"
-
-
-def normalize_code(text: str) -> str:
-    """What a person typed, as the code is stored: trimmed and upper-case."""
-    return text.strip().upper()
-
-
-def is_support_code(text: str) -> bool:
-    """True when ``text`` has the shape of a support code (not that the code exists)."""
-    return _CODE.match(normalize_code(text)) is not None
+__all__ = ["SupportCodeAuthenticator"]
 
 
 class SupportCodeAuthenticator(Authenticator):
@@ -54,9 +25,9 @@ class SupportCodeAuthenticator(Authenticator):
         self._store = context.store
 
     async def authenticate(self, credential: AgentCredential) -> AgentIdentity | None:
-        if not is_support_code(credential.token):
+        code = normalize_support_code(credential.token)
+        if code is None:
             return None
-        code = normalize_code(credential.token)
         row = await self._store.get_support_code(code)
         if row is None or row.cancelled_at is not None or row.expires_at <= utcnow():
             raise AuthRejected("unknown or expired support code")
