@@ -1,0 +1,99 @@
+"""The wsproto client against a real WebSocket server (the websockets library) on loopback."""
+
+from __future__ import annotations
+
+import http
+
+import anyio
+import pytest
+from websockets.asyncio.server import serve
+
+from remote_core.wsclient import ConnectionClosed, HandshakeError, connect, ws_url
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+async def _handler(ws):
+    seen_headers = ws.request.headers.get("X-Machine-UID", "")
+    async for message in ws:
+        if message == b"close":
+            await ws.close(4001, "asked to")
+            return
+        if message == b"headers":
+            await ws.send(seen_headers.encode())
+            continue
+        if message == b"ping":
+            await ws.ping()
+        await ws.send(message)
+
+
+def _refuse(connection, request):
+    if request.path == "/refused":
+        return connection.respond(http.HTTPStatus.FORBIDDEN, "no\n")
+    return None
+
+
+@pytest.fixture
+async def server_url():
+    async with serve(_handler, "127.0.0.1", 0, process_request=_refuse,
+                     max_size=None, compression=None) as server:
+        port = server.sockets[0].getsockname()[1]
+        yield f"http://127.0.0.1:{port}"
+
+
+def test_ws_url_derivation():
+    assert ws_url("http://h:8080", "/ws/agent") == "ws://h:8080/ws/agent"
+    assert ws_url("https://h/", "/ws/viewer") == "wss://h/ws/viewer"
+    with pytest.raises(ValueError, match="http"):
+        ws_url("ftp://h", "/x")
+
+
+@pytest.mark.anyio
+async def test_echo_of_large_binary_messages_and_headers(server_url):
+    async with await connect(ws_url(server_url, "/ws"), [("X-Machine-UID", "m-1")]) as ws:
+        big = bytes(range(256)) * 8192  # 2 MiB
+        await ws.send(big)
+        assert await ws.receive() == big
+        await ws.send(b"headers")
+        assert await ws.receive() == b"m-1"
+        await ws.send(b"ping")  # the server pings first; the client answers on its own
+        assert await ws.receive() == b"ping"
+
+
+@pytest.mark.anyio
+async def test_peer_close_code_and_reason_are_reported(server_url):
+    ws = await connect(ws_url(server_url, "/ws"))
+    await ws.send(b"close")
+    with pytest.raises(ConnectionClosed) as info:
+        await ws.receive()
+    assert (info.value.code, info.value.reason) == (4001, "asked to")
+    with pytest.raises(ConnectionClosed):
+        await ws.send(b"after close")
+    await ws.close()
+
+
+@pytest.mark.anyio
+async def test_refused_upgrade_is_a_handshake_error(server_url):
+    with pytest.raises(HandshakeError) as info:
+        await connect(ws_url(server_url, "/refused"))
+    assert info.value.status == 403
+
+
+@pytest.mark.anyio
+async def test_concurrent_senders_do_not_interleave_frames(server_url):
+    async with await connect(ws_url(server_url, "/ws")) as ws:
+        payloads = [bytes([i]) * 100_000 for i in range(20)]
+        async with anyio.create_task_group() as tg:
+            for p in payloads:
+                tg.start_soon(ws.send, p)
+        received = [await ws.receive() for _ in payloads]
+        assert sorted(received) == sorted(payloads)
+
+
+@pytest.mark.anyio
+async def test_connection_refused_raises_oserror():
+    with pytest.raises(OSError):
+        await connect("ws://127.0.0.1:9/ws")
