@@ -1,41 +1,80 @@
-"""The server's application factory: one Starlette app per settings object."""
+"""The server's application factory: one Starlette app per settings object.
+
+The lifespan builds the :class:`ServerContext` (store opened and migrated,
+signing secret, tokens, rate limiter, audit, the session registry restored)
+and tears it down in reverse; a failed restore stops start-up (fail closed).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import Mount, Route
+from starlette.routing import Mount
 
-from .. import __version__
 from ..plugins import Plugins, get_plugin_manager
 from ..settings import Settings
+from .api import routes as api_routes
+from .audit import Audit
+from .context import ServerContext, jwt_secret, open_store
+from .problem import exception_handlers
+from .ratelimit import MemoryRateLimiter, RateLimiter
+from .tokens import TokenService
+from .users import FIRST_ADMIN_NAME, ensure_first_admin
 
 __all__ = ["create_app"]
 
+log = logging.getLogger(__name__)
 
-async def healthz(_request: Request) -> JSONResponse:
-    """Liveness: the process answers."""
-    return JSONResponse({"status": "ok", "version": __version__})
+VIEWER_TOKEN_TTL = 300  # SPEC 5.3, 8
 
 
-def create_app(settings: Settings, plugins: Plugins | None = None) -> Starlette:
-    """Build the server app; plugins are loaded from ``settings`` unless given."""
+def create_app(settings: Settings, plugins: Plugins | None = None, *,
+               limiter: RateLimiter | None = None) -> Starlette:
+    """Build the server app; plugins are loaded from ``settings`` unless given.
+
+    :param limiter: the rate limiter (default: in process memory).
+    """
+    from ..relay.registry import Registry
+    from .ws import routes as ws_routes
+
     plugins = plugins or get_plugin_manager(settings)
-    routes: list[Any] = [Route("/healthz", healthz)]
+    routes: list[Any] = [*api_routes(), *ws_routes()]
     for spec in plugins.web_apps():
         if spec.factory is not None:
             routes.append(Mount(spec.path, app=spec.factory(settings), name=spec.name))
 
     @contextlib.asynccontextmanager
-    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
-        yield
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        store = open_store(settings, plugins)
+        await store.open()
+        try:
+            password = await ensure_first_admin(store, settings.admin_password)
+            if password is not None:
+                # Shown once, on stdout only; never logged.
+                print(f"first start: created user {FIRST_ADMIN_NAME!r} with password "
+                      f"{password}  (change it after logging in)", flush=True)
+            audit = Audit(store, plugins)
+            registry = Registry(settings=settings, store=store, plugins=plugins, audit=audit)
+            await registry.restore()
+            app.state.ctx = ServerContext(
+                settings=settings, plugins=plugins, store=store, audit=audit,
+                tokens=TokenService(await jwt_secret(settings, store),
+                                    login_ttl=settings.login_token_ttl,
+                                    viewer_ttl=VIEWER_TOKEN_TTL),
+                limiter=limiter or MemoryRateLimiter(), registry=registry,
+            )
+            try:
+                yield
+            finally:
+                await registry.shutdown("server shutting down")
+        finally:
+            await store.close()
 
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=exception_handlers)
     app.state.settings = settings
     app.state.plugins = plugins
     return app
