@@ -1,4 +1,42 @@
-"""Built-in plugin ``codec_raw_zstd`` (entry-point group ``remote_core.plugins``).
+"""Built-in plugin ``codec_raw_zstd``: raw BGRA plus Zstandard, with dirty rectangles.
 
-Its hook implementations land with the work that builds its behaviour.
+Lossless and cheap on CPU, heavy on bandwidth when much changes: the codec for
+a LAN (``CODEC_RAW``). numpy and zstandard load only when a codec is built.
 """
+
+from __future__ import annotations
+
+from importlib.util import find_spec
+from typing import Any
+
+from remote_core import hookimpl
+from remote_core.protocol import pb
+from remote_core.types import CodecSpec, EncoderConfig
+
+__all__ = ["SPEC", "register_codecs"]
+
+
+def _encoder(config: EncoderConfig) -> Any:
+    from .encoder import RawZstdEncoder
+
+    return RawZstdEncoder(config)
+
+
+def _decoder() -> Any:
+    from .decoder import RawZstdDecoder
+
+    return RawZstdDecoder()
+
+
+def _available() -> bool:
+    return find_spec("zstandard") is not None and find_spec("numpy") is not None
+
+
+SPEC = CodecSpec(name="raw_zstd", preference=pb.CODEC_RAW, frame_field="raw",
+                 encoder_factory=_encoder, decoder_factory=_decoder, auto_rank=10,
+                 available=_available)
+
+
+@hookimpl
+def register_codecs() -> list[CodecSpec]:
+    return [SPEC]

@@ -1,0 +1,230 @@
+"""Codec policy shared by the agent and the viewers: quality presets, negotiation, keyframes.
+
+The one place that says what a ``QualitySettings`` means (frame rate, bitrate,
+Zstandard level), which codec answers a viewer's ``CodecPreference``, when a
+keyframe is due (CONTRACT 1, "Keyframes"), and how a viewer decodes a stream
+whose codec may change mid-way. No codec library is imported here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .protocol import pb
+from .types import CodecSpec, EncoderConfig
+
+__all__ = [
+    "KEYFRAME_INTERVAL_S",
+    "MAX_BITRATE_KBPS",
+    "MIN_BITRATE_KBPS",
+    "PRESETS",
+    "FrameDecoder",
+    "KeyframeClock",
+    "QualityProfile",
+    "choose_codec",
+    "encoder_config",
+    "frame_field",
+    "profile_for",
+    "usable_codecs",
+    "viewer_preference",
+    "zstd_level",
+]
+
+KEYFRAME_INTERVAL_S = 10.0
+"""A keyframe at least this often while streaming (CONTRACT 1)."""
+
+MIN_BITRATE_KBPS = 100
+MAX_BITRATE_KBPS = 100_000
+"""Accepted ``QualitySettings.custom_bitrate`` range; 0 means "the preset's"."""
+
+_REFERENCE_PIXELS = 1920 * 1080
+
+
+@dataclass(frozen=True, slots=True)
+class QualityProfile:
+    """What a quality preset means.
+
+    :param fps: frames per second the agent aims for.
+    :param bitrate_kbps: lossy-codec bitrate at 1920x1080; scaled by pixel count.
+    :param zstd_level: Zstandard level of the raw codec (lossless at every preset,
+        so the preset trades CPU for bandwidth: low bandwidth compresses harder).
+    """
+
+    fps: int
+    bitrate_kbps: int
+    zstd_level: int
+
+
+PRESETS: dict[int, QualityProfile] = {
+    pb.QUALITY_LOW: QualityProfile(fps=10, bitrate_kbps=1_000, zstd_level=6),
+    pb.QUALITY_BALANCED: QualityProfile(fps=30, bitrate_kbps=4_000, zstd_level=3),
+    pb.QUALITY_HIGH: QualityProfile(fps=30, bitrate_kbps=10_000, zstd_level=1),
+}
+PRESETS[pb.QUALITY_AUTO] = PRESETS[pb.QUALITY_BALANCED]
+
+
+def profile_for(preset: int) -> QualityProfile:
+    """The profile of a ``QualityPreset`` value; an unknown value is a ``ValueError``."""
+    try:
+        return PRESETS[preset]
+    except KeyError:
+        raise ValueError(
+            f"unknown quality preset {preset}; expected one of {sorted(PRESETS)} "
+            "(QUALITY_AUTO, QUALITY_LOW, QUALITY_BALANCED, QUALITY_HIGH)"
+        ) from None
+
+
+def zstd_level(preset: int) -> int:
+    """The raw codec's Zstandard level for a ``QualityPreset`` value."""
+    return profile_for(preset).zstd_level
+
+
+def encoder_config(width: int, height: int, quality: Any = None) -> EncoderConfig:
+    """The encoder configuration for a display size and a ``QualitySettings`` (or ``None``).
+
+    ``custom_fps`` (1-60) and ``custom_bitrate`` (kbps) override the preset when
+    non-zero; out-of-range values raise ``ValueError`` naming the field.
+    """
+    preset = int(quality.preset) if quality is not None else pb.QUALITY_AUTO
+    fps = int(quality.custom_fps) if quality is not None else 0
+    kbps = int(quality.custom_bitrate) if quality is not None else 0
+    profile = profile_for(preset)
+    if fps and not 1 <= fps <= 60:
+        raise ValueError(f"custom_fps must be 1-60 (SPEC 8), or 0 for the preset's; got {fps}")
+    if kbps and not MIN_BITRATE_KBPS <= kbps <= MAX_BITRATE_KBPS:
+        raise ValueError(
+            f"custom_bitrate must be {MIN_BITRATE_KBPS}-{MAX_BITRATE_KBPS} kbps, "
+            f"or 0 for the preset's; got {kbps}"
+        )
+    if not kbps:
+        scale = (width * height) / _REFERENCE_PIXELS
+        kbps = max(MIN_BITRATE_KBPS, round(profile.bitrate_kbps * scale))
+    return EncoderConfig(width=width, height=height, fps=fps or profile.fps,
+                         bitrate_kbps=kbps, preset=preset)
+
+
+# -- negotiation -------------------------------------------------------------------
+
+
+def usable_codecs(specs: Iterable[CodecSpec], *, encode: bool = False,
+                  decode: bool = False) -> list[CodecSpec]:
+    """The codecs whose library works here and that have the factories asked for."""
+    out = []
+    for spec in specs:
+        if encode and spec.encoder_factory is None:
+            continue
+        if decode and spec.decoder_factory is None:
+            continue
+        if spec.available():
+            out.append(spec)
+    return out
+
+
+def choose_codec(specs: Iterable[CodecSpec], preference: int = pb.CODEC_AUTO) -> CodecSpec:
+    """The agent's answer to a viewer's ``CodecPreference``.
+
+    The preferred codec when this side can encode it; otherwise, and for
+    ``CODEC_AUTO``, the usable codec of highest ``auto_rank``. A viewer only
+    asks for what it can decode (:func:`viewer_preference`), so a codec missing
+    on either side falls back instead of failing. ``ValueError`` when nothing
+    can encode at all.
+    """
+    usable = usable_codecs(specs, encode=True)
+    if not usable:
+        raise ValueError("no usable video codec is installed (is codec_raw_zstd loaded?)")
+    for spec in usable:
+        if preference != pb.CODEC_AUTO and spec.preference == preference:
+            return spec
+    return max(usable, key=lambda s: (s.auto_rank, -s.preference))
+
+
+def viewer_preference(specs: Iterable[CodecSpec], wanted: int = pb.CODEC_AUTO,
+                      agent_may_pick: Collection[int] | None = None) -> int:
+    """The ``CodecPreference`` a viewer should send.
+
+    ``wanted`` when this viewer can decode it. ``CODEC_AUTO`` is kept only if
+    the viewer can decode everything the agent might auto-pick
+    (``agent_may_pick``, default: every built-in preference); otherwise the
+    viewer names its own best decodable codec, so the agent never sends
+    frames it cannot show.
+    """
+    usable = usable_codecs(specs, decode=True)
+    decodable = {s.preference for s in usable}
+    if not usable:
+        raise ValueError("no usable video decoder is installed (is codec_raw_zstd loaded?)")
+    if wanted != pb.CODEC_AUTO and wanted in decodable:
+        return wanted
+    candidates = set(agent_may_pick) if agent_may_pick is not None else {
+        pb.CODEC_RAW, pb.CODEC_VP9, pb.CODEC_H264, pb.CODEC_H265}
+    if candidates <= decodable:
+        return pb.CODEC_AUTO
+    return max(usable, key=lambda s: (s.auto_rank, -s.preference)).preference
+
+
+def frame_field(frame: Any) -> str:
+    """The ``VideoFrame.encoding`` slot that is set; ``ValueError`` when none is."""
+    try:
+        field: str | None = frame.WhichOneof("encoding")
+    except (AttributeError, TypeError, ValueError):
+        raise ValueError(f"expected a VideoFrame, got {type(frame).__name__}") from None
+    if field is None:
+        raise ValueError("VideoFrame carries no encoding (raw, vp9, h264 or h265)")
+    return field
+
+
+class FrameDecoder:
+    """Decodes one display's stream whose codec may change on a quality change.
+
+    One decoder per ``VideoFrame`` slot, built on first use; a switch closes the
+    previous one (its state is useless after the agent's keyframe on the new codec).
+    """
+
+    def __init__(self, specs: Iterable[CodecSpec]) -> None:
+        self._specs = {s.frame_field: s for s in usable_codecs(specs, decode=True)}
+        self._field: str | None = None
+        self._decoder: Any = None
+
+    def decode(self, frame: Any) -> Any:
+        """The full current image, ``None`` while waiting for a keyframe; ``ValueError``
+        for garbage or a codec this viewer has no decoder for."""
+        field = frame_field(frame)
+        if field != self._field:
+            spec = self._specs.get(field)
+            if spec is None or spec.decoder_factory is None:
+                raise ValueError(
+                    f"no decoder for {field!r} frames; this viewer decodes {sorted(self._specs)}"
+                )
+            self.close()
+            self._decoder = spec.decoder_factory()
+            self._field = field
+        return self._decoder.decode(frame)
+
+    def close(self) -> None:
+        if self._decoder is not None:
+            self._decoder.close()
+        self._decoder = None
+        self._field = None
+
+
+# -- keyframes ---------------------------------------------------------------------
+
+
+class KeyframeClock:
+    """Says when the periodic keyframe is due (CONTRACT 1: at least every 10 s)."""
+
+    def __init__(self, interval: float = KEYFRAME_INTERVAL_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._interval = interval
+        self._clock = clock
+        self._last: float | None = None
+
+    def due(self) -> bool:
+        """True before the first keyframe and once the interval has passed."""
+        return self._last is None or self._clock() - self._last >= self._interval
+
+    def sent(self) -> None:
+        """Record that a keyframe went out now."""
+        self._last = self._clock()

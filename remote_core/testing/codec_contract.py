@@ -1,0 +1,352 @@
+"""The contract every codec plugin's tests run, and the desktop content they run it on.
+
+A plugin's test module subclasses :class:`CodecContract` and names its codec::
+
+    class TestMyCodec(CodecContract):
+        spec = my_plugin.SPEC
+        min_psnr = 32.0        # None for a lossless codec (bit-exact round trips)
+
+The content is drawn in code to look like a desktop (wallpaper gradient,
+windows with title bars, lines of anti-aliased glyphs, a taskbar) and changes
+the way screens do (typing into a small region, scrolling a page, video-like
+full-screen motion), because codecs behave very differently on that than on
+noise. The benchmark (``bench/codecs.py``) draws the same scenes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from ..codecs import encoder_config, frame_field
+from ..protocol import pb
+from ..types import CodecSpec
+
+__all__ = [
+    "CodecContract",
+    "Desktop",
+    "psnr",
+    "video_like",
+]
+
+Image = npt.NDArray[np.uint8]
+
+GLYPH_W, GLYPH_H, LINE_H = 8, 14, 18
+_PAPER = np.array([250, 250, 250, 255], np.float32)
+_INK = np.array([40, 30, 20, 255], np.float32)
+
+
+def _glyph_atlas(count: int = 96, seed: int = 7) -> npt.NDArray[np.float32]:
+    """Anti-aliased glyph-like coverage masks, ``(count, GLYPH_H, GLYPH_W)`` in 0..1."""
+    rng = np.random.default_rng(seed)
+    atlas = np.zeros((count, GLYPH_H, GLYPH_W), np.float32)
+    for g in range(count):
+        hi = np.zeros((GLYPH_H * 2, GLYPH_W * 2), np.float32)
+        for _ in range(int(rng.integers(2, 5))):  # a few strokes per glyph
+            if rng.random() < 0.5:
+                x = int(rng.integers(2, 12))
+                y0, y1 = sorted(int(v) for v in rng.integers(4, 26, 2))
+                hi[y0:y1 + 2, x:x + 2] = 1
+            else:
+                y = int(rng.integers(6, 24))
+                x0, x1 = sorted(int(v) for v in rng.integers(2, 14, 2))
+                hi[y:y + 2, x0:x1 + 2] = 1
+        atlas[g] = hi.reshape(GLYPH_H, 2, GLYPH_W, 2).mean(axis=(1, 3))
+    return atlas
+
+
+_ATLAS = _glyph_atlas()
+
+
+def _text_line(chars: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+    """Coverage of one line of glyph indices (index 0 is a space)."""
+    masks = _ATLAS[chars] * (chars > 0)[:, None, None]
+    if not len(chars):
+        return np.zeros((GLYPH_H, 0), np.float32)
+    return np.concatenate(list(masks), axis=1)
+
+
+def _blend(region: Image, coverage: npt.NDArray[np.float32], ink: npt.NDArray[np.float32]) -> None:
+    a = coverage[..., None]
+    region[:] = (region * (1 - a) + ink * a).astype(np.uint8)
+
+
+class Desktop:
+    """A synthetic desktop that changes the way real ones do.
+
+    :param width: display width in pixels.
+    :param height: display height in pixels.
+    :param seed: makes the content reproducible.
+    """
+
+    def __init__(self, width: int, height: int, seed: int = 0) -> None:
+        self.width, self.height = width, height
+        self._rng = np.random.default_rng(seed)
+        self.image: Image = np.empty((height, width, 4), np.uint8)
+        self._draw()
+        self._cursor = 0
+
+    # -- drawing ----------------------------------------------------------------
+    def _draw(self) -> None:
+        h, w = self.height, self.width
+        y = np.linspace(0, 1, h, dtype=np.float32)[:, None]
+        x = np.linspace(0, 1, w, dtype=np.float32)[None, :]
+        img = self.image
+        img[..., 0] = (160 + 80 * y - 30 * x).astype(np.uint8)
+        img[..., 1] = (90 + 60 * x * y + 20 * y).astype(np.uint8)
+        img[..., 2] = (40 + 50 * x).astype(np.uint8)
+        img[..., 3] = 255
+        taskbar = max(1, h // 24)
+        img[h - taskbar:] = (48, 40, 36, 255)
+        # A document window covering most of the screen, then a smaller dialog on top.
+        self.page = self._window(w // 16, h // 14, w * 3 // 4, h * 3 // 4, (245, 245, 245, 255))
+        self._window(w // 2, h // 3, w * 2 // 5, h // 3, (236, 233, 229, 255))
+        x0, y0, x1, y1 = self.page
+        self._lines = max(0, (y1 - y0) // LINE_H)
+        self._cols = max(0, (x1 - x0) // GLYPH_W)
+        for line in range(self._lines):
+            self._write_line(line, self._random_text())
+
+    def _window(self, x: int, y: int, w: int, h: int,
+                fill: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
+        """Draw a window; return its client area (x0, y0, x1, y1)."""
+        x1, y1 = min(self.width, x + w), min(self.height, y + h)
+        if x1 <= x or y1 <= y:
+            return x, y, x, y
+        img = self.image
+        img[y:y1, x:x1] = (120, 110, 100, 255)  # border
+        title = min(24, max(1, (y1 - y) // 8))
+        img[y + 1:y + title, x + 1:x1 - 1] = (180, 120, 60, 255)
+        img[y + title:y1 - 1, x + 1:x1 - 1] = fill
+        return x + 4, y + title + 2, x1 - 4, y1 - 2
+
+    def _random_text(self) -> npt.NDArray[np.int64]:
+        chars = self._rng.integers(1, len(_ATLAS), self._cols)
+        chars[self._rng.random(self._cols) < 0.17] = 0  # word gaps
+        chars[int(self._rng.integers(self._cols // 2, self._cols + 1)):] = 0  # ragged right edge
+        return chars
+
+    def _write_line(self, line: int, chars: npt.NDArray[np.int64]) -> None:
+        x0, y0, x1, _ = self.page
+        top = y0 + line * LINE_H
+        region = self.image[top:top + LINE_H, x0:x1]
+        region[:] = _PAPER.astype(np.uint8)
+        if len(chars):
+            _blend(region[2:2 + GLYPH_H, :len(chars) * GLYPH_W], _text_line(chars), _INK)
+
+    # -- changes ------------------------------------------------------------------
+    def type(self, chars: int = 1, region: tuple[int, int] = (200, 40)) -> tuple[int, int]:
+        """Type ``chars`` glyphs into a ``region`` (width, height) at the page's top left.
+
+        Text wraps inside the region and starts over when it is full; returns the
+        region's origin.
+        """
+        x0, y0, x1, y1 = self.page
+        rw, rh = min(region[0], x1 - x0), min(region[1], y1 - y0)
+        cols, rows = max(1, rw // GLYPH_W), max(1, rh // LINE_H)
+        for _ in range(chars):
+            col, row = self._cursor % cols, (self._cursor // cols) % rows
+            if col == 0 and row == 0:
+                self.image[y0:y0 + rh, x0:x0 + rw] = _PAPER.astype(np.uint8)
+            x, y = x0 + col * GLYPH_W, y0 + row * LINE_H + 2
+            glyph = _ATLAS[int(self._rng.integers(1, len(_ATLAS)))]
+            cell = self.image[y:y + GLYPH_H, x:x + GLYPH_W]
+            _blend(cell, glyph[:cell.shape[0], :cell.shape[1]], _INK)
+            self._cursor += 1
+        return x0, y0
+
+    def scroll(self, pixels: int = LINE_H) -> None:
+        """Scroll the page up by ``pixels`` and fill the bottom with new text."""
+        x0, y0, x1, _ = self.page
+        bottom = y0 + self._lines * LINE_H
+        if bottom - y0 <= pixels:
+            return
+        page = self.image[y0:bottom, x0:x1]
+        page[:-pixels] = page[pixels:].copy()
+        page[-pixels:] = _PAPER.astype(np.uint8)
+        text = np.full((LINE_H, x1 - x0), 0, np.float32)
+        chars = self._random_text()
+        text[2:2 + GLYPH_H, :len(chars) * GLYPH_W] = _text_line(chars)
+        _blend(page[-pixels:], text[:pixels] if pixels <= LINE_H else
+               np.resize(text, (pixels, x1 - x0)), _INK)
+
+    def frames(self, count: int) -> Iterator[Image]:
+        """A mixed sequence: the desktop, then typing, scrolling and a still frame."""
+        yield self.image.copy()
+        for i in range(1, count):
+            if i % 4 == 3:
+                self.scroll(LINE_H // 2)
+            elif i % 4 != 2:
+                self.type(3)
+            yield self.image.copy()
+
+
+def video_like(width: int, height: int, t: int) -> Image:
+    """Frame ``t`` of full-screen, smoothly moving content (a video or a game)."""
+    y = np.arange(height, dtype=np.float32)[:, None]
+    x = np.arange(width, dtype=np.float32)[None, :]
+    phase = t * 0.15
+    img = np.empty((height, width, 4), np.uint8)
+    img[..., 0] = (127 + 100 * np.sin(x / 37 + phase) * np.cos(y / 53 - phase)).astype(np.uint8)
+    img[..., 1] = (127 + 100 * np.sin((x + y) / 71 + 2 * phase)).astype(np.uint8)
+    img[..., 2] = (127 + 100 * np.cos(x / 97 - y / 41 + phase)).astype(np.uint8)
+    img[..., 3] = 255
+    return img
+
+
+def psnr(a: Image, b: Image) -> float:
+    """Peak signal-to-noise ratio over the colour channels, in dB (inf when equal)."""
+    if a.shape != b.shape:
+        raise ValueError(f"shapes differ: {a.shape} vs {b.shape}")
+    diff = a[..., :3].astype(np.float32) - b[..., :3].astype(np.float32)
+    mse = float(np.mean(diff * diff))
+    return float("inf") if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
+
+
+# -- the contract ----------------------------------------------------------------------
+
+
+class CodecContract:
+    """Tests every codec must pass; subclass it as ``Test...`` and set :attr:`spec`."""
+
+    spec: ClassVar[CodecSpec]
+    min_psnr: ClassVar[float | None] = None
+    """Lowest acceptable PSNR (dB) on desktop content; ``None`` demands bit-exact output."""
+
+    def encoder(self, width: int, height: int, quality: Any = None) -> Any:
+        assert self.spec.encoder_factory is not None
+        return self.spec.encoder_factory(encoder_config(width, height, quality))
+
+    def decoder(self) -> Any:
+        assert self.spec.decoder_factory is not None
+        return self.spec.decoder_factory()
+
+    def assert_close(self, decoded: Any, source: Image, min_psnr: float | None = None) -> None:
+        assert decoded is not None, "decoder returned no image for a decodable frame"
+        assert decoded.shape == source.shape and decoded.dtype == np.uint8
+        if self.min_psnr is None:
+            assert np.array_equal(decoded, source), "lossless codec changed pixels"
+        else:
+            quality = psnr(decoded, source)
+            threshold = self.min_psnr if min_psnr is None else min_psnr
+            assert quality >= threshold, f"PSNR {quality:.1f} dB below {threshold} dB"
+
+    def _payload(self, frame: Any) -> Any:
+        return getattr(frame, frame_field(frame))
+
+    def _is_keyframe(self, frame: Any) -> bool:
+        payload = self._payload(frame)
+        return bool(payload.is_keyframe if frame_field(frame) == "raw" else payload.keyframe)
+
+    def test_registration(self) -> None:
+        assert self.spec.available(), f"{self.spec.name} is not usable on this machine"
+        assert self.spec.frame_field in {"raw", "vp9", "h264", "h265"}
+        assert self.spec.encoder_factory is not None and self.spec.decoder_factory is not None
+
+    def test_round_trip_on_desktop_content(self) -> None:
+        desktop = Desktop(320, 200, seed=1)
+        enc, dec = self.encoder(320, 200), self.decoder()
+        previous: Image | None = None
+        for i, image in enumerate(desktop.frames(12)):
+            frame = enc.encode(image, keyframe=i == 0)
+            if frame is None:  # nothing changed: the viewer keeps what it shows
+                assert previous is not None and np.array_equal(image, previous)
+                continue
+            assert frame_field(frame) == self.spec.frame_field
+            if i == 0:
+                assert self._is_keyframe(frame)
+            wire = pb.VideoFrame.FromString(frame.SerializeToString())
+            self.assert_close(dec.decode(wire), image)
+            previous = image
+        enc.close()
+        dec.close()
+
+    def test_first_frame_and_requested_frames_are_keyframes(self) -> None:
+        desktop = Desktop(160, 120, seed=2)
+        enc = self.encoder(160, 120)
+        first = enc.encode(desktop.image)
+        assert first is not None and self._is_keyframe(first)
+        desktop.type(2)
+        second = enc.encode(desktop.image)
+        assert second is None or not self._is_keyframe(second)
+        desktop.type(2)
+        forced = enc.encode(desktop.image, keyframe=True)
+        assert forced is not None and self._is_keyframe(forced)
+        enc.close()
+
+    def test_keyframe_after_loss(self) -> None:
+        desktop = Desktop(320, 200, seed=3)
+        enc, dec = self.encoder(320, 200), self.decoder()
+        frames = [enc.encode(image, keyframe=i == 0) for i, image in enumerate(desktop.frames(8))]
+        for frame in frames[:3]:  # the viewer sees the start, then loses frames 3-7
+            if frame is not None:
+                dec.decode(frame)
+        desktop.type(5)
+        recovery = enc.encode(desktop.image, keyframe=True)
+        assert recovery is not None and self._is_keyframe(recovery)
+        self.assert_close(dec.decode(recovery), desktop.image)
+        desktop.type(1)
+        after = enc.encode(desktop.image)
+        if after is not None:
+            self.assert_close(dec.decode(after), desktop.image)
+
+    def test_resolution_change(self) -> None:
+        enc, dec = self.encoder(320, 200), self.decoder()
+        for width, height in [(320, 200), (256, 160), (400, 240)]:
+            image = Desktop(width, height, seed=width).image
+            frame = enc.encode(image)
+            assert frame is not None and self._is_keyframe(frame), "a new size starts a keyframe"
+            self.assert_close(dec.decode(frame), image)
+
+    def test_odd_sizes(self) -> None:
+        for width, height in [(1366, 768), (1, 1), (33, 17), (5, 2)]:
+            desktop = Desktop(width, height, seed=4)
+            enc, dec = self.encoder(width, height), self.decoder()
+            self.assert_close(dec.decode(enc.encode(desktop.image, keyframe=True)), desktop.image,
+                              min_psnr=None if width > 32 else 0.0)
+            desktop.type(4)
+            frame = enc.encode(desktop.image)
+            if frame is not None:
+                out = dec.decode(frame)
+                assert out is not None and out.shape == desktop.image.shape
+            enc.close()
+            dec.close()
+
+    def test_quality_presets(self) -> None:
+        image = Desktop(160, 120, seed=5).image
+        for preset in (pb.QUALITY_LOW, pb.QUALITY_BALANCED, pb.QUALITY_HIGH, pb.QUALITY_AUTO):
+            quality = pb.QualitySettings(preset=preset)
+            frame = self.encoder(160, 120, quality).encode(image, keyframe=True)
+            assert frame is not None
+            out = self.decoder().decode(frame)
+            assert out is not None and out.shape == image.shape
+        custom = pb.QualitySettings(custom_fps=60, custom_bitrate=2_000)
+        assert self.encoder(160, 120, custom).encode(image, keyframe=True) is not None
+
+    def test_garbage_is_a_value_error(self) -> None:
+        desktop = Desktop(64, 48, seed=6)
+        enc, dec = self.encoder(64, 48), self.decoder()
+        good = enc.encode(desktop.image, keyframe=True)
+        assert good is not None
+        rng = np.random.default_rng(6)
+        garbage: list[Any] = [None, b"\x00\x01", pb.VideoFrame()]
+        for n in (0, 1, 7, 100, 5000):
+            bad = pb.VideoFrame()
+            bad.CopyFrom(good)
+            self._payload(bad).data = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
+            garbage.append(bad)
+        truncated = pb.VideoFrame()
+        truncated.CopyFrom(good)
+        data = self._payload(good).data
+        self._payload(truncated).data = data[: len(data) // 2]
+        garbage.append(truncated)
+        for bad in garbage:
+            try:
+                dec.decode(bad)
+            except ValueError:
+                pass
+        # Still usable afterwards: a fresh keyframe decodes.
+        self.assert_close(dec.decode(enc.encode(desktop.image, keyframe=True)), desktop.image)
