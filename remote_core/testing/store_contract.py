@@ -1,0 +1,509 @@
+"""The contract every storage plugin must meet, as a reusable class of async tests.
+
+Use it from a plugin's tests by subclassing and providing two fixtures::
+
+    from remote_core.testing.store_contract import StoreContract
+
+    class TestMyStore(StoreContract):
+        @pytest.fixture
+        async def store(self): ...            # a freshly opened, empty Store
+
+        @pytest.fixture
+        def break_keyed_query(self, store): ...  # async callable making the
+                                                 # keyed-machines query fail for real
+
+Races run on real concurrent connections: twenty binders of one support code,
+several rounds, exactly one winner each time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import anyio
+import pytest
+
+from ..errors import ConflictError, NotFoundError
+from ..interfaces import Store
+from ..records import (
+    CONSENT_NOT_REQUIRED,
+    CONSENT_PENDING,
+    Event,
+    MachineFilter,
+    MachineReport,
+    Release,
+    SessionRecord,
+    SupportCode,
+    User,
+    utcnow,
+)
+
+__all__ = ["BINDERS", "RACE_ROUNDS", "StoreContract"]
+
+BINDERS = 20
+"""Concurrent binders of one support code in the race test."""
+
+RACE_ROUNDS = 5
+
+Breaker = Callable[[], Awaitable[None]]
+
+SAMPLE_HASH = "$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA"
+"""An Argon2id-shaped hash; the store never interprets it."""
+
+
+def key_hash() -> str:
+    """The SHA-256 hex digest of a fresh ``cak_`` key, as the server stores it."""
+    return hashlib.sha256(("cak_" + secrets.token_urlsafe(32)).encode()).hexdigest()
+
+
+def make_code(created_by: str | None = "u1", minutes: int = 60, **extra: Any) -> SupportCode:
+    alphabet = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
+    text = "-".join("".join(secrets.choice(alphabet) for _ in range(3)) for _ in range(3))
+    return SupportCode(code=text, created_by=created_by, technician_name="Tess",
+                       expires_at=utcnow() + timedelta(minutes=minutes), **extra)
+
+
+def make_user(username: str, **extra: Any) -> User:
+    return User(id=str(uuid.uuid4()), username=username,
+                password_hash=SAMPLE_HASH, **extra)
+
+
+def make_session(agent_id: str, **extra: Any) -> SessionRecord:
+    values: dict[str, Any] = {"is_managed": True, "source": "agentkey",
+                              "consent_state": CONSENT_NOT_REQUIRED, **extra}
+    return SessionRecord(id=str(uuid.uuid4()), agent_id=agent_id, **values)
+
+
+class StoreContract:
+    """Async tests any :class:`~remote_core.interfaces.Store` must pass."""
+
+    pytestmark = pytest.mark.anyio
+
+    @pytest.fixture
+    def anyio_backend(self) -> str:
+        return "asyncio"
+
+    # -- lifecycle -------------------------------------------------------------------
+    async def test_ping(self, store: Store) -> None:
+        assert await store.ping() is True
+
+    async def test_open_again_is_harmless(self, store: Store) -> None:
+        await store.create_machine("m-1")
+        await store.open()
+        assert await store.get_machine("m-1") is not None
+
+    async def test_secret_first_value_wins_under_concurrency(self, store: Store) -> None:
+        results: list[str] = []
+
+        async def ask(value: str) -> None:
+            results.append(await store.get_or_create_secret("jwt", value))
+
+        async with anyio.create_task_group() as tg:
+            for i in range(10):
+                tg.start_soon(ask, f"value-{i}")
+        assert len(set(results)) == 1
+        assert await store.get_or_create_secret("jwt", "late") == results[0]
+        assert await store.get_or_create_secret("other", "x") == "x"
+
+    # -- machines: registration and deduplication (SPEC 5.4) ------------------------------
+    async def test_upsert_creates_with_defaults(self, store: Store) -> None:
+        machine = await store.upsert_machine(MachineReport(agent_id="a-1", hostname="pc1"))
+        assert machine.agent_id == "a-1"
+        assert machine.hostname == "pc1"
+        assert machine.machine_uid is None
+        assert machine.tags == ()
+        assert machine.status == "offline"
+        assert machine.deleted_at is None
+        assert machine.created_at is not None and machine.created_at.tzinfo is not None
+        assert await store.get_machine("a-1") == machine
+
+    async def test_upsert_on_uid_merges_agent_ids(self, store: Store) -> None:
+        first = await store.upsert_machine(MachineReport(
+            agent_id="a-1", machine_uid="uid-1", organization="acme", tags=("x", "y")))
+        again = await store.upsert_machine(MachineReport(
+            agent_id="a-2", machine_uid="uid-1", hostname="pc", status="online"))
+        assert again.agent_id == first.agent_id == "a-1"
+        assert (again.organization, again.tags, again.hostname, again.status) == (
+            "acme", ("x", "y"), "pc", "online")
+        assert await store.get_machine("a-2") is None
+        assert [m.agent_id for m in await store.list_machines()] == ["a-1"]
+
+    async def test_upsert_on_agent_id_keeps_unreported_fields(self, store: Store) -> None:
+        await store.upsert_machine(MachineReport(agent_id="a-1", organization="acme",
+                                                 site="hq", is_elevated=True))
+        again = await store.upsert_machine(MachineReport(agent_id="a-1", agent_version="2.0"))
+        assert (again.organization, again.site, again.is_elevated, again.agent_version) == (
+            "acme", "hq", True, "2.0")
+
+    async def test_agent_id_row_takes_a_newly_reported_uid(self, store: Store) -> None:
+        await store.upsert_machine(MachineReport(agent_id="a-1"))
+        moved = await store.upsert_machine(MachineReport(agent_id="a-1", machine_uid="uid-9"))
+        assert moved.machine_uid == "uid-9"
+        by_uid = await store.get_machine_by_uid("uid-9")
+        assert by_uid is not None and by_uid.agent_id == "a-1"
+
+    async def test_uid_unique_among_non_null(self, store: Store) -> None:
+        for agent in ("a-1", "a-2", "a-3"):
+            await store.upsert_machine(MachineReport(agent_id=agent))
+        await store.upsert_machine(MachineReport(agent_id="a-4", machine_uid="u-4"))
+        await store.upsert_machine(MachineReport(agent_id="a-5", machine_uid="u-5"))
+        assert len(await store.list_machines()) == 5
+
+    async def test_concurrent_first_registrations_of_one_uid_make_one_row(
+            self, store: Store) -> None:
+        async def register(i: int) -> None:
+            await store.upsert_machine(MachineReport(agent_id=f"a-{i}", machine_uid="shared"))
+
+        async with anyio.create_task_group() as tg:
+            for i in range(10):
+                tg.start_soon(register, i)
+        machines = await store.list_machines()
+        assert len(machines) == 1 and machines[0].machine_uid == "shared"
+
+    async def test_create_machine_preregisters(self, store: Store) -> None:
+        machine = await store.create_machine("pre-1", "acme", "hq", ["t1"])
+        assert (machine.organization, machine.site, machine.tags) == ("acme", "hq", ("t1",))
+        with pytest.raises(ConflictError):
+            await store.create_machine("pre-1")
+
+    # -- machines: removal (SPEC 3.3) ---------------------------------------------------------
+    async def test_soft_delete_hides_until_reconnect(self, store: Store) -> None:
+        await store.upsert_machine(MachineReport(agent_id="a-1", machine_uid="u-1"))
+        assert await store.soft_delete_machine("a-1") is True
+        assert await store.soft_delete_machine("a-1") is False
+        assert await store.get_machine("a-1") is None
+        assert await store.get_machine_by_uid("u-1") is None
+        assert await store.list_machines() == []
+        assert await store.update_machine("a-1", site="x") is None
+        hidden = await store.get_machine_by_id("a-1")
+        assert hidden is not None and hidden.deleted_at is not None
+        revived = await store.upsert_machine(MachineReport(agent_id="a-1", machine_uid="u-1"))
+        assert revived.deleted_at is None
+        assert await store.get_machine("a-1") is not None
+
+    async def test_soft_deleted_machine_revived_through_agent_id(self, store: Store) -> None:
+        await store.create_machine("a-1")
+        await store.soft_delete_machine("a-1")
+        assert (await store.upsert_machine(MachineReport(agent_id="a-1"))).deleted_at is None
+
+    async def test_get_machine_by_id_of_unknown_is_none(self, store: Store) -> None:
+        assert await store.get_machine_by_id("nobody") is None
+        assert await store.get_machine("nobody") is None
+        assert await store.get_machine_by_uid("nobody") is None
+
+    async def test_hard_delete_removes_row_and_keys(self, store: Store) -> None:
+        await store.create_machine("a-1")
+        digest = key_hash()
+        await store.add_agent_key("a-1", digest)
+        assert await store.hard_delete_machine("a-1") is True
+        assert await store.hard_delete_machine("a-1") is False
+        assert await store.get_machine_by_id("a-1") is None
+        assert await store.find_agent_key(digest) is None
+        assert await store.list_agent_keys("a-1") == []
+
+    # -- machines: listing, editing, status ---------------------------------------------------
+    async def _fleet(self, store: Store) -> None:
+        fleet = [("m-1", "acme", "hq", ("linux", "db")), ("m-2", "acme", "branch", ("win",)),
+                 ("m-3", "globex", "hq", ("linux",)), ("m-4", "", "", ())]
+        for agent_id, org, site, tags in fleet:
+            await store.upsert_machine(MachineReport(
+                agent_id=agent_id, organization=org, site=site, tags=tags,
+                hostname=f"host-{agent_id}"))
+        await store.set_machine_status("m-2", "online")
+
+    async def test_list_filters(self, store: Store) -> None:
+        await self._fleet(store)
+
+        async def ids(**where: Any) -> list[str]:
+            return [m.agent_id for m in await store.list_machines(MachineFilter(**where))]
+
+        assert await ids() == ["m-1", "m-2", "m-3", "m-4"]
+        assert await ids(organization="acme") == ["m-1", "m-2"]
+        assert await ids(site="hq") == ["m-1", "m-3"]
+        assert await ids(tag="linux") == ["m-1", "m-3"]
+        assert await ids(tag="lin") == []
+        assert await ids(status="online") == ["m-2"]
+        assert await ids(status="offline") == ["m-1", "m-3", "m-4"]
+        assert await ids(text="HOST-M-3") == ["m-3"]
+        assert await ids(text="glob") == ["m-3"]
+        assert await ids(text="%") == []
+        assert await ids(organization="acme", tag="win") == ["m-2"]
+        assert await ids(limit=2, offset=1) == ["m-2", "m-3"]
+        assert await store.list_machines(None) == await store.list_machines(MachineFilter())
+
+    async def test_client_access_filter(self, store: Store) -> None:
+        await self._fleet(store)
+
+        async def ids(orgs: tuple[str, ...] | None) -> list[str]:
+            found = await store.list_machines(MachineFilter(organizations=orgs))
+            return [m.agent_id for m in found]
+
+        assert await ids(None) == ["m-1", "m-2", "m-3", "m-4"]
+        assert await ids(("*",)) == ["m-1", "m-2", "m-3", "m-4"]
+        assert await ids(("globex",)) == ["m-3"]
+        assert await ids(("acme", "globex")) == ["m-1", "m-2", "m-3"]
+        assert await ids(()) == []
+
+    async def test_update_machine(self, store: Store) -> None:
+        await store.upsert_machine(MachineReport(agent_id="a-1", organization="acme",
+                                                 site="hq", tags=("a",)))
+        changed = await store.update_machine("a-1", site="branch", tags=["b", "c"])
+        assert changed is not None
+        assert (changed.organization, changed.site, changed.tags) == ("acme", "branch",
+                                                                      ("b", "c"))
+        cleared = await store.update_machine("a-1", tags=[])
+        assert cleared is not None and cleared.tags == ()
+        assert await store.update_machine("nobody", site="x") is None
+
+    async def test_status_and_all_offline(self, store: Store) -> None:
+        await self._fleet(store)
+        seen = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+        await store.set_machine_status("m-1", "online", seen)
+        machine = await store.get_machine("m-1")
+        assert machine is not None
+        assert (machine.status, machine.last_seen) == ("online", seen)
+        assert await store.set_all_machines_offline() == 2
+        assert await store.set_all_machines_offline() == 0
+        assert {m.status for m in await store.list_machines()} == {"offline"}
+
+    # -- start-up restore (SPEC 5.2) ----------------------------------------------------------
+    async def test_restore_returns_live_machines_and_keyed_ids(self, store: Store) -> None:
+        await self._fleet(store)
+        await store.add_agent_key("m-1", key_hash())
+        revoked = await store.add_agent_key("m-3", key_hash())
+        await store.revoke_agent_key("m-3", revoked.id)
+        await store.soft_delete_machine("m-4")
+        restored = await store.restore_machines()
+        assert [m.agent_id for m in restored.machines] == ["m-1", "m-2", "m-3"]
+        assert {"m-1", "m-3"} <= restored.keyed_agent_ids
+        assert "m-2" not in restored.keyed_agent_ids
+
+    async def test_restore_fails_closed(self, store: Store, break_keyed_query: Breaker) -> None:
+        await store.create_machine("m-1")
+        await store.add_agent_key("m-1", key_hash())
+        await break_keyed_query()
+        with pytest.raises(Exception) as raised:  # any failure, never a result
+            await store.restore_machines()
+        assert not isinstance(raised.value, AssertionError)
+
+    # -- agent keys ---------------------------------------------------------------------------
+    async def test_agent_keys(self, store: Store) -> None:
+        await store.create_machine("a-1")
+        digest = key_hash()
+        key = await store.add_agent_key("a-1", digest, "laptop")
+        assert (key.agent_id, key.key_hash, key.label) == ("a-1", digest, "laptop")
+        assert key.revoked_at is None and key.last_used_at is None
+        assert await store.find_agent_key(digest) == key
+        assert await store.find_agent_key(key_hash()) is None
+        other = await store.add_agent_key("a-1", key_hash())
+        assert [k.id for k in await store.list_agent_keys("a-1")] == [key.id, other.id]
+
+        await store.touch_agent_key(key.id)
+        touched = await store.find_agent_key(digest)
+        assert touched is not None and touched.last_used_at is not None
+
+        assert await store.revoke_agent_key("someone-else", key.id) is None
+        assert await store.revoke_agent_key("a-1", "no-such-key") is None
+        revoked = await store.revoke_agent_key("a-1", key.id)
+        assert revoked is not None and revoked.revoked_at is not None
+        again = await store.revoke_agent_key("a-1", key.id)
+        assert again is not None and again.revoked_at == revoked.revoked_at
+        assert await store.find_agent_key(digest) is None
+        assert len(await store.list_agent_keys("a-1")) == 2
+
+    async def test_agent_key_needs_a_live_machine_and_a_hash(self, store: Store) -> None:
+        with pytest.raises(NotFoundError):
+            await store.add_agent_key("nobody", key_hash())
+        await store.create_machine("a-1")
+        with pytest.raises(ValueError, match="SHA-256"):
+            await store.add_agent_key("a-1", "cak_" + secrets.token_urlsafe(32))
+        digest = key_hash()
+        await store.add_agent_key("a-1", digest)
+        with pytest.raises(ConflictError):
+            await store.add_agent_key("a-1", digest)
+
+    # -- support codes (SPEC 3.2) ------------------------------------------------------------
+    async def test_support_code_lifecycle(self, store: Store) -> None:
+        code = await store.create_support_code(make_code())
+        assert code.consumed_at is None and code.created_at is not None
+        with pytest.raises(ConflictError):
+            await store.create_support_code(code)
+        assert await store.get_support_code(code.code) == code
+        assert await store.get_support_code("AAA-AAA-AAA") is None
+        now = utcnow()
+        assert await store.consume_support_code(code.code, "a-1", "s-1", now) is True
+        assert await store.consume_support_code(code.code, "a-2", "s-2", now) is False
+        used = await store.get_support_code(code.code)
+        assert used is not None
+        assert (used.agent_id, used.session_id, used.consumed_at) == ("a-1", "s-1", now)
+        assert await store.cancel_support_code(code.code) is False
+
+    async def test_cancelled_or_expired_code_cannot_be_consumed(self, store: Store) -> None:
+        cancelled = await store.create_support_code(make_code())
+        assert await store.cancel_support_code(cancelled.code) is True
+        assert await store.cancel_support_code(cancelled.code) is False
+        assert not await store.consume_support_code(cancelled.code, "a", "s", utcnow())
+        expired = await store.create_support_code(make_code(minutes=-1))
+        assert not await store.consume_support_code(expired.code, "a", "s", utcnow())
+        assert not await store.consume_support_code("ZZZ-ZZZ-ZZZ", "a", "s", utcnow())
+
+    async def test_list_support_codes(self, store: Store) -> None:
+        base = utcnow()
+        first = await store.create_support_code(make_code("u1", created_at=base))
+        second = await store.create_support_code(
+            make_code("u2", created_at=base + timedelta(seconds=1)))
+        third = await store.create_support_code(
+            make_code("u1", created_at=base + timedelta(seconds=2)))
+        assert [c.code for c in await store.list_support_codes()] == [
+            third.code, second.code, first.code]
+        assert [c.code for c in await store.list_support_codes("u1")] == [
+            third.code, first.code]
+
+    async def test_one_binder_wins_the_race(self, store: Store) -> None:
+        for _ in range(RACE_ROUNDS):
+            code = await store.create_support_code(make_code())
+            winners = await _bind_concurrently(store, code.code, BINDERS)
+            assert len(winners) == 1
+            stored = await store.get_support_code(code.code)
+            assert stored is not None and stored.agent_id == winners[0]
+
+    # -- sessions ------------------------------------------------------------------------------
+    async def test_sessions(self, store: Store) -> None:
+        base = utcnow()
+        older = await store.create_session(make_session("a-1", created_at=base))
+        newer = await store.create_session(make_session(
+            "a-1", created_at=base + timedelta(seconds=1), is_managed=False,
+            source="supportcode", consent_state=CONSENT_PENDING, technician="Tess",
+            session_type=1))
+        other = await store.create_session(make_session(
+            "a-2", created_at=base + timedelta(seconds=2)))
+        assert await store.get_session(newer.id) == newer
+        assert (newer.is_managed, newer.technician, newer.session_type) == (False, "Tess", 1)
+        assert [s.id for s in await store.list_sessions()] == [other.id, newer.id, older.id]
+        assert [s.id for s in await store.list_sessions("a-1")] == [newer.id, older.id]
+        assert [s.id for s in await store.list_sessions(limit=1)] == [other.id]
+
+        ended = base + timedelta(minutes=5)
+        await store.update_session(newer.id, consent_state="granted")
+        await store.update_session(newer.id, ended_at=ended, end_reason="viewer left")
+        stored = await store.get_session(newer.id)
+        assert stored is not None
+        assert (stored.consent_state, stored.ended_at, stored.end_reason) == (
+            "granted", ended, "viewer left")
+
+        assert await store.soft_delete_session(newer.id) is True
+        assert await store.soft_delete_session(newer.id) is False
+        assert await store.get_session(newer.id) is None
+        assert [s.id for s in await store.list_sessions("a-1")] == [older.id]
+        assert await store.get_session("no-such-session") is None
+
+    # -- users ---------------------------------------------------------------------------------
+    async def test_users(self, store: Store) -> None:
+        alice = await store.create_user(make_user(
+            "alice", role="admin", permissions=("view", "control"), client_access=("*",)))
+        assert alice.is_admin and alice.permissions == ("control", "view")
+        assert alice.client_access == ("*",) and alice.created_at is not None
+        with pytest.raises(ConflictError):
+            await store.create_user(make_user("alice"))
+        bob = await store.create_user(make_user("bob", permissions=("view",)))
+        assert await store.get_user(bob.id) == bob
+        assert await store.get_user_by_username("bob") == bob
+        assert await store.get_user("nobody") is None
+        assert await store.get_user_by_username("nobody") is None
+        assert [u.username for u in await store.list_users()] == ["alice", "bob"]
+
+        changed = await store.update_user(bob.id, password_hash=SAMPLE_HASH + "x",
+                                          disabled=True, permissions=["support_codes", "view"],
+                                          client_access=["acme"])
+        assert changed is not None
+        assert (changed.password_hash, changed.disabled) == (SAMPLE_HASH + "x", True)
+        assert changed.permissions == ("support_codes", "view")
+        assert changed.client_access == ("acme",)
+        kept = await store.update_user(bob.id, role="admin")
+        assert kept is not None and kept.is_admin and kept.client_access == ("acme",)
+        cleared = await store.update_user(bob.id, permissions=[])
+        assert cleared is not None and cleared.permissions == ()
+        assert await store.update_user("nobody", disabled=True) is None
+
+        assert await store.delete_user(bob.id) is True
+        assert await store.delete_user(bob.id) is False
+        assert await store.get_user(bob.id) is None
+
+    async def test_first_admin_is_created_once_under_concurrency(self, store: Store) -> None:
+        created: list[str] = []
+
+        async def attempt(i: int) -> None:
+            if await store.create_first_admin(make_user(f"admin{i}", role="admin")):
+                created.append(f"admin{i}")
+
+        async with anyio.create_task_group() as tg:
+            for i in range(10):
+                tg.start_soon(attempt, i)
+        assert len(created) == 1
+        assert [u.username for u in await store.list_users()] == created
+        assert await store.create_first_admin(make_user("late", role="admin")) is False
+
+    async def test_no_first_admin_when_users_exist(self, store: Store) -> None:
+        await store.create_user(make_user("tech"))
+        assert await store.create_first_admin(make_user("admin", role="admin")) is False
+
+    # -- releases ------------------------------------------------------------------------------
+    async def test_releases(self, store: Store) -> None:
+        digest = hashlib.sha256(b"agent").hexdigest()
+        base = utcnow()
+        one = await store.create_release(Release(
+            "1.0.0", "https://example.org/1.0.0", digest, created_at=base))
+        assert (one.mandatory, one.notes) == (False, "")
+        with pytest.raises(ConflictError):
+            await store.create_release(one)
+        two = await store.create_release(Release(
+            "1.1.0", "https://example.org/1.1.0", digest, mandatory=True, notes="fixes",
+            created_at=base + timedelta(seconds=1)))
+        assert await store.get_release("1.1.0") == two
+        assert await store.get_release("9.9.9") is None
+        assert [r.version for r in await store.list_releases()] == ["1.0.0", "1.1.0"]
+        changed = await store.update_release("1.0.0", mandatory=True, notes="urgent")
+        assert changed is not None and (changed.mandatory, changed.notes) == (True, "urgent")
+        assert changed.download_url == one.download_url
+        assert await store.update_release("9.9.9", notes="x") is None
+        assert await store.delete_release("1.0.0") is True
+        assert await store.delete_release("1.0.0") is False
+        assert [r.version for r in await store.list_releases()] == ["1.1.0"]
+
+    # -- audit ---------------------------------------------------------------------------------
+    async def test_events(self, store: Store) -> None:
+        await store.add_event(Event("session_opened", session_id="s-1", agent_id="a-1",
+                                    detail={"method": "agentkey", "n": 1}))
+        await store.add_event(Event("viewer_joined", session_id="s-1", agent_id="a-1",
+                                    actor="tess"))
+        await store.add_event(Event("machine_purged", agent_id="a-2", actor="admin",
+                                    target="a-2", client_ip="192.0.2.7"))
+        newest = await store.list_events()
+        assert [e.kind for e in newest] == ["machine_purged", "viewer_joined", "session_opened"]
+        assert newest[0].client_ip == "192.0.2.7" and newest[0].id is not None
+        assert newest[2].detail == {"method": "agentkey", "n": 1}
+        assert newest[2].created_at is not None and newest[2].created_at.tzinfo is not None
+        assert [e.kind for e in await store.list_events(session_id="s-1")] == [
+            "viewer_joined", "session_opened"]
+        assert [e.kind for e in await store.list_events(agent_id="a-2")] == ["machine_purged"]
+        assert len(await store.list_events(limit=2)) == 2
+
+
+async def _bind_concurrently(store: Store, code: str, binders: int) -> list[str]:
+    """Start ``binders`` consumers of ``code`` at once; return the agent ids that won."""
+    winners: list[str] = []
+    now = utcnow()
+
+    async def bind(agent_id: str) -> None:
+        if await store.consume_support_code(code, agent_id, f"s-{agent_id}", now):
+            winners.append(agent_id)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(binders):
+            tg.start_soon(bind, f"a-{i}")
+    return winners
