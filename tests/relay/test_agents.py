@@ -1,0 +1,157 @@
+"""Agent authentication and identity over real sockets (SPEC 5.2, 5.4; CONTRACT 1, 5)."""
+
+from __future__ import annotations
+
+import uuid
+
+import anyio
+import pytest
+
+from remote_core.protocol import pb
+
+from .conftest import SHARED_KEY, Admin, Peer
+
+pytestmark = pytest.mark.anyio
+
+
+async def refused(peer: Peer) -> str:
+    response = await peer.response()
+    assert not response.success and not response.session_id
+    code, _ = await peer.closed()
+    assert code == 1008
+    return str(response.error)
+
+
+async def test_keyed_agent_is_its_keys_machine_and_its_claimed_uid_is_dropped(
+        server, admin: Admin) -> None:
+    agent_id, key = admin.keyed_machine()
+    agent = await Peer.agent(server, key, agent_id="someone-else",
+                             headers={"X-Machine-UID": "uid-claimed-by-keyed"})
+    session_id = await agent.accepted()
+    machine = admin.ok("GET", f"/api/machines/{agent_id}")
+    assert machine["status"] == "online" and machine["session_id"] == session_id
+    assert machine["machine_uid"] is None and machine["agent_version"] == "1.2.3"
+    session = admin.ok("GET", f"/api/sessions/{session_id}")
+    assert session["consent_state"] == "not_required"
+    assert server.ctx.registry.agent_for_uid("uid-claimed-by-keyed") is None
+    await agent.send("heartbeat", pb.Heartbeat(timestamp=1234))
+    ack = await agent.expect("heartbeat_ack")  # no consent_request came first
+    assert ack.client_timestamp == 1234 and ack.server_timestamp > 0
+    await agent.close()
+    with anyio.fail_after(10):
+        while admin.ok("GET", f"/api/machines/{agent_id}")["status"] != "offline":
+            await anyio.sleep(0.05)
+
+
+async def test_wrong_key_is_refused(server, admin: Admin) -> None:
+    agent = await Peer.agent(server, "cak_" + "A" * 43)
+    assert await refused(agent) == "unknown or revoked agent key"
+
+
+async def test_revoked_key_is_refused_and_its_live_socket_closed(server, admin: Admin) -> None:
+    agent_id = admin.machine()
+    key_id, key = admin.key(agent_id)
+    agent = await Peer.agent(server, key)
+    await agent.accepted()
+    admin.ok("DELETE", f"/api/machines/{agent_id}/keys/{key_id}", 204)
+    disconnect = await agent.expect("disconnect")
+    assert disconnect.reason == "agent key revoked"
+    assert (await agent.closed())[0] == 1000
+    again = await Peer.agent(server, key)
+    assert await refused(again) == "unknown or revoked agent key"
+
+
+async def test_user_jwt_is_never_an_agent_credential(server, admin: Admin) -> None:
+    agent = await Peer.agent(server, admin.token)
+    assert await refused(agent) == "a user token is not an agent credential"
+    viewer_token = admin.viewer_token(await (await Peer.agent(
+        server, admin.keyed_machine()[1])).accepted())
+    agent = await Peer.agent(server, viewer_token)
+    assert await refused(agent) == "a user token is not an agent credential"
+
+
+async def test_unrecognised_credential_is_refused(server, admin: Admin) -> None:
+    assert await refused(await Peer.agent(server, "hello")) == "unrecognised agent credential"
+    assert "required" in await refused(await Peer.agent(server, ""))
+
+
+async def test_shared_key_admits_and_dedups_on_machine_uid(server, admin: Admin) -> None:
+    uid = f"uid-{uuid.uuid4()}"
+    first = await Peer.agent(server, SHARED_KEY, agent_id="shared-a",
+                             headers={"X-Machine-UID": uid})
+    session_id = await first.accepted()
+    assert admin.ok("GET", f"/api/sessions/{session_id}")["agent_id"] == "shared-a"
+    await first.close()
+    # The same machine reinstalled under a new agent_id reattaches through the uid index.
+    second = await Peer.agent(server, SHARED_KEY, agent_id="shared-b",
+                              headers={"X-Machine-UID": uid})
+    session_id = await second.accepted()
+    assert admin.ok("GET", f"/api/sessions/{session_id}")["agent_id"] == "shared-a"
+    assert admin.ok("GET", "/api/machines/shared-a")["machine_uid"] == uid
+    # Every removal path purges the uid index.
+    admin.ok("DELETE", "/api/machines/shared-a", 200, params={"purge": "true"})
+    assert (await second.closed())[0] == 1000
+    assert server.ctx.registry.agent_for_uid(uid) is None
+
+
+async def test_a_reconnecting_agent_replaces_its_old_socket(server, admin: Admin) -> None:
+    agent_id, key = admin.keyed_machine()
+    old = await Peer.agent(server, key)
+    await old.accepted()
+    new = await Peer.agent(server, key)
+    session_id = await new.accepted()
+    assert (await old.expect("disconnect")).reason == "replaced by a new connection of this agent"
+    assert admin.ok("GET", f"/api/machines/{agent_id}")["session_id"] == session_id
+    assert admin.ok("GET", f"/api/machines/{agent_id}")["status"] == "online"
+
+
+async def test_agent_status_updates_the_machine_and_update_status_is_recorded(
+        server, admin: Admin) -> None:
+    agent_id, key = admin.keyed_machine()
+    agent = await Peer.agent(server, key)
+    session_id = await agent.accepted()
+    await agent.send("agent_status", pb.AgentStatus(
+        hostname="pc-17", os_version="Debian 13", is_elevated=True, agent_version="1.2.4",
+        organization="globex", site="berlin", tags=["kiosk", "floor-2"]))
+    await agent.send("update_status", pb.UpdateStatus(
+        current_version="1.2.4", state=pb.UPDATE_FAILED, error_message="checksum mismatch"))
+    await agent.send("heartbeat", pb.Heartbeat(timestamp=1))
+    await agent.expect("heartbeat_ack")  # both were handled before the heartbeat
+    machine = admin.ok("GET", f"/api/machines/{agent_id}")
+    assert (machine["hostname"], machine["os_version"], machine["is_elevated"]) == (
+        "pc-17", "Debian 13", True)
+    assert (machine["agent_version"], machine["organization"], machine["site"],
+            machine["tags"]) == ("1.2.4", "globex", "berlin", ["kiosk", "floor-2"])
+    assert "agent.update_status" in admin.events(session_id)
+
+
+async def test_admin_command_reaches_the_agent(server, admin: Admin) -> None:
+    agent_id, key = admin.keyed_machine()
+    agent = await Peer.agent(server, key)
+    await agent.accepted()
+    admin.ok("DELETE", f"/api/machines/{agent_id}", 200, params={"uninstall": "true"})
+    command = await agent.expect("admin_command")
+    assert command.command == pb.ADMIN_UNINSTALL
+    assert (await agent.closed())[0] == 1000
+
+
+@pytest.mark.parametrize("session_type", [pb.BACKSTAGE, pb.FILE_TRANSFER])
+async def test_unbuilt_session_types_are_refused_clearly(server, admin: Admin,
+                                                         session_type: int) -> None:
+    agent = await Peer.agent(server, admin.keyed_machine()[1], session_type=session_type)
+    assert "is not supported yet" in await refused(agent)
+
+
+async def test_session_events_reach_the_audit_log(server, admin: Admin) -> None:
+    agent = await Peer.agent(server, admin.keyed_machine()[1])
+    session_id = await agent.accepted()
+    viewer = await Peer.viewer(server, admin.viewer_token(session_id))
+    await viewer.accepted()
+    await viewer.close()
+    await agent.expect("start_stream")
+    await agent.expect("stop_stream")
+    await agent.close()
+    with anyio.fail_after(10):
+        while "session.closed" not in (kinds := admin.events(session_id)):
+            await anyio.sleep(0.05)
+    assert {"session.opened", "viewer.joined", "viewer.left"} <= set(kinds)
