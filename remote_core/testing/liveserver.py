@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import uvicorn
 
+from ..plugins import Plugins
 from ..server.app import create_app
 from ..server.ratelimit import RateLimiter
 from ..settings import Settings
@@ -38,8 +39,9 @@ class ManualClock:
 
 
 class LiveServer:
-    def __init__(self, settings: Settings, *, limiter: RateLimiter | None = None) -> None:
-        self.app = create_app(settings, limiter=limiter)
+    def __init__(self, settings: Settings, *, limiter: RateLimiter | None = None,
+                 plugins: Plugins | None = None) -> None:
+        self.app = create_app(settings, plugins, limiter=limiter)
         config = uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning",
                                 ws=settings.ws_impl, ws_per_message_deflate=False,
                                 ws_ping_interval=None, ws_max_size=settings.max_message_bytes,
@@ -73,9 +75,9 @@ class LiveServer:
 
 
 @contextmanager
-def live_server(settings: Settings, *, limiter: RateLimiter | None = None
-                ) -> Iterator[LiveServer]:
-    server = LiveServer(settings, limiter=limiter)
+def live_server(settings: Settings, *, limiter: RateLimiter | None = None,
+                plugins: Plugins | None = None) -> Iterator[LiveServer]:
+    server = LiveServer(settings, limiter=limiter, plugins=plugins)
     server.start()
     try:
         yield server

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -177,3 +177,13 @@ class Peer:
 
     async def close(self) -> None:
         await self.ws.close()
+
+
+async def eventually(check: Callable[[], Any], wait: float = 10) -> Any:
+    """Poll ``check`` until it returns something true (the server works in its own thread)."""
+    with anyio.fail_after(wait):
+        while True:
+            value = check()
+            if value:
+                return value
+            await anyio.sleep(0.05)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import uuid
 
-import anyio
 import pytest
 
 from remote_core.protocol import pb
 
-from .conftest import SHARED_KEY, Admin, Peer
+from .conftest import SHARED_KEY, Admin, Peer, eventually
 
 pytestmark = pytest.mark.anyio
 
@@ -38,9 +37,7 @@ async def test_keyed_agent_is_its_keys_machine_and_its_claimed_uid_is_dropped(
     ack = await agent.expect("heartbeat_ack")  # no consent_request came first
     assert ack.client_timestamp == 1234 and ack.server_timestamp > 0
     await agent.close()
-    with anyio.fail_after(10):
-        while admin.ok("GET", f"/api/machines/{agent_id}")["status"] != "offline":
-            await anyio.sleep(0.05)
+    await eventually(lambda: admin.ok("GET", f"/api/machines/{agent_id}")["status"] == "offline")
 
 
 async def test_wrong_key_is_refused(server, admin: Admin) -> None:
@@ -151,7 +148,5 @@ async def test_session_events_reach_the_audit_log(server, admin: Admin) -> None:
     await agent.expect("start_stream")
     await agent.expect("stop_stream")
     await agent.close()
-    with anyio.fail_after(10):
-        while "session.closed" not in (kinds := admin.events(session_id)):
-            await anyio.sleep(0.05)
+    kinds = await eventually(lambda: "session.closed" in (k := admin.events(session_id)) and k)
     assert {"session.opened", "viewer.joined", "viewer.left"} <= set(kinds)
