@@ -1,0 +1,37 @@
+"""Agent keys: the plain key once, hashes never, revocation (SPEC 4, 5.2)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import anyio
+
+from remote_core.testing.liveserver import ApiClient, assert_problem
+
+
+def test_issue_list_and_revoke(admin: ApiClient) -> None:
+    agent_id = admin.post("/api/machines", json={}).json()["agent_id"]
+    keys = f"/api/machines/{agent_id}/keys"
+    r = admin.post(keys, json={"label": "laptop"})
+    assert r.status_code == 201, r.text
+    issued = r.json()
+    plain = issued["key"]
+    assert plain.startswith("cak_") and len(plain) >= 4 + 43
+    stored = anyio.run(admin.server.ctx.store.find_agent_key,
+                       hashlib.sha256(plain.encode()).hexdigest())
+    assert stored is not None and stored.id == issued["id"], "only the SHA-256 is stored"
+    listed = admin.get(keys).json()
+    assert [k["id"] for k in listed] == [issued["id"]]
+    assert plain not in admin.get(keys).text and stored.key_hash not in admin.get(keys).text
+    assert "key" not in listed[0] and "key_hash" not in listed[0]
+    assert admin.delete(f"{keys}/{issued['id']}").status_code == 204
+    assert admin.get(keys).json()[0]["revoked_at"] is not None
+    assert anyio.run(admin.server.ctx.store.find_agent_key, stored.key_hash) is None
+    assert_problem(admin.delete(f"{keys}/no-such-key"), 404)
+    kinds = [e["kind"] for e in admin.get("/api/events", params={"agent_id": agent_id}).json()]
+    assert {"agent_key.issued", "agent_key.revoked"} <= set(kinds)
+
+
+def test_keys_of_an_unknown_machine_are_404(admin: ApiClient) -> None:
+    assert_problem(admin.post("/api/machines/nope/keys", json={}), 404)
+    assert_problem(admin.get("/api/machines/nope/keys"), 404)
