@@ -6,67 +6,14 @@ database created in the 127.0.0.1:5432 service and force-dropped afterwards.
 
 from __future__ import annotations
 
-import sqlite3
+import itertools
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import psycopg
 import pytest
 from remote_store_sql.store import SqlStore
-from sqlalchemy.engine import make_url
-
-from remote_core.testing.services import POSTGRES_ADMIN_URL, require_service, unique_name
-
-ADMIN = make_url(POSTGRES_ADMIN_URL)
-
-
-@dataclass(frozen=True)
-class Database:
-    """A scratch database: its URL for the store, and plain SQL on a side connection."""
-
-    kind: str
-    url: str
-
-    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        if self.kind == "sqlite":
-            with sqlite3.connect(make_url(self.url).database or "", timeout=30) as conn:
-                rows = conn.execute(sql.replace("%s", "?"), params).fetchall()
-            conn.close()
-            return rows
-        with psycopg.connect(_libpq(self.url), autocommit=True) as conn:
-            cursor = conn.execute(sql.encode(), params)  # type: ignore[call-overload]
-            return cursor.fetchall() if cursor.description else []
-
-
-def _libpq(url: str) -> str:
-    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
-
-
-def require_postgres() -> None:
-    require_service("PostgreSQL", ADMIN.host or "127.0.0.1", ADMIN.port or 5432)
-
-
-@contextmanager
-def postgres_database(prefix: str = "store") -> Iterator[Database]:
-    """A new, empty PostgreSQL database, force-dropped on exit."""
-    require_postgres()
-    name = unique_name(prefix)
-    admin = _libpq(POSTGRES_ADMIN_URL)
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"'.encode())
-    try:
-        yield Database("postgresql", ADMIN.set(database=name).render_as_string(False))
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
-
-
-def sqlite_database(directory: Path, name: str = "store.db") -> Database:
-    return Database("sqlite", f"sqlite:///{directory / name}")
-
+from remote_store_sql.testing import Database, postgres_database, sqlite_database
 
 #: Tables emptied between PostgreSQL tests (the seeded tenant and the revision stay).
 DATA_TABLES = ("session_events", "agent_keys", "machines", "support_codes", "sessions",
@@ -123,7 +70,30 @@ def break_keyed_query(database: Database) -> Iterator[Callable[[], Awaitable[Non
         database.execute("ALTER TABLE agent_keys_unavailable RENAME TO agent_keys")
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
 @pytest.fixture
-def make_postgres() -> Callable[[], AbstractContextManager[Database]]:
-    """Make more PostgreSQL scratch databases inside a test (``with make_postgres() as db``)."""
-    return postgres_database
+def make_empty(database_kind: str, tmp_path: Path
+               ) -> Callable[[], AbstractContextManager[Database]]:
+    """Make brand-new empty databases of the test's kind (``with make_empty() as db``)."""
+    numbers = itertools.count()
+
+    @contextmanager
+    def make() -> Iterator[Database]:
+        if database_kind == "sqlite":
+            yield sqlite_database(tmp_path, f"empty-{next(numbers)}.db")
+            return
+        with postgres_database("store_empty") as database:
+            yield database
+
+    return make
+
+
+@pytest.fixture
+def empty(make_empty: Callable[[], AbstractContextManager[Database]]) -> Iterator[Database]:
+    """A brand-new empty database (one of each kind)."""
+    with make_empty() as database:
+        yield database

@@ -1,0 +1,71 @@
+"""Scratch databases for tests and benchmarks of this store: real ones.
+
+A SQLite file in a given directory, or a PostgreSQL database created in the
+service at ``REMOTE_SUPPORT_TEST_POSTGRES_URL`` (default 127.0.0.1:5432, user
+postgres) and force-dropped afterwards. Plain SQL runs on a side connection,
+outside the store, so tests can damage or inspect the database directly.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from sqlalchemy.engine import make_url
+
+from remote_core.testing.services import POSTGRES_ADMIN_URL, require_service, unique_name
+
+__all__ = ["Database", "postgres_database", "require_postgres", "sqlite_database"]
+
+ADMIN = make_url(POSTGRES_ADMIN_URL)
+
+
+@dataclass(frozen=True)
+class Database:
+    """A scratch database: its URL for the store, and plain SQL on a side connection."""
+
+    kind: str
+    url: str
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        if self.kind == "sqlite":
+            with sqlite3.connect(make_url(self.url).database or "", timeout=30) as conn:
+                rows = conn.execute(sql.replace("%s", "?"), params).fetchall()
+            conn.close()
+            return rows
+        with psycopg.connect(_libpq(self.url), autocommit=True) as conn:
+            cursor = conn.execute(sql.encode(), params)  # type: ignore[call-overload]
+            return cursor.fetchall() if cursor.description else []
+
+
+def _libpq(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def require_postgres() -> None:
+    require_service("PostgreSQL", ADMIN.host or "127.0.0.1", ADMIN.port or 5432)
+
+
+@contextmanager
+def postgres_database(prefix: str = "store") -> Iterator[Database]:
+    """A new, empty PostgreSQL database, force-dropped on exit."""
+    require_postgres()
+    name = unique_name(prefix)
+    admin = _libpq(POSTGRES_ADMIN_URL)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"'.encode())
+    try:
+        yield Database("postgresql", ADMIN.set(database=name).render_as_string(False))
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
+
+
+def sqlite_database(directory: Path, name: str = "store.db") -> Database:
+    """A SQLite database file (created on first use) in ``directory``."""
+    return Database("sqlite", f"sqlite:///{directory / name}")
