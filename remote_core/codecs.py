@@ -24,6 +24,7 @@ __all__ = [
     "FrameDecoder",
     "KeyframeClock",
     "QualityProfile",
+    "as_image",
     "choose_codec",
     "encoder_config",
     "frame_field",
@@ -48,20 +49,25 @@ class QualityProfile:
     """What a quality preset means.
 
     :param fps: frames per second the agent aims for.
-    :param bitrate_kbps: lossy-codec bitrate at 1920x1080; scaled by pixel count.
+    :param bitrate_kbps: lossy-codec bitrate cap at 1920x1080; scaled by pixel count.
+    :param crf: constant-quality target on the H.264/H.265 scale (0-51, lower is
+        better). Lossy codecs aim for this quality and use the bitrate as a cap,
+        so a still screen sharpens to readable text instead of staying as blurry
+        as a bitrate-starved keyframe left it.
     :param zstd_level: Zstandard level of the raw codec (lossless at every preset,
         so the preset trades CPU for bandwidth: low bandwidth compresses harder).
     """
 
     fps: int
     bitrate_kbps: int
+    crf: int
     zstd_level: int
 
 
 PRESETS: dict[int, QualityProfile] = {
-    pb.QUALITY_LOW: QualityProfile(fps=10, bitrate_kbps=1_000, zstd_level=6),
-    pb.QUALITY_BALANCED: QualityProfile(fps=30, bitrate_kbps=4_000, zstd_level=3),
-    pb.QUALITY_HIGH: QualityProfile(fps=30, bitrate_kbps=10_000, zstd_level=1),
+    pb.QUALITY_LOW: QualityProfile(fps=10, bitrate_kbps=1_000, crf=28, zstd_level=6),
+    pb.QUALITY_BALANCED: QualityProfile(fps=30, bitrate_kbps=4_000, crf=23, zstd_level=3),
+    pb.QUALITY_HIGH: QualityProfile(fps=30, bitrate_kbps=10_000, crf=20, zstd_level=1),
 }
 PRESETS[pb.QUALITY_AUTO] = PRESETS[pb.QUALITY_BALANCED]
 
@@ -162,6 +168,23 @@ def viewer_preference(specs: Iterable[CodecSpec], wanted: int = pb.CODEC_AUTO,
     if candidates <= decodable:
         return pb.CODEC_AUTO
     return max(usable, key=lambda s: (s.auto_rank, -s.preference)).preference
+
+
+def as_image(image: Any) -> Any:
+    """``image`` as a C-contiguous ``(height, width, 4)`` uint8 numpy array (BGRA).
+
+    Every encoder checks its input with this, so a wrong shape or dtype is one
+    clear ``ValueError`` whatever the codec.
+    """
+    import numpy as np
+
+    array = np.asarray(image)
+    if array.dtype != np.uint8 or array.ndim != 3 or array.shape[2] != 4 or 0 in array.shape:
+        raise ValueError(
+            "expected a BGRA image of shape (height, width, 4) and dtype uint8, "
+            f"got shape {array.shape} and dtype {array.dtype}"
+        )
+    return np.ascontiguousarray(array)
 
 
 def frame_field(frame: Any) -> str:

@@ -9,28 +9,17 @@ import numpy as np
 import numpy.typing as npt
 import zstandard
 
-from remote_core.codecs import KeyframeClock, zstd_level
+from remote_core.codecs import KeyframeClock, as_image, zstd_level
 from remote_core.interfaces import Encoder
 from remote_core.protocol import pb
 from remote_core.types import EncoderConfig, Rect
 
 from .dirty import clip_rects, find_dirty
 
-__all__ = ["FULL_FRAME_SHARE", "RawZstdEncoder", "as_image"]
+__all__ = ["FULL_FRAME_SHARE", "RawZstdEncoder"]
 
 FULL_FRAME_SHARE = 0.6
 """When this share of the frame changed, a whole frame is cheaper than gathering rectangles."""
-
-
-def as_image(image: Any) -> npt.NDArray[np.uint8]:
-    """The image as a C-contiguous (height, width, 4) uint8 array, or a ``ValueError``."""
-    array = np.asarray(image)
-    if array.dtype != np.uint8 or array.ndim != 3 or array.shape[2] != 4 or 0 in array.shape:
-        raise ValueError(
-            f"expected a BGRA image of shape (height, width, 4) and dtype uint8, "
-            f"got shape {array.shape} and dtype {array.dtype}"
-        )
-    return np.ascontiguousarray(array)
 
 
 class RawZstdEncoder(Encoder):

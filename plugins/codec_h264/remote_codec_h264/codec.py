@@ -1,0 +1,43 @@
+"""H.264 through libx264: ultra-low-latency settings, no B-frames, Annex B output."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from remote_core.codecs import profile_for
+from remote_core.types import EncoderConfig
+
+from .annexb import H264_SEI_HEADER
+from .pyav import PyAVDecoder, PyAVEncoder
+
+__all__ = ["ENCODER", "H264Decoder", "H264Encoder", "vbv_cap"]
+
+ENCODER = "libx264"
+
+
+class H264Encoder(PyAVEncoder):
+    """``superfast`` + ``zerolatency``: no lookahead, no B-frames, sliced threads,
+    so every input frame comes straight out as one access unit."""
+
+    codec_name = ENCODER
+    frame_field = "h264"
+    min_side = 2
+    sei_header: ClassVar[bytes | None] = H264_SEI_HEADER
+
+    def options(self, config: EncoderConfig) -> dict[str, str]:
+        options = {"preset": "superfast", "tune": "zerolatency", "forced-idr": "1",
+                   "crf": str(profile_for(config.preset).crf),
+                   "x264-params": "bframes=0:scenecut=0"}
+        return options | vbv_cap(config)
+
+
+def vbv_cap(config: EncoderConfig) -> dict[str, str]:
+    """Constant quality capped at the bitrate; a one-second buffer lets keyframes through."""
+    if not config.bitrate_kbps:
+        return {}
+    return {"maxrate": f"{config.bitrate_kbps}k", "bufsize": f"{config.bitrate_kbps}k"}
+
+
+class H264Decoder(PyAVDecoder):
+    codec_name = "h264"
+    frame_field = "h264"

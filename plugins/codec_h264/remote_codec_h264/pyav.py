@@ -1,0 +1,182 @@
+"""Video codecs on PyAV (FFmpeg), shared by the H.264, H.265 and VP9 plugins.
+
+An encoder converts BGRA to YUV 4:2:0 with one cached swscale context, pads
+to the sizes the codec can code, forces keyframes on request, on a size change
+and every 10 s (CONTRACT 1), and returns one access unit per frame with
+pts/dts in microseconds from the stream's start. A decoder turns access units
+back into BGRA, cropping any padding, and maps every FFmpeg error to
+``ValueError``.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import abstractmethod
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import av
+import numpy as np
+import numpy.typing as npt
+from av.video.frame import PictureType
+from av.video.reformatter import VideoReformatter
+
+from remote_core.codecs import KEYFRAME_INTERVAL_S, KeyframeClock, as_image, frame_field
+from remote_core.interfaces import Decoder, Encoder
+from remote_core.protocol import pb
+from remote_core.types import EncoderConfig, Rect
+
+from .annexb import find_size, size_sei
+
+__all__ = ["PyAVDecoder", "PyAVEncoder", "encoder_available"]
+
+_MICROSECONDS = Fraction(1, 1_000_000)
+
+
+def encoder_available(codec_name: str) -> bool:
+    """True when this FFmpeg build has the encoder ``codec_name``."""
+    try:
+        av.codec.Codec(codec_name, "w")
+    except Exception:  # any failure means the codec cannot be used here
+        return False
+    return True
+
+
+class PyAVEncoder(Encoder):
+    """One video stream through an FFmpeg encoder; subclasses name the codec and options."""
+
+    codec_name: ClassVar[str]
+    frame_field: ClassVar[str]
+    min_side: ClassVar[int] = 1
+    """Smallest width/height the encoder accepts; smaller frames are padded."""
+    even_sizes: ClassVar[bool] = True
+    """4:2:0 codecs without odd-size support pad to even sizes."""
+    sei_header: ClassVar[bytes | None] = None
+    """NAL header of the size SEI (Annex B codecs), or ``None`` when the codec keeps odd sizes."""
+
+    def __init__(self, config: EncoderConfig, clock: KeyframeClock | None = None) -> None:
+        self._config = config
+        self._clock = clock or KeyframeClock()
+        self._context: Any = None
+        self._size: tuple[int, int] | None = None
+        self._reformatter = VideoReformatter()
+        self._start = time.monotonic()
+        self._last_pts = -1
+
+    @abstractmethod
+    def options(self, config: EncoderConfig) -> dict[str, str]:
+        """Codec options (``AVOption`` names) for ``config``."""
+
+    def _open(self, width: int, height: int) -> None:
+        self.close()
+        config = self._config
+        pw, ph = self.padded_size(width, height)
+        ctx = av.CodecContext.create(self.codec_name, "w")
+        ctx.width, ctx.height = pw, ph
+        ctx.pix_fmt = "yuv420p"
+        ctx.time_base = _MICROSECONDS
+        ctx.framerate = Fraction(config.fps)
+        ctx.gop_size = int(config.fps * KEYFRAME_INTERVAL_S)
+        ctx.max_b_frames = 0
+        ctx.options = self.options(config)
+        try:
+            ctx.open()
+        except av.FFmpegError as exc:
+            raise ValueError(f"{self.codec_name} cannot encode {width}x{height}: {exc}") from None
+        self._context = ctx
+        self._size = (width, height)
+
+    def padded_size(self, width: int, height: int) -> tuple[int, int]:
+        """The size actually coded for a ``width`` x ``height`` display."""
+        if self.even_sizes:
+            width, height = width + width % 2, height + height % 2
+        return max(width, self.min_side), max(height, self.min_side)
+
+    def _pad(self, image: npt.NDArray[np.uint8]) -> npt.NDArray[np.uint8]:
+        h, w = image.shape[:2]
+        pw, ph = self.padded_size(w, h)
+        if (pw, ph) == (w, h):
+            return image
+        return np.pad(image, ((0, ph - h), (0, pw - w), (0, 0)), mode="edge")
+
+    def encode(self, image: Any, *, keyframe: bool = False,
+               dirty: Sequence[Rect] | None = None) -> Any:
+        current = as_image(image)
+        h, w = current.shape[:2]
+        if self._size != (w, h):
+            self._open(w, h)
+            keyframe = True
+        keyframe = keyframe or self._clock.due()
+        if dirty is not None and not dirty and not keyframe:
+            return None  # the capture source says nothing changed
+        frame = av.VideoFrame.from_ndarray(self._pad(current), format="bgra")
+        yuv = self._reformatter.reformat(frame, format="yuv420p")
+        pts = max(self._last_pts + 1, round((time.monotonic() - self._start) * 1_000_000))
+        self._last_pts = yuv.pts = pts
+        yuv.time_base = _MICROSECONDS
+        if keyframe:
+            yuv.pict_type = PictureType.I
+        try:
+            packets = self._context.encode(yuv)
+        except av.FFmpegError as exc:
+            raise ValueError(f"{self.codec_name} failed to encode: {exc}") from None
+        if not packets:
+            return None
+        data = b"".join(bytes(p) for p in packets)
+        is_key = any(p.is_keyframe for p in packets)
+        if is_key:
+            self._clock.sent()
+            if self.sei_header is not None:
+                data = size_sei(self.sei_header, w, h) + data
+        first = packets[0]
+        payload = pb.EncodedFrame(data=data, keyframe=is_key, pts=first.pts or 0,
+                                  dts=first.dts if first.dts is not None else first.pts or 0)
+        return pb.VideoFrame(**{self.frame_field: payload})
+
+    def close(self) -> None:
+        self._context = None
+        self._size = None
+
+
+class PyAVDecoder(Decoder):
+    """One video stream through an FFmpeg decoder, slice-threaded so no frame is held back."""
+
+    codec_name: ClassVar[str]
+    frame_field: ClassVar[str]
+
+    def __init__(self) -> None:
+        self._context = self._new_context()
+        self._reformatter = VideoReformatter()
+        self._size: tuple[int, int] | None = None
+
+    def _new_context(self) -> Any:
+        ctx = av.CodecContext.create(self.codec_name, "r")
+        ctx.thread_type = "SLICE"  # frame threading would delay every frame by one per thread
+        return ctx
+
+    def decode(self, frame: Any) -> npt.NDArray[np.uint8] | None:
+        field = frame_field(frame)
+        if field != self.frame_field:
+            raise ValueError(f"expected a {self.frame_field} frame, got {field!r}")
+        payload = getattr(frame, field)
+        data = bytes(payload.data)
+        if not data:
+            raise ValueError(f"empty {field} frame")
+        if payload.keyframe:
+            self._size = find_size(data)
+        try:
+            pictures = self._context.decode(av.Packet(data))
+        except av.FFmpegError as exc:
+            self._context = self._new_context()  # do not build on a broken reference
+            raise ValueError(f"{field} frame does not decode: {exc}") from None
+        if not pictures:
+            return None
+        picture = pictures[-1]
+        image: npt.NDArray[np.uint8] = self._reformatter.reformat(
+            picture, format="bgra").to_ndarray()
+        if self._size is not None:
+            w, h = self._size
+            if w <= image.shape[1] and h <= image.shape[0]:
+                image = image[:h, :w]
+        return np.ascontiguousarray(image)

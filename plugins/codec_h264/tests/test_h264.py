@@ -1,0 +1,74 @@
+from __future__ import annotations
+
+import numpy as np
+from remote_codec_h264 import SPEC
+from remote_codec_h264.annexb import H264_SEI_HEADER, find_size, size_sei
+from remote_codec_h264.codec import H264Decoder, H264Encoder
+
+from remote_core.codecs import KeyframeClock, encoder_config
+from remote_core.protocol import pb
+from remote_core.testing.codec_contract import CodecContract, Desktop, psnr
+from remote_core.types import Rect
+
+
+class TestH264Contract(CodecContract):
+    spec = SPEC
+    min_psnr = 33.0
+
+
+def test_access_units_are_annex_b_with_microsecond_timestamps_and_no_reordering() -> None:
+    desktop = Desktop(320, 200)
+    enc = H264Encoder(encoder_config(320, 200))
+    frames = []
+    for _ in range(5):
+        desktop.type(2)
+        frames.append(enc.encode(desktop.image).h264)
+    assert all(f.data.startswith((b"\x00\x00\x00\x01", b"\x00\x00\x01")) for f in frames)
+    assert [f.keyframe for f in frames] == [True, False, False, False, False]
+    pts = [f.pts for f in frames]
+    assert pts == sorted(set(pts)) and pts[-1] < 60_000_000  # microseconds since the start
+    assert all(f.dts == f.pts for f in frames)  # no B-frames: decode order is display order
+
+
+def test_a_keyframe_at_least_every_ten_seconds() -> None:
+    now = [0.0]
+    enc = H264Encoder(encoder_config(64, 64), clock=KeyframeClock(clock=lambda: now[0]))
+    image = Desktop(64, 64).image
+    assert enc.encode(image).h264.keyframe
+    now[0] = 5.0
+    assert not enc.encode(image).h264.keyframe
+    now[0] = 10.0
+    assert enc.encode(image).h264.keyframe
+
+
+def test_nothing_changed_according_to_capture_sends_nothing() -> None:
+    enc = H264Encoder(encoder_config(64, 64))
+    image = Desktop(64, 64).image
+    assert enc.encode(image, dirty=[]) is not None  # the first frame is always sent
+    assert enc.encode(image, dirty=[]) is None
+    assert enc.encode(image, dirty=[Rect(0, 0, 8, 8)]) is not None
+
+
+def test_odd_sizes_are_padded_and_cropped_through_the_size_sei() -> None:
+    desktop = Desktop(1365, 767, seed=2)
+    frame = H264Encoder(encoder_config(1365, 767)).encode(desktop.image)
+    assert find_size(frame.h264.data) == (1365, 767)
+    out = H264Decoder().decode(frame)
+    assert out.shape == (767, 1365, 4) and psnr(out, desktop.image) > 33
+
+
+def test_size_sei_round_trip_and_absence() -> None:
+    sei = size_sei(H264_SEI_HEADER, 7, 3)
+    assert b"\x00\x00\x00" not in sei[4:] and b"\x00\x00\x01" not in sei[4:]
+    assert find_size(b"\x00\x00\x00\x01\x65" + sei) == (7, 3)
+    assert find_size(b"\x00\x00\x00\x01\x65garbage") is None
+
+
+def test_custom_bitrate_caps_the_stream() -> None:
+    video = [np.random.default_rng(i).integers(0, 256, (180, 320, 4), dtype=np.uint8)
+             for i in range(10)]
+    sizes = {}
+    for kbps in (200, 4_000):
+        enc = H264Encoder(encoder_config(320, 180, pb.QualitySettings(custom_bitrate=kbps)))
+        sizes[kbps] = sum(len(enc.encode(img).h264.data) for img in video)
+    assert sizes[200] < sizes[4_000] / 2
