@@ -3,12 +3,30 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import anyio
+
+from remote_core.errors import RemoteSupportError
+from remote_core.plugins import get_plugin_manager
+from remote_core.settings import load_settings
 
 from . import __version__
+from .chat import ChatChannel
+from .config import AgentConfig, default_config_path, machine_uid
+from .devices import open_devices
+from .install import install, uninstall
+from .runner import run_agent
+from .session import AgentSession, Ending, Refused, Timing
 
 __all__ = ["build_parser", "main"]
+
+log = logging.getLogger("remote_agent")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,21 +36,97 @@ def build_parser() -> argparse.ArgumentParser:
     who = parser.add_mutually_exclusive_group()
     who.add_argument("--key", help="per-agent key cak_... (managed agent)")
     who.add_argument("--code", help="support code XXX-XXX-XXX (attended agent)")
-    parser.add_argument("--config", help="agent config file (default: per-user config dir)")
+    parser.add_argument("--config", type=Path, default=None,
+                        help=f"agent config file (default: {default_config_path()})")
+    parser.add_argument("--log-level", default="info", help="debug, info, warning, error")
     parser.add_argument("--post-update", action="store_true", help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command")
-    install = sub.add_parser("install", help="store settings and register start-up")
-    install.add_argument("--server", required=True)
-    install.add_argument("--key", required=True)
+    inst = sub.add_parser("install", help="store settings and register start-up")
+    inst.add_argument("--server", dest="install_server", required=True)
+    inst.add_argument("--key", dest="install_key", required=True)
+    inst.add_argument("--organization", default="")
+    inst.add_argument("--site", default="")
+    inst.add_argument("--tag", action="append", default=[])
+    sub.add_parser("uninstall", help="remove start-up registration and the config")
     return parser
 
 
+def _timing() -> Timing:
+    """Intervals, overridable by environment (tests and diagnostics)."""
+    settings = load_settings()
+    status = float(os.environ.get("REMOTE_AGENT_STATUS_INTERVAL", "60"))
+    return Timing(heartbeat=settings.heartbeat_interval, silence=settings.heartbeat_timeout,
+                  status=status)
+
+
+def _run(config: AgentConfig, config_path: Path, token: str, attended: bool) -> int:
+    plugins = get_plugin_manager(load_settings())
+    devices = open_devices(plugins)
+    chat = ChatChannel()
+    chat.listen(lambda sender, text: print(f"[chat] {sender}: {text}", file=sys.stderr,
+                                           flush=True))
+    uid = machine_uid()
+    timing = _timing()
+
+    def make_session() -> AgentSession:
+        return AgentSession(config, token, devices, machine_uid=uid, timing=timing, chat=chat)
+
+    try:
+        ending = anyio.run(lambda: run_agent(make_session, attended=attended))
+    except Refused as exc:
+        print(f"remote-agent: the server refused the session: {exc}", file=sys.stderr)
+        return 1
+    except (OSError, TimeoutError) as exc:
+        print(f"remote-agent: cannot reach {config.server}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        devices.close()
+    if ending is Ending.UNINSTALL:
+        for path in uninstall(config_path):
+            log.info("removed %s", path)
+        return 0
+    if ending is Ending.RESTART:
+        log.info("restarting")
+        os.execv(sys.executable, sys.orig_argv)  # noqa: S606 - the same command again
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if not args.server:
-        build_parser().error("--server is required")
-    print("remote-agent: the streaming runtime is not part of this build yet", file=sys.stderr)
-    return 2
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config_path: Path = args.config or default_config_path()
+    try:
+        config = AgentConfig.load(config_path)
+        if args.command == "install":
+            config = replace(config, server=args.install_server, key=args.install_key,
+                             organization=args.organization or config.organization,
+                             site=args.site or config.site,
+                             tags=tuple(args.tag) or config.tags)
+            for path in install(config, config_path):
+                print(f"created {path}")
+            return 0
+        if args.command == "uninstall":
+            for path in uninstall(config_path):
+                print(f"removed {path}")
+            return 0
+        if args.server:
+            config = replace(config, server=args.server)
+        if args.key:
+            config = replace(config, key=args.key)
+        if not config.server:
+            parser.error("--server is required (or run `remote-agent install` first)")
+        if not args.code and not config.key:
+            parser.error("give --key cak_... (managed) or --code XXX-XXX-XXX (attended)")
+        if args.key and not args.key.startswith("cak_"):
+            parser.error("--key must be an agent key starting with cak_")
+        config = config.with_identity(config_path)
+        token = args.code or config.key
+        return _run(config, config_path, token, attended=bool(args.code))
+    except (ValueError, RemoteSupportError, RuntimeError) as exc:
+        print(f"remote-agent: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

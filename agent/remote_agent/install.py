@@ -1,0 +1,103 @@
+"""Start-up registration for the current user: what ``install`` creates, ``uninstall`` removes.
+
+On Linux the agent is started with the graphical session (an XDG autostart
+entry, since capture needs the user's display) and, where a systemd user
+manager runs, also by a user unit that restarts it if it dies. Everything
+created is listed in a manifest beside the config, so uninstall removes
+exactly that and nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from .config import AgentConfig
+
+__all__ = ["install", "manifest_path", "uninstall"]
+
+log = logging.getLogger(__name__)
+
+UNIT_NAME = "remote-agent.service"
+
+
+def manifest_path(config_path: Path) -> Path:
+    return config_path.with_name("installed.json")
+
+
+def _config_home() -> Path:
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+
+
+def _command(config_path: Path) -> list[str]:
+    return [sys.executable, "-m", "remote_agent", "--config", str(config_path)]
+
+
+def _systemd_user_available() -> bool:
+    if shutil.which("systemctl") is None:
+        return False
+    probe = subprocess.run(["systemctl", "--user", "is-system-running"], capture_output=True,
+                           text=True, check=False, timeout=10)
+    return probe.stdout.strip() not in {"", "offline"}
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def install(config: AgentConfig, config_path: Path) -> list[Path]:
+    """Save ``config`` and register start-up; return the files created."""
+    if not config.server or not config.key:
+        raise ValueError("install needs --server and --key")
+    config = config.with_identity(config_path)
+    config.save(config_path)  # install is where the key is meant to be kept
+    command = shlex.join(_command(config_path))
+    created = [_write(_config_home() / "autostart" / "remote-agent.desktop", (
+        "[Desktop Entry]\nType=Application\nName=Remote support agent\n"
+        f"Exec={command}\nX-GNOME-Autostart-enabled=true\nNoDisplay=true\n"))]
+    enabled = False
+    if sys.platform.startswith("linux") and _systemd_user_available():
+        unit = _write(_config_home() / "systemd" / "user" / UNIT_NAME, (
+            "[Unit]\nDescription=Remote support agent\nAfter=graphical-session.target\n\n"
+            f"[Service]\nExecStart={command}\nRestart=on-failure\nRestartSec=5\n\n"
+            "[Install]\nWantedBy=graphical-session.target\n"))
+        created.append(unit)
+        done = subprocess.run(["systemctl", "--user", "enable", UNIT_NAME], check=False,
+                              capture_output=True, timeout=30)
+        enabled = done.returncode == 0
+    manifest = {"files": [str(p) for p in created], "systemd_unit": enabled}
+    manifest_path(config_path).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+    return created
+
+
+def uninstall(config_path: Path) -> list[Path]:
+    """Remove the start-up registration and the config; return what was removed."""
+    removed: list[Path] = []
+    manifest_file = manifest_path(config_path)
+    try:
+        manifest = json.loads(manifest_file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        manifest = {"files": [], "systemd_unit": False}
+    if manifest.get("systemd_unit") and shutil.which("systemctl"):
+        subprocess.run(["systemctl", "--user", "disable", UNIT_NAME], check=False,
+                       capture_output=True, timeout=30)
+    for name in [*manifest.get("files", []), str(config_path), str(manifest_file)]:
+        path = Path(name)
+        try:
+            path.unlink()
+            removed.append(path)
+        except FileNotFoundError:
+            continue
+    try:
+        config_path.parent.rmdir()  # only when nothing else lives there
+    except OSError:
+        log.debug("config directory %s kept: not empty", config_path.parent)
+    return removed

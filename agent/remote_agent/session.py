@@ -1,0 +1,304 @@
+"""One connection of the agent to the server, from ``session_request`` to the end.
+
+The socket is read by one task; heartbeats, status reports, display changes,
+the cursor and the video stream each run in their own task, and every
+message goes out through :meth:`AgentSession.send`. Input is applied in a
+worker thread, one event at a time, in arrival order.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from remote_core.protocol import Connection, Dropped, Inbound, RemoteProtocolError, Role, pb
+from remote_core.types import ConsentAsk, DisplayDesc
+from remote_core.wsclient import WebSocketClient, connect, ws_url
+
+from . import __version__
+from .chat import ChatChannel
+from .config import AgentConfig
+from .devices import Devices
+from .status import agent_status, display_info
+from .stream import StreamState
+from .streamer import Streamer
+
+__all__ = ["AgentSession", "Ending", "Refused", "Timing"]
+
+log = logging.getLogger(__name__)
+
+
+class Refused(Exception):
+    """The server answered ``SessionResponse`` with ``success=false``."""
+
+
+class Ending(enum.Enum):
+    CLOSED = "closed"
+    UNINSTALL = "uninstall"
+    RESTART = "restart"
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Intervals of the periodic work (seconds); tests shorten them."""
+
+    heartbeat: float = 15.0
+    silence: float = 45.0
+    status: float = 60.0
+    displays: float = 3.0
+    cursor: float = 1 / 30
+
+
+class AgentSession:
+    """Connect, authenticate, then serve the server's requests until the socket ends.
+
+    :param token: a ``cak_`` key (managed) or a support code (attended).
+    """
+
+    def __init__(self, config: AgentConfig, token: str, devices: Devices, *,
+                 machine_uid: str | None = None, timing: Timing | None = None,
+                 chat: ChatChannel | None = None, window: int = 3) -> None:
+        self.config = config
+        self.token = token
+        self.devices = devices
+        self.machine_uid = machine_uid
+        self.timing = timing or Timing()
+        self.chat = chat or ChatChannel()
+        self.conn = Connection(Role.AGENT, Role.SERVER)
+        self.state = StreamState()
+        self.displays: list[DisplayDesc] = []
+        self.streamer = Streamer(devices, self.state, self._send_bytes, lambda: self.displays,
+                                 window=window)
+        self.session_id = ""
+        self.connected_at: float | None = None
+        self.ending = Ending.CLOSED
+        self.rtt_ms: float | None = None
+        self._ws: WebSocketClient | None = None
+        self._input_limiter = anyio.CapacityLimiter(1)
+        self._last_heard = time.monotonic()
+        self._cursor_shape: Any | None = None
+        self._cursor_position: tuple[int, int] | None = None
+        self._cursor_due = True
+
+    # -- sending -------------------------------------------------------------------------
+    async def _send_bytes(self, data: bytes) -> None:
+        assert self._ws is not None
+        await self._ws.send(data)
+
+    async def send(self, kind: str, payload: Any) -> None:
+        await self._send_bytes(self.conn.send(kind, payload))
+
+    # -- the connection --------------------------------------------------------------------
+    async def run(self) -> Ending:
+        """Serve one connection; raise :class:`Refused` or a transport error when it fails."""
+        headers = [("X-Machine-UID", self.machine_uid)] if self.machine_uid else []
+        ws = await connect(ws_url(self.config.server, "/ws/agent"), headers)
+        self._ws = ws
+        try:
+            await self._handshake()
+            self.displays = await anyio.to_thread.run_sync(self.devices.capture.displays)
+            await self.send("display_info", display_info(self.displays))
+            await self._report_status()
+            self.chat.attach(self._send_chat)
+            async with anyio.create_task_group() as group:
+                for task in (self._heartbeats, self._status_reports, self._display_watch,
+                             self._cursor_watch, self.streamer.run):
+                    group.start_soon(task)
+                await self._read()
+                group.cancel_scope.cancel()
+        finally:
+            self.chat.detach()
+            with anyio.CancelScope(shield=True):
+                await ws.close()
+        return self.ending
+
+    async def _handshake(self) -> None:
+        assert self._ws is not None
+        await self._send_bytes(self.conn.send("session_request", pb.SessionRequest(
+            agent_id=self.config.agent_id, session_token=self.token,
+            session_type=pb.SCREEN_CONTROL, client_version=__version__)))
+        with anyio.fail_after(30):
+            data = await self._ws.receive()
+        event = self.conn.receive_data(data)
+        assert isinstance(event, Inbound)
+        response = event.payload()
+        if not response.success:
+            raise Refused(response.error or "refused without a reason")
+        self.conn.authenticated()
+        self.session_id = response.session_id
+        self.connected_at = time.monotonic()
+        log.info("connected: session %s", self.session_id)
+
+    async def _read(self) -> None:
+        assert self._ws is not None
+        while True:
+            data = await self._ws.receive()
+            self._last_heard = time.monotonic()
+            try:
+                event = self.conn.receive_data(data)
+            except RemoteProtocolError as exc:
+                log.warning("server broke the protocol: %s", exc.reason)
+                return
+            if isinstance(event, Dropped):
+                log.debug("ignored %s from the server: %s", event.kind, event.reason)
+                continue
+            if event.kind == "disconnect":
+                log.info("server said goodbye: %s", event.payload().reason)
+                return
+            if await self._handle(event.kind, event.payload()):
+                return
+
+    # -- handlers ------------------------------------------------------------------------
+    async def _handle(self, kind: str, message: Any) -> bool:
+        """Act on one message; ``True`` ends the session."""
+        if kind == "video_ack":
+            self.streamer.ack(message.sequence)
+        elif kind in {"mouse_event", "key_event", "special_key"}:
+            await self._inject(kind, message)
+        elif kind == "start_stream":
+            self.state.start(message.viewer_id, message.display_id)
+            self._cursor_due = True  # the new viewer needs the shape and position too
+            self.streamer.poke()
+        elif kind == "stop_stream":
+            self.state.stop(message.viewer_id)
+            self.streamer.poke()
+        elif kind == "switch_display":
+            if self.devices.display(message.display_id, self.displays) is None:
+                log.warning("SwitchDisplay to unknown display %d ignored", message.display_id)
+            else:
+                self.state.switch(message.display_id)
+                self.streamer.poke()
+        elif kind == "quality_settings":
+            try:
+                self.state.set_quality(message)
+            except ValueError as exc:
+                log.warning("QualitySettings ignored: %s", exc)
+            self.streamer.poke()
+        elif kind == "heartbeat_ack":
+            self.rtt_ms = max(0.0, time.time() * 1000 - message.client_timestamp)
+        elif kind == "consent_request":
+            await self._consent(message)
+        elif kind == "chat_message":
+            self.chat.received(message)
+        elif kind == "admin_command":
+            return await self._admin(message)
+        else:
+            log.debug("%s from the server is not handled by this agent", kind)
+        return False
+
+    async def _inject(self, kind: str, message: Any) -> None:
+        sink = self.devices.input
+        if sink is None:
+            return
+        display = self.streamer.streaming_display or self.devices.display(
+            self.state.display_id, self.displays)
+
+        def apply() -> None:
+            if kind == "mouse_event":
+                if display is not None:
+                    sink.mouse(message, display)
+            elif kind == "key_event":
+                sink.key(message)
+            else:
+                sink.special_key(message)
+
+        try:
+            await anyio.to_thread.run_sync(apply, limiter=self._input_limiter)
+        except ValueError as exc:
+            log.warning("%s ignored: %s", kind, exc)
+
+    async def _consent(self, request: Any) -> None:
+        prompt = self.devices.prompt
+        if prompt is None:
+            granted, reason = False, "nobody at this machine can be asked"
+        else:
+            ask = ConsentAsk(session_id=request.session_id,
+                             technician_name=request.technician_name,
+                             control=request.access_mode == pb.CONSENT_CONTROL,
+                             timeout_secs=max(1, request.timeout_secs or 60))
+            granted, reason = await anyio.to_thread.run_sync(prompt.ask, ask)
+        log.info("consent %s%s", "granted" if granted else "denied",
+                 f" ({reason})" if reason else "")
+        await self.send("consent_response", pb.ConsentResponse(
+            session_id=request.session_id, granted=granted, reason=reason))
+
+    async def _admin(self, command: Any) -> bool:
+        if command.command == pb.ADMIN_UNINSTALL:
+            log.warning("uninstall ordered by the server: %s", command.reason or "no reason")
+            self.ending = Ending.UNINSTALL
+            return True
+        if command.command == pb.ADMIN_RESTART:
+            log.warning("restart ordered by the server: %s", command.reason or "no reason")
+            self.ending = Ending.RESTART
+            return True
+        await self.send("update_status", pb.UpdateStatus(
+            current_version=__version__, state=pb.UPDATE_FAILED,
+            error_message="this agent does not update itself"))
+        return False
+
+    async def _send_chat(self, message: Any) -> None:
+        await self.send("chat_message", message)
+
+    # -- periodic work ---------------------------------------------------------------------
+    async def _heartbeats(self) -> None:
+        while True:
+            await self.send("heartbeat", pb.Heartbeat(timestamp=int(time.time() * 1000)))
+            await anyio.sleep(self.timing.heartbeat)
+            if time.monotonic() - self._last_heard > self.timing.silence:
+                log.warning("the server has been silent for %.0f s; reconnecting",
+                            self.timing.silence)
+                assert self._ws is not None
+                await self._ws.close(1001, "server silent")
+                return
+
+    async def _report_status(self) -> None:
+        await self.send("agent_status", agent_status(self.config, self.displays,
+                                                     self.state.active))
+
+    async def _status_reports(self) -> None:
+        while True:
+            await anyio.sleep(self.timing.status)
+            if not self.state.active:
+                await self._report_status()
+
+    async def _display_watch(self) -> None:
+        while True:
+            await anyio.sleep(self.timing.displays)
+            found = await anyio.to_thread.run_sync(self.devices.capture.displays)
+            if found != self.displays:
+                self.displays = found
+                await self.send("display_info", display_info(found))
+                if self.state.active:
+                    self.state.generation += 1  # rebuild for the new geometry
+                    self.state.keyframe_wanted = True
+                    self.streamer.poke()
+
+    async def _cursor_watch(self) -> None:
+        sink = self.devices.input
+        if sink is None:
+            return
+        limiter = anyio.CapacityLimiter(1)
+        while True:
+            await anyio.sleep(self.timing.cursor)
+            display = self.streamer.streaming_display
+            if not self.state.active or display is None:
+                continue
+            position, shape = await anyio.to_thread.run_sync(sink.cursor, limiter=limiter)
+            if shape is not None:
+                self._cursor_shape, self._cursor_due = shape, True
+            if position is not None:
+                self._cursor_position = position
+            elif self._cursor_due and self._cursor_position is not None:
+                position = self._cursor_position
+            if self._cursor_due and self._cursor_shape is not None:
+                self._cursor_due = False
+                await self.send("cursor_shape", self._cursor_shape)
+            if position is not None:
+                x, y = position[0] - display.x, position[1] - display.y
+                visible = 0 <= x < display.width and 0 <= y < display.height
+                await self.send("cursor_position", pb.CursorPosition(x=x, y=y, visible=visible))

@@ -1,0 +1,176 @@
+"""The video stream: capture, encode and send, paced, flow-controlled, off the event loop.
+
+The loop waits, in this order, for a viewer, for the frame interval, for room
+in the flow window, and for the screen to change; only then does it grab and
+encode (in a worker thread), so a slow link or an idle screen costs nothing
+but a sleeping task, and what is sent is always the newest picture.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+
+from remote_core.codecs import KEYFRAME_INTERVAL_S, choose_codec, encoder_config
+from remote_core.interfaces import Encoder
+from remote_core.protocol import NUMBER_BY_FIELD
+from remote_core.types import DisplayDesc
+
+from .devices import Devices
+from .flow import FlowWindow
+from .stream import StreamState
+
+__all__ = ["Streamer", "is_keyframe", "video_message"]
+
+log = logging.getLogger(__name__)
+
+_CHANGE_WAIT = 0.1
+"""Longest blocking wait for a screen change, so stream changes are seen promptly."""
+
+_VIDEO_TAG = bytes([(NUMBER_BY_FIELD["video_frame"] << 3) | 2])
+
+
+def video_message(frame: Any) -> bytes:
+    """``Message{video_frame}`` bytes without copying the frame into a wrapper first."""
+    payload: bytes = frame.SerializeToString()
+    length = len(payload)
+    varint = bytearray()
+    while True:
+        byte = length & 0x7F
+        length >>= 7
+        varint.append(byte | (0x80 if length else 0))
+        if not length:
+            break
+    return _VIDEO_TAG + bytes(varint) + payload
+
+
+def is_keyframe(frame: Any) -> bool:
+    kind = frame.WhichOneof("encoding")
+    if kind == "raw":
+        return bool(frame.raw.is_keyframe)
+    return bool(getattr(frame, kind).keyframe) if kind else False
+
+
+class Streamer:
+    """Runs the shared stream of one session; the session pokes it when anything changes."""
+
+    def __init__(self, devices: Devices, state: StreamState,
+                 send: Callable[[bytes], Awaitable[None]],
+                 displays: Callable[[], list[DisplayDesc]], *, window: int = 3,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.devices = devices
+        self.state = state
+        self.flow = FlowWindow(window)
+        self._send = send
+        self._displays = displays
+        self._clock = clock
+        self._wake = anyio.Event()
+        self._limiter = anyio.CapacityLimiter(1)
+        self.sequence = 0
+        self.frames_sent = 0
+        self.bytes_sent = 0
+        self.streaming_display: DisplayDesc | None = None
+
+    def poke(self) -> None:
+        """Something changed (viewers, display, quality, an ack): re-check at once."""
+        self._wake.set()
+
+    def ack(self, sequence: int) -> None:
+        self.flow.ack(sequence)
+        self.poke()
+
+    async def _pause(self, seconds: float | None) -> None:
+        """Sleep until poked, or for ``seconds`` (``None``: until poked)."""
+        if self._wake.is_set():
+            self._wake = anyio.Event()
+            return
+        if seconds is None:
+            await self._wake.wait()
+        else:
+            with anyio.move_on_after(max(seconds, 0.0)):
+                await self._wake.wait()
+        self._wake = anyio.Event()
+
+    async def run(self) -> None:
+        while True:
+            if not self.state.active:
+                self.streaming_display = None
+                await self._pause(None)
+                continue
+            try:
+                await self._stream()
+            except ValueError as exc:  # display gone, bad quality: back to safe defaults
+                log.warning("stream restarted: %s", exc)
+                self.state.switch(0)
+
+    def _build(self) -> tuple[DisplayDesc, Encoder]:
+        displays = self._displays()
+        display = self.devices.display(self.state.display_id, displays)
+        if display is None:
+            raise ValueError(f"display {self.state.display_id} does not exist; "
+                             f"displays are {[d.id for d in displays]}")
+        spec = choose_codec(self.devices.codecs, self.state.codec_preference)
+        assert spec.encoder_factory is not None
+        config = encoder_config(display.width, display.height, self.state.quality)
+        log.info("streaming display %d (%dx%d) with %s at %d fps", display.id, display.width,
+                 display.height, spec.name, config.fps)
+        return display, spec.encoder_factory(config)
+
+    async def _stream(self) -> None:
+        state = self.state
+        generation = state.generation
+        display, encoder = await anyio.to_thread.run_sync(self._build, limiter=self._limiter)
+        self.streaming_display = display
+        interval = 1.0 / state.fps()
+        self.flow.reset()
+        state.keyframe_wanted = True
+        last_keyframe = self._clock()
+        next_due = 0.0
+        try:
+            while state.active and state.generation == generation:
+                now = self._clock()
+                if now < next_due:
+                    await self._pause(next_due - now)
+                    continue
+                if not self.flow.can_send(now):
+                    deadline = self.flow.next_deadline(now)
+                    await self._pause(None if deadline is None else deadline - now)
+                    continue
+                keyframe = state.keyframe_wanted or now - last_keyframe >= KEYFRAME_INTERVAL_S
+                if not keyframe:
+                    changed = await anyio.to_thread.run_sync(
+                        self.devices.capture.wait_for_change, _CHANGE_WAIT,
+                        limiter=self._limiter)
+                    if not changed or not state.active or state.generation != generation:
+                        continue
+                keyframe = state.take_keyframe() or keyframe
+                started = self._clock()
+                frame = await anyio.to_thread.run_sync(
+                    self._grab_encode, encoder, display.id, keyframe, limiter=self._limiter)
+                if frame is None:
+                    continue
+                if is_keyframe(frame):
+                    last_keyframe = started
+                self.sequence += 1
+                frame.sequence = self.sequence
+                data = video_message(frame)
+                await self._send(data)
+                self.flow.sent(self.sequence, self._clock())
+                self.frames_sent += 1
+                self.bytes_sent += len(data)
+                next_due = started + interval
+        finally:
+            encoder.close()
+
+    def _grab_encode(self, encoder: Encoder, display_id: int, keyframe: bool) -> Any | None:
+        timestamp = time.time_ns() // 1000
+        image, dirty = self.devices.capture.grab(display_id)
+        frame = encoder.encode(image, keyframe=keyframe, dirty=dirty)
+        if frame is not None:
+            frame.timestamp = timestamp
+            frame.display_id = display_id
+        return frame

@@ -1,0 +1,142 @@
+"""The agent's pieces with no I/O: backoff, flow window, stream state, framing, config."""
+
+from __future__ import annotations
+
+import pytest
+from remote_agent.backoff import Backoff
+from remote_agent.config import AgentConfig
+from remote_agent.flow import FlowWindow
+from remote_agent.stream import StreamState
+from remote_agent.streamer import is_keyframe, video_message
+
+from remote_core.protocol import pb
+
+
+# -- backoff ---------------------------------------------------------------------------------
+def test_backoff_grows_exponentially_to_the_cap_with_jitter_below_the_ceiling():
+    top = Backoff(base=1, cap=8, rand=lambda: 1.0)
+    assert [top.next_delay() for _ in range(6)] == [1, 2, 4, 8, 8, 8]
+    bottom = Backoff(base=1, cap=8, rand=lambda: 0.0)
+    assert [bottom.next_delay() for _ in range(3)] == [0.5, 0.5, 0.5]
+
+
+def test_backoff_resets_only_after_a_stable_connection():
+    b = Backoff(base=1, cap=60, stable_after=30, rand=lambda: 1.0)
+    for _ in range(4):
+        b.next_delay()
+    b.connected(100.0)
+    b.disconnected(110.0)  # thrown out after 10 s: keep backing off
+    assert b.next_delay() == 16
+    b.connected(200.0)
+    b.disconnected(231.0)  # lasted 31 s: start over
+    assert b.next_delay() == 1
+
+
+def test_backoff_rejects_nonsense():
+    with pytest.raises(ValueError, match="base"):
+        Backoff(base=0)
+
+
+# -- flow window --------------------------------------------------------------------------------
+def test_window_bounds_frames_in_flight_and_acks_open_it():
+    flow = FlowWindow(window=2, stall_after=1.0)
+    flow.sent(1, 0.0)
+    flow.sent(2, 0.0)
+    assert not flow.can_send(0.1)
+    flow.ack(1)
+    assert flow.can_send(0.1)
+    flow.sent(3, 0.1)
+    flow.ack(3)  # acknowledging 3 covers 2 as well
+    assert flow.in_flight(0.2) == 0
+
+
+def test_highest_ack_wins_and_stale_acks_change_nothing():
+    flow = FlowWindow(window=3)
+    for seq in (1, 2, 3):
+        flow.sent(seq, 0.0)
+    flow.ack(2)
+    flow.ack(1)  # a slower viewer's older ack
+    assert flow.acked == 2 and flow.in_flight(0.0) == 1
+
+
+def test_lost_acks_do_not_stall_the_stream_forever():
+    flow = FlowWindow(window=1, stall_after=0.5)
+    flow.sent(1, 10.0)
+    assert not flow.can_send(10.2)
+    assert flow.next_deadline(10.2) == 10.5
+    assert flow.can_send(10.5)
+    assert flow.next_deadline(10.5) is None
+
+
+# -- stream state -------------------------------------------------------------------------------
+def test_first_viewer_picks_the_display_and_each_start_wants_a_keyframe():
+    s = StreamState()
+    s.start("v1", 2)
+    assert s.active and s.display_id == 2 and s.take_keyframe()
+    assert not s.take_keyframe()
+    s.start("v2", 1)  # joins the shared stream; does not move it
+    assert s.display_id == 2 and s.take_keyframe()
+    s.stop("v1")
+    s.stop("v2")
+    assert not s.active
+
+
+def test_switch_and_quality_rebuild_the_encoder_and_force_a_keyframe():
+    s = StreamState()
+    s.start("v", 0)
+    s.take_keyframe()
+    generation = s.generation
+    s.switch(2)
+    assert s.generation == generation + 1 and s.take_keyframe()
+    s.set_quality(pb.QualitySettings(preset=pb.QUALITY_LOW))
+    assert s.fps() == 10 and s.take_keyframe()
+    s.set_quality(pb.QualitySettings(custom_fps=45))
+    assert s.fps() == 45
+
+
+def test_bad_quality_is_refused_and_changes_nothing():
+    s = StreamState()
+    with pytest.raises(ValueError, match="custom_fps"):
+        s.set_quality(pb.QualitySettings(custom_fps=120))
+    assert s.fps() == 30 and s.generation == 0
+
+
+# -- framing ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("size", [0, 5, 200, 70_000])
+def test_video_message_equals_the_wrapper_serialization(size):
+    frame = pb.VideoFrame(sequence=7, timestamp=123,
+                          raw=pb.RawFrame(width=1, height=1, data=b"x" * size, is_keyframe=True))
+    expected = pb.Message(video_frame=frame).SerializeToString()
+    assert video_message(frame) == expected
+    assert is_keyframe(frame)
+    assert not is_keyframe(pb.VideoFrame(vp9=pb.EncodedFrame(keyframe=False)))
+
+
+# -- config ----------------------------------------------------------------------------------
+def test_config_round_trip_is_owner_only_and_keeps_the_identity(tmp_path):
+    path = tmp_path / "agent" / "agent.toml"
+    config = AgentConfig(server="http://h:1", key="cak_secret", organization="Acme \"Ltd\"",
+                         tags=("a", "b"))
+    config.save(path)
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert AgentConfig.load(path) == config
+    assert "cak_secret" not in repr(config)
+    first = AgentConfig(server="http://h:1").with_identity(path)
+    again = AgentConfig().with_identity(path)
+    assert first.agent_id and first.agent_id == again.agent_id
+
+
+def test_identity_creation_never_writes_a_command_line_key(tmp_path):
+    path = tmp_path / "agent.toml"
+    AgentConfig(key="cak_from_cli").with_identity(path)
+    assert "cak_from_cli" not in path.read_text()
+
+
+def test_broken_config_is_a_clear_error(tmp_path):
+    path = tmp_path / "agent.toml"
+    path.write_text("server = [")
+    with pytest.raises(ValueError, match="not valid TOML"):
+        AgentConfig.load(path)
+    path.write_text('colour = "red"\n')
+    with pytest.raises(ValueError, match="unknown keys"):
+        AgentConfig.load(path)
