@@ -27,7 +27,7 @@ class Link:
         self.id = link_id
         self.client_ip = client_ip
         self.last_heard = time.monotonic()
-        self.user_id: str | None = None
+        self.actor: str | None = None  # the viewer's username, for the audit log
         self.next_keyframe_request = 0.0
 
     @property

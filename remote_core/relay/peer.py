@@ -117,8 +117,11 @@ async def _watchdog(link: Link, silence: float) -> None:
         await anyio.sleep(silence - silent)
 
 
-def _dropped(link: Link, kind: str, why: str) -> None:
-    count = link.conn.dropped[kind] = link.conn.dropped[kind] + 1
+def _dropped(link: Link, kind: str, why: str, *, counted: bool = False) -> None:
+    """Count (unless the protocol layer already did) and log a message that was not relayed."""
+    if not counted:
+        link.conn.dropped[kind] += 1
+    count = link.conn.dropped[kind]
     level = logging.WARNING if count == 1 else logging.DEBUG
     log.log(level, "dropped %s from %s (%s); %d so far", kind, link.id, why, count)
 
@@ -158,7 +161,7 @@ async def _read_loop(transport: Transport, link: Link,
         try:
             event = conn.receive_data(data)
             if isinstance(event, Dropped):
-                _dropped(link, event.kind, event.reason)
+                _dropped(link, event.kind, event.reason, counted=True)
                 continue
             if fast is not None and fast(event):
                 continue

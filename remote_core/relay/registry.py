@@ -152,7 +152,7 @@ class Registry:
             identity = await authenticate(self._authenticators, credential)
         except Refused as exc:
             await self.audit.record(Event(
-                "agent_auth_failed", agent_id=credential.agent_id[:_MAX_ID] or None,
+                "agent.auth_failed", agent_id=credential.agent_id[:_MAX_ID] or None,
                 client_ip=client_ip, detail={"error": str(exc)}))
             raise
         session_id = str(uuid.uuid4())
@@ -228,7 +228,7 @@ class Registry:
                 access_mode=pb.CONSENT_CONTROL if control else pb.CONSENT_VIEW,
                 timeout_secs=self.settings.consent_timeout))
         self.plugins.session_opened(record)
-        await self.audit.record(Event("session_opened", session_id=session_id, agent_id=agent_id,
+        await self.audit.record(Event("session.opened", session_id=session_id, agent_id=agent_id,
                                       actor=identity.technician_id, client_ip=credential.client_ip,
                                       detail={"source": identity.method,
                                               "consent_state": consent_state}))
@@ -249,7 +249,7 @@ class Registry:
             access_mode=pb.CONSENT_CONTROL if control else pb.CONSENT_VIEW,
         ))
         if decision is ConsentDecision.DENY:
-            await self.audit.record(Event("consent_denied", session_id=session_id,
+            await self.audit.record(Event("session.consent_denied", session_id=session_id,
                                           agent_id=agent_id, detail={"by": "policy"}))
             raise Refused("the session was refused by the server's consent policy")
         if decision is ConsentDecision.ASK:
@@ -262,7 +262,7 @@ class Registry:
         """Tear the session down if the end user has not decided in time (SPEC 3.1)."""
         await anyio.sleep(self.settings.consent_timeout + 2)  # the agent's own dialog first
         if session.pending and not session.ended:
-            await self.audit.record(Event("consent_timeout", session_id=session.session_id,
+            await self.audit.record(Event("session.consent_timeout", session_id=session.session_id,
                                           agent_id=session.agent_id))
             await self._end(session, "consent timed out")
 
@@ -279,7 +279,7 @@ class Registry:
             await self._agent_status(session, event.payload())
         elif kind == "update_status":
             status = event.payload()
-            await self.audit.record(Event("update_status", session_id=session.session_id,
+            await self.audit.record(Event("agent.update_status", session_id=session.session_id,
                                           agent_id=session.agent_id, detail={
                                               "version": status.current_version[:64],
                                               "state": pb.UpdateState.Name(status.state)
@@ -315,12 +315,12 @@ class Registry:
         if response.granted:
             session.consent_state = CONSENT_GRANTED
             await self.store.update_session(session.session_id, consent_state=CONSENT_GRANTED)
-            await self.audit.record(Event("consent_granted", session_id=session.session_id,
+            await self.audit.record(Event("session.consent_granted", session_id=session.session_id,
                                           agent_id=session.agent_id))
             log.info("consent granted for session %s", session.session_id)
         else:
             reason = response.reason[:200]
-            await self.audit.record(Event("consent_denied", session_id=session.session_id,
+            await self.audit.record(Event("session.consent_denied", session_id=session.session_id,
                                           agent_id=session.agent_id,
                                           detail={"by": "end user", "reason": reason}))
             await self._end(session, "consent denied" + (f": {reason}" if reason else ""))
@@ -357,13 +357,13 @@ class Registry:
         viewer_id = uuid.uuid4().hex
         conn = Connection(Role.SERVER, Role.VIEWER, self.settings.max_message_bytes)
         link = Link(conn, self.settings.viewer_buffer_bytes, viewer_id, client_ip)
-        link.user_id = user.id
+        link.actor = user.username
         link.outbox.put(conn.accept(session_id, session.display_info, view_only=view_only))
         session.viewers[viewer_id] = link
         session.agent.send("start_stream", pb.StartStream(viewer_id=viewer_id,
                                                           display_id=session.display_id))
-        await self.audit.record(Event("viewer_joined", session_id=session_id,
-                                      agent_id=session.agent_id, actor=user.id,
+        await self.audit.record(Event("viewer.joined", session_id=session_id,
+                                      agent_id=session.agent_id, actor=user.username,
                                       client_ip=client_ip,
                                       detail={"viewer_id": viewer_id, "view_only": view_only}))
         return session, link
@@ -376,8 +376,8 @@ class Registry:
             session.agent.send("stop_stream", pb.StopStream(viewer_id=viewer.id))
         with anyio.CancelScope(shield=True):
             await self.audit.record(Event(
-                "viewer_left", session_id=session.session_id, agent_id=session.agent_id,
-                actor=viewer.user_id, client_ip=viewer.client_ip,
+                "viewer.left", session_id=session.session_id, agent_id=session.agent_id,
+                actor=viewer.actor, client_ip=viewer.client_ip,
                 detail={"viewer_id": viewer.id, "reason": reason[:200],
                         "dropped_frames": viewer.outbox.dropped_frames,
                         "dropped_messages": sum(viewer.conn.dropped.values())}))
@@ -464,7 +464,7 @@ class Registry:
                 technician=session.technician_name or None, created_at=session.created_at,
                 ended_at=ended, end_reason=reason[:200])
             self.plugins.session_closed(record, reason)
-            await self.audit.record(Event("session_closed", session_id=session.session_id,
+            await self.audit.record(Event("session.closed", session_id=session.session_id,
                                           agent_id=session.agent_id,
                                           detail={"reason": reason[:200],
                                                   "viewers": len(session.viewers)}))

@@ -61,12 +61,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 class Admin:
     """The REST API, logged in as the first admin."""
 
-    def __init__(self, server: LiveServer) -> None:
+    def __init__(self, server: LiveServer, username: str = "admin",
+                 password: str = ADMIN_PASSWORD) -> None:
         self.server = server
         self.http = httpx.Client(base_url=server.base_url, timeout=30,
                                  headers={"X-Forwarded-For": fresh_ip()})
-        r = self.http.post("/api/auth/login",
-                           json={"username": "admin", "password": ADMIN_PASSWORD})
+        r = self.http.post("/api/auth/login", json={"username": username, "password": password})
         assert r.status_code == 200, r.text
         self.token = r.json()["access_token"]
         self.http.headers["Authorization"] = f"Bearer {self.token}"
@@ -88,6 +88,15 @@ class Admin:
         """A pre-registered machine and a key for it: ``(agent_id, plain key)``."""
         agent_id = self.machine()
         return agent_id, self.key(agent_id)[1]
+
+    def technician(self, *permissions: str) -> Admin:
+        """A new technician with ``permissions``, access to every organization, logged in."""
+        name, password = f"tech-{uuid.uuid4().hex[:8]}", "technician-password"
+        user = self.ok("POST", "/api/users", 201, json={
+            "username": name, "password": password, "role": "technician",
+            "permissions": list(permissions)})
+        self.ok("PUT", f"/api/users/{user['id']}/client-access", json={"organizations": ["*"]})
+        return Admin(self.server, name, password)
 
     def code(self) -> str:
         return str(self.ok("POST", "/api/codes", 201, json={})["code"])
