@@ -56,13 +56,13 @@ async def test_view_only_input_is_dropped(server, admin: Admin) -> None:
     received = await agent.expect("mouse_event", skip=frozenset({"start_stream"}))
     assert (received.x, received.y) == (42, 7)
     session = server.ctx.registry.live(session_id)
-    dropped = [v.conn.dropped for v in session.viewers.values() if v.conn.view_only][0]
+    dropped = next(v.conn.dropped for v in session.viewers.values() if v.conn.view_only)
     assert dropped == {"mouse_event": 1, "key_event": 1, "special_key": 1,
                        "clipboard_data": 1, "switch_display": 1}
 
 
 async def test_a_user_without_control_permission_is_view_only(server, admin: Admin) -> None:
-    agent, session_id = await live_session(server, admin)
+    _agent, session_id = await live_session(server, admin)
     tech = admin.technician("view")
     viewer = await Peer.viewer(server, tech.viewer_token(session_id))
     await viewer.accepted()
