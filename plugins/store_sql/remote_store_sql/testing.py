@@ -32,6 +32,10 @@ class Database:
     kind: str
     url: str
 
+    def with_driver(self, driver: str) -> Database:
+        """The same database reached through an explicitly named driver (``sqlite+aiosqlite``)."""
+        return Database(self.kind, f"{driver}://{self.url.split('://', 1)[1]}")
+
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         if self.kind == "sqlite":
             with sqlite3.connect(make_url(self.url).database or "", timeout=30) as conn:

@@ -32,9 +32,9 @@ def postgres_scratch() -> Iterator[Database]:
         yield database
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database(request: pytest.FixtureRequest, tmp_path: Path) -> Database:
-    if request.param == "sqlite":
+def scratch_database(kind: str, request: pytest.FixtureRequest, tmp_path: Path) -> Database:
+    """An empty, migrated-or-not database of ``kind`` for one test."""
+    if kind == "sqlite":
         return sqlite_database(tmp_path)
     database: Database = request.getfixturevalue("postgres_scratch")
     present = {row[0] for row in database.execute(
@@ -43,6 +43,18 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Database:
     if tables:
         database.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
     return database
+
+
+@pytest.fixture
+def scratch(request: pytest.FixtureRequest, tmp_path: Path) -> Callable[[str], Database]:
+    """``scratch(kind)``: an empty database of that kind for this test."""
+    return lambda kind: scratch_database(kind, request, tmp_path)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, scratch: Callable[[str], Database]) -> Database:
+    """The database under test, reached through the default driver of its kind."""
+    return scratch(str(request.param))
 
 
 @pytest.fixture

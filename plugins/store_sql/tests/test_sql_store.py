@@ -1,0 +1,171 @@
+"""What is particular to the SQL store: NULL-tolerant reads, drivers and URLs, SQLite
+settings, races between separate engines (as between server processes), error text."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import anyio
+import pytest
+from remote_store_sql import _engine
+from remote_store_sql.store import SqlStore
+from remote_store_sql.testing import Database
+from sqlalchemy.engine import Connection
+
+from remote_core.errors import ConflictError, StoreError
+from remote_core.plugins import get_plugin_manager
+from remote_core.records import DEFAULT_TENANT_ID, Machine, MachineFilter, MachineReport
+from remote_core.settings import load_settings
+from remote_core.testing.store_contract import StoreContract, key_hash, make_code, make_user
+
+pytestmark = pytest.mark.anyio
+
+WHEN = "2030-01-02 03:04:05"
+
+
+async def test_reads_tolerate_null_in_every_nullable_column(
+        store: SqlStore, database: Database) -> None:
+    database.execute("INSERT INTO machines (agent_id, tags) VALUES ('bare', %s)",
+                     ("{}" if database.kind == "postgresql" else "[]",))
+    database.execute("INSERT INTO agent_keys (id, agent_id, key_hash) VALUES ('k1', 'bare', %s)",
+                     ("a" * 64,))
+    database.execute("INSERT INTO sessions (id, agent_id) VALUES ('s1', 'bare')")
+    database.execute("INSERT INTO support_codes (code, expires_at) VALUES ('AAA-BBB-CCC', %s)",
+                     (WHEN,))
+    database.execute("INSERT INTO users (id, username, password_hash) VALUES ('u1', 'x', 'h')")
+    database.execute("INSERT INTO releases (version, download_url, checksum_sha256) "
+                     "VALUES ('1.0.0', 'https://example.org/a', %s)", ("b" * 64,))
+    database.execute("INSERT INTO session_events (kind) VALUES ('bare')")
+
+    assert await store.get_machine("bare") == Machine(agent_id="bare")
+    assert [m.agent_id for m in await store.list_machines(MachineFilter(status="offline"))] == [
+        "bare"]
+    assert (await store.restore_machines()).keyed_agent_ids == {"bare"}
+    key = await store.find_agent_key("a" * 64)
+    assert key is not None and (key.label, key.tenant_id) == ("", DEFAULT_TENANT_ID)
+    session = await store.get_session("s1")
+    assert session is not None
+    assert (session.is_managed, session.source, session.session_type) == (False, "", 0)
+    code = await store.get_support_code("AAA-BBB-CCC")
+    assert code is not None and code.technician_name == ""
+    assert code.expires_at == datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+    user = await store.get_user("u1")
+    assert user is not None
+    assert (user.role, user.disabled, user.permissions, user.client_access) == (
+        "technician", False, (), ())
+    release = await store.get_release("1.0.0")
+    assert release is not None and (release.mandatory, release.notes) == (False, "")
+    [event] = await store.list_events()
+    assert (event.detail, event.tenant_id) == ({}, DEFAULT_TENANT_ID)
+
+    revived = await store.upsert_machine(MachineReport(agent_id="bare", hostname="pc"))
+    assert (revived.hostname, revived.tags, revived.status) == ("pc", (), "offline")
+
+
+async def test_machine_tags_are_never_null(database: Database, store: SqlStore) -> None:
+    with pytest.raises(Exception, match=r"(?i)null"):
+        database.execute("INSERT INTO machines (agent_id, tags) VALUES ('x', NULL)")
+    database.execute("INSERT INTO machines (agent_id) VALUES ('defaulted')")
+    machine = await store.get_machine("defaulted")
+    assert machine is not None and machine.tags == ()
+
+
+async def test_separate_engines_race_like_separate_servers(database: Database) -> None:
+    """Four stores with their own pools on one database: one first admin, one secret,
+    one winner of a support code."""
+    stores = [SqlStore(database.url) for _ in range(4)]
+    try:
+        for store in stores:
+            await store.open()
+        code = await stores[0].create_support_code(make_code())
+        admins: list[int] = []
+        secrets: list[str] = []
+        binders: list[str] = []
+
+        async def contend(i: int, store: SqlStore) -> None:
+            if await store.create_first_admin(make_user(f"admin{i}", role="admin")):
+                admins.append(i)
+            secrets.append(await store.get_or_create_secret("jwt", f"secret-{i}"))
+            for j in range(5):
+                agent = f"a-{i}-{j}"
+                if await store.consume_support_code(code.code, agent, str(uuid.uuid4()),
+                                                    datetime.now(UTC)):
+                    binders.append(agent)
+
+        async with anyio.create_task_group() as tg:
+            for i, store in enumerate(stores):
+                tg.start_soon(contend, i, store)
+        assert len(admins) == 1 and len(set(secrets)) == 1 and len(binders) == 1
+    finally:
+        for store in stores:
+            await store.close()
+
+
+async def test_errors_never_carry_statement_parameters(store: SqlStore) -> None:
+    await store.create_machine("m-1")
+    digest = key_hash()
+    await store.add_agent_key("m-1", digest)
+    with pytest.raises(ConflictError) as raised:
+        await store.add_agent_key("m-1", digest)
+    assert digest not in str(raised.value)
+
+
+async def test_sqlite_connection_settings(tmp_path: Path) -> None:
+    store = SqlStore(f"sqlite:///{tmp_path}/pragmas.db")
+    try:
+        await store.open()
+
+        def pragmas(conn: Connection) -> tuple[object, ...]:
+            return tuple(conn.exec_driver_sql(f"PRAGMA {name}").scalar()
+                         for name in ("journal_mode", "foreign_keys", "busy_timeout"))
+
+        assert await store.runner.read(pragmas) == ("wal", 1, _engine.SQLITE_BUSY_TIMEOUT_MS)
+    finally:
+        await store.close()
+
+
+@pytest.mark.parametrize(("url", "driver"), [
+    ("sqlite:///x.db", "sqlite+pysqlite"),
+    ("postgresql://postgres@127.0.0.1:5432/db", "postgresql+asyncpg"),
+    ("postgresql+psycopg://postgres@127.0.0.1:5432/db", "postgresql+psycopg"),
+    ("postgresql+psycopg_async://postgres@h/db", "postgresql+psycopg_async"),
+    ("sqlite+aiosqlite:///x.db", "sqlite+aiosqlite"),
+])
+def test_default_drivers_and_explicit_ones_honoured(url: str, driver: str) -> None:
+    assert _engine.resolve_url(url).drivername == driver
+
+
+def test_unsupported_url_is_a_clear_error() -> None:
+    with pytest.raises(StoreError, match=r"sqlite:///path or postgresql://"):
+        _engine.resolve_url("mysql://root@localhost/db")
+
+
+def test_plugin_registers_the_store_without_importing_sqlalchemy() -> None:
+    settings = load_settings(environ={"REMOTE_SUPPORT_PLUGINS": "store_sql"})
+    spec = get_plugin_manager(settings).store_for_url("postgresql+asyncpg://h/db")
+    assert spec.name == "sql" and spec.factory is not None
+    assert isinstance(spec.factory("sqlite:///unused.db"), SqlStore)
+    probe = ("import sys, remote_store_sql; "
+             "print(any(m.startswith(('sqlalchemy', 'alembic')) for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "False"
+
+
+@pytest.mark.slow
+class TestOtherDrivers(StoreContract):
+    """The whole contract again on the drivers an explicit URL can select."""
+
+    pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+
+    @pytest.fixture(params=["sqlite+aiosqlite", "postgresql+psycopg",
+                            "postgresql+psycopg_async"])
+    def database(self, request: pytest.FixtureRequest,
+                 scratch: Callable[[str], Database]) -> Database:
+        driver = str(request.param)
+        return scratch(driver.split("+", 1)[0]).with_driver(driver)
