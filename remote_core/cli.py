@@ -98,23 +98,10 @@ async def _user(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_serve(settings: Settings) -> int:
-    import uvicorn
-
     from .server import create_app
+    from .server.serving import serve
 
-    app = create_app(settings)
-    uvicorn.run(
-        app,
-        host=settings.host,
-        port=settings.port,
-        ws=settings.ws_impl,
-        loop=settings.loop,
-        ws_max_size=settings.max_message_bytes,
-        ws_per_message_deflate=False,  # video is already compressed (see README)
-        ws_ping_interval=None,  # the protocol has its own heartbeat
-        log_level=settings.log_level,
-        proxy_headers=False,  # client IP: trusted proxies only, handled by the app
-    )
+    serve(create_app(settings), settings)
     return 0
 
 

@@ -14,11 +14,11 @@ from contextlib import contextmanager
 from typing import Any
 
 import httpx
-import uvicorn
 
 from ..plugins import Plugins
 from ..server.app import create_app
 from ..server.ratelimit import RateLimiter
+from ..server.serving import Server, uvicorn_config
 from ..settings import Settings
 
 __all__ = ["ApiClient", "LiveServer", "ManualClock", "assert_problem", "fresh_ip",
@@ -42,11 +42,9 @@ class LiveServer:
     def __init__(self, settings: Settings, *, limiter: RateLimiter | None = None,
                  plugins: Plugins | None = None) -> None:
         self.app = create_app(settings, plugins, limiter=limiter)
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning",
-                                ws=settings.ws_impl, ws_per_message_deflate=False,
-                                ws_ping_interval=None, ws_max_size=settings.max_message_bytes,
-                                lifespan="on")
-        self._server = uvicorn.Server(config)
+        config = uvicorn_config(self.app, settings, host="127.0.0.1", port=0,
+                                log_level="warning")
+        self._server = Server(config)
         self._thread = threading.Thread(target=self._server.run, name="live-server",
                                         daemon=True)
         self.port = 0
