@@ -16,18 +16,16 @@ import argparse
 import asyncio
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import psycopg
-from sqlalchemy.engine import make_url
+from remote_store_sql.store import SqlStore
+from remote_store_sql.testing import postgres_database, sqlite_database
 
 from bench.report import report
 from remote_core.records import MachineFilter, MachineReport
-from remote_core.testing.services import POSTGRES_ADMIN_URL, unique_name
-from remote_store_sql.store import SqlStore
 
 DRIVERS = ("sqlite+pysqlite", "sqlite+aiosqlite", "postgresql+asyncpg",
            "postgresql+psycopg", "postgresql+psycopg_async")
@@ -38,23 +36,15 @@ ORGANIZATIONS = 20
 TAGS = ("linux", "windows", "macos", "db", "web", "kiosk")
 
 
-@asynccontextmanager
-async def scratch_url(driver: str) -> AsyncIterator[str]:
+@contextmanager
+def scratch_url(driver: str) -> Iterator[str]:
     """A URL of an empty database for ``driver``, removed afterwards."""
     if driver.startswith("sqlite"):
         with tempfile.TemporaryDirectory() as directory:
-            yield f"{driver}:///{Path(directory) / 'bench.db'}"
+            yield sqlite_database(Path(directory), "bench.db").with_driver(driver).url
         return
-    admin = make_url(POSTGRES_ADMIN_URL).set(drivername="postgresql")
-    admin_dsn = admin.render_as_string(hide_password=False)
-    name = unique_name("bench_store")
-    with psycopg.connect(admin_dsn, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"'.encode())
-    try:
-        yield admin.set(drivername=driver, database=name).render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(admin_dsn, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'.encode())
+    with postgres_database("bench_store") as database:
+        yield database.with_driver(driver).url
 
 
 def machine_report(i: int) -> MachineReport:
@@ -89,7 +79,7 @@ async def best_of(rounds: int, call: Callable[[], Awaitable[Any]]) -> tuple[floa
 
 
 async def measure(driver: str, machines: int) -> dict[str, Any]:
-    async with scratch_url(driver) as url:
+    with scratch_url(driver) as url:
         store = SqlStore(url)
         try:
             await store.open()

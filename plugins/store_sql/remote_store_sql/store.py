@@ -239,7 +239,7 @@ class SqlStore(Store):
 
 
 def _select_one(conn: Connection) -> bool:
-    return conn.execute(sa.text("SELECT 1")).scalar_one() == 1
+    return bool(conn.execute(sa.text("SELECT 1")).scalar_one() == 1)
 
 
 def _by_id(conn: Connection, agent_id: str) -> Machine | None:

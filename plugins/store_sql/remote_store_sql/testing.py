@@ -37,14 +37,22 @@ class Database:
         return Database(self.kind, f"{driver}://{self.url.split('://', 1)[1]}")
 
     def execute(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement (``%s`` placeholders) and return its rows."""
         if self.kind == "sqlite":
-            with sqlite3.connect(make_url(self.url).database or "", timeout=30) as conn:
-                rows = conn.execute(sql.replace("%s", "?"), params).fetchall()
-            conn.close()
-            return rows
+            return _sqlite_execute(make_url(self.url).database or "", sql, params)
         with psycopg.connect(_libpq(self.url), autocommit=True) as conn:
-            cursor = conn.execute(sql.encode(), params)  # type: ignore[call-overload]
+            cursor = conn.cursor()
+            cursor.execute(sql.encode(), params)
             return cursor.fetchall() if cursor.description else []
+
+
+def _sqlite_execute(path: str, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+    conn = sqlite3.connect(path, timeout=30)
+    try:
+        with conn:
+            return conn.execute(sql.replace("%s", "?"), params).fetchall()
+    finally:
+        conn.close()
 
 
 def _libpq(url: str) -> str:

@@ -115,6 +115,14 @@ async def test_errors_never_carry_statement_parameters(store: SqlStore) -> None:
     assert digest not in str(raised.value)
 
 
+async def test_ping_is_false_when_the_database_cannot_be_reached(tmp_path: Path) -> None:
+    store = SqlStore(f"sqlite:///{tmp_path / 'no-such-directory' / 'x.db'}")
+    try:
+        assert await store.ping() is False
+    finally:
+        await store.close()
+
+
 async def test_sqlite_connection_settings(tmp_path: Path) -> None:
     store = SqlStore(f"sqlite:///{tmp_path}/pragmas.db")
     try:
