@@ -5,30 +5,69 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+
+import anyio
+
+from remote_core.wsclient import ConnectionClosed, HandshakeError
+
+from .client import ViewerRefused, open_viewer
+from .png import write_png
 
 __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="remote-viewer", description=__doc__)
-    parser.add_argument("--server", help="server base URL, http(s)://host:port")
-    parser.add_argument("--token", help="viewer token from POST /api/sessions/:id/viewer-token")
-    sub = parser.add_subparsers(dest="command")
+    parser.add_argument("--server", required=True, help="server base URL, http(s)://host:port")
+    parser.add_argument("--token", required=True,
+                        help="viewer token from POST /api/sessions/:id/viewer-token")
+    parser.add_argument("--timeout", type=float, default=20.0, help="seconds to wait for video")
+    sub = parser.add_subparsers(dest="command", required=True)
     shot = sub.add_parser("screenshot", help="save the first full frame as PNG")
-    shot.add_argument("output")
-    record = sub.add_parser("record", help="record frames to a directory")
-    record.add_argument("directory")
+    shot.add_argument("output", type=Path)
+    record = sub.add_parser("record", help="record frames to a directory as PNG files")
+    record.add_argument("directory", type=Path)
     record.add_argument("--frames", type=int, default=30)
     return parser
 
 
+async def _screenshot(server: str, token: str, output: Path, within: float) -> None:
+    async with open_viewer(server, token, view_only=True) as viewer:
+        frame = await viewer.next_frame(within)
+        write_png(output, frame.image)
+        print(f"{output}: {frame.image.shape[1]}x{frame.image.shape[0]}")
+
+
+async def _record(server: str, token: str, directory: Path, count: int, within: float) -> None:
+    async with open_viewer(server, token, view_only=True) as viewer:
+        after = 0
+        for index in range(1, count + 1):
+            frame = await viewer.next_frame(within, after=after)
+            after = frame.sequence
+            write_png(directory / f"frame_{index:05d}.png", frame.image)
+    print(f"{count} frames in {directory}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if not args.command:
-        build_parser().print_help()
-        return 2
-    print("remote-viewer: the viewer client is not part of this build yet", file=sys.stderr)
-    return 2
+    try:
+        if args.command == "screenshot":
+            anyio.run(_screenshot, args.server, args.token, args.output, args.timeout)
+        else:
+            if args.frames < 1:
+                print("remote-viewer: --frames must be at least 1", file=sys.stderr)
+                return 2
+            args.directory.mkdir(parents=True, exist_ok=True)
+            anyio.run(_record, args.server, args.token, args.directory, args.frames,
+                      args.timeout)
+    except ViewerRefused as exc:
+        print(f"remote-viewer: the server refused the viewer: {exc}", file=sys.stderr)
+        return 1
+    except (OSError, HandshakeError, ConnectionClosed, TimeoutError) as exc:
+        print(f"remote-viewer: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

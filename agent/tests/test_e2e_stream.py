@@ -1,0 +1,142 @@
+"""A managed agent under Xvfb, a real server process and a Python viewer, end to end."""
+
+# Polling the X server for the pointer is the point of these tests:
+# ruff: noqa: ASYNC110
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import anyio
+import numpy as np
+import pytest
+from harness import AgentProcess
+from remote_viewer.client import open_viewer
+
+from remote_core.protocol import pb
+from remote_core.testing.xvfb import Painter
+
+pytestmark = [pytest.mark.xvfb, pytest.mark.slow]
+
+
+@pytest.fixture
+def painter(x_display):
+    p = Painter(x_display.display)
+    p.fill(0, 0, p.width, p.height, 0x000000)
+    p.sync()
+    yield p
+    p.close()
+
+
+@pytest.fixture
+def managed(tmp_path, x_display, server, api):
+    agent_id, key = api.machine_with_key(organization="Acme")
+    agent = AgentProcess(tmp_path / "agent", x_display.display, "--server", server.url,
+                         "--key", key)
+    try:
+        session = api.live_session(agent_id)
+        yield agent_id, session, agent
+    finally:
+        agent.stop()
+
+
+async def _mouse_location(env) -> tuple[int, int]:
+    done = await anyio.run_process(["xdotool", "getmouselocation", "--shell"], env=env)
+    values = dict(line.split("=", 1) for line in done.stdout.decode().split())
+    return int(values["X"]), int(values["Y"])
+
+
+@pytest.mark.anyio
+async def test_pattern_arrives_pixel_exact_through_raw_zstd(managed, painter, api, server):
+    _, session, _ = managed
+    pattern = np.random.default_rng(7).integers(0, 256, (64, 96, 4), dtype=np.uint8)
+    async with open_viewer(server.url, api.viewer_token(session["id"]),
+                           codec=pb.CODEC_RAW) as viewer:
+        first = await viewer.next_frame(15)
+        assert first.image.shape == (600, 800, 4)
+        painter.put_bgra(100, 200, 96, 64, pattern.tobytes())
+        painter.sync()
+        frame = await viewer.wait_for_image(
+            lambda image: np.array_equal(image[200:264, 100:196, :3], pattern[:, :, :3]), 10)
+        assert frame.display_id == 1 and frame.sequence > first.sequence
+        assert not frame.keyframe  # only the change travelled
+        assert frame.size < 64 * 96 * 4 + 1024
+        assert (frame.image[:200, :, :3] == 0).all()
+
+
+@pytest.mark.anyio
+async def test_mouse_event_moves_the_real_pointer(managed, api, server, x_display):
+    _, session, _ = managed
+    async with open_viewer(server.url, api.viewer_token(session["id"])) as viewer:
+        await viewer.next_frame(15)
+        await viewer.move(321, 123)
+        with anyio.fail_after(5):
+            while await _mouse_location(x_display.env()) != (321, 123):
+                await anyio.sleep(0.05)
+        _, position = await viewer.receive("cursor_position", within=5)
+        assert position.visible
+
+
+@pytest.fixture
+def entry(x_display):
+    """A real Tk window whose text entry has the keyboard focus."""
+    import tkinter
+
+    root = tkinter.Tk()
+    root.geometry("300x80+400+400")
+    widget = tkinter.Entry(root)
+    widget.pack(fill="both", expand=True)
+    for _ in range(20):
+        root.update()
+        time.sleep(0.01)
+    subprocess.run(["xdotool", "windowfocus", "--sync", str(root.winfo_id())],
+                   env=x_display.env(), check=False)
+    widget.focus_force()
+    root.update()
+    yield widget
+    root.destroy()
+
+
+@pytest.mark.anyio
+async def test_typed_keys_arrive_in_a_real_window(managed, api, server, entry):
+    _, session, _ = managed
+    async with open_viewer(server.url, api.viewer_token(session["id"])) as viewer:
+        await viewer.next_frame(15)
+        for vk in (0x48, 0x45, 0x4C, 0x4C, 0x4F):  # h e l l o
+            await viewer.key(vk, True)
+            await viewer.key(vk, False)
+        with anyio.fail_after(5):
+            while entry.get() != "hello":
+                entry.update()
+                await anyio.sleep(0.02)
+
+
+@pytest.mark.anyio
+async def test_view_only_viewer_cannot_move_the_pointer(managed, api, server, x_display):
+    _, session, _ = managed
+    await anyio.run_process(["xdotool", "mousemove", "--sync", "5", "5"], env=x_display.env())
+    async with open_viewer(server.url, api.viewer_token(session["id"]),
+                           view_only=True) as viewer:
+        await viewer.next_frame(15)
+        await viewer.move(300, 300)
+        await anyio.sleep(0.5)
+    assert await _mouse_location(x_display.env()) == (5, 5)
+
+
+@pytest.mark.anyio
+async def test_slow_viewer_lowers_the_frame_rate_instead_of_queueing(managed, api, server,
+                                                                     painter):
+    """A viewer that never acknowledges gets at most the flow window's frames per stall."""
+    _, session, _ = managed
+    async with open_viewer(server.url, api.viewer_token(session["id"]), codec=pb.CODEC_RAW,
+                           ack=False) as viewer:
+        await viewer.next_frame(15)
+        start = viewer.frames_received
+        for i in range(40):  # 40 changes in 1 s, at a 30 fps agent
+            painter.fill(0, 0, 50, 50, 0x010101 * (i + 1))
+            painter.sync()
+            await anyio.sleep(0.025)
+        delivered = viewer.frames_received - start
+    # window 3 per 1 s stall, so about 3-6 frames instead of ~30
+    assert 1 <= delivered <= 8, delivered
