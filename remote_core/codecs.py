@@ -49,7 +49,8 @@ class QualityProfile:
     """What a quality preset means.
 
     :param fps: frames per second the agent aims for.
-    :param bitrate_kbps: lossy-codec bitrate cap at 1920x1080; scaled by pixel count.
+    :param bitrate_kbps: lossy-codec bitrate cap at 1920x1080; other sizes scale by
+        the pixel count to the power 0.75 (small pictures need more bits per pixel).
     :param crf: constant-quality target on the H.264/H.265 scale (0-51, lower is
         better). Lossy codecs aim for this quality and use the bitrate as a cap,
         so a still screen sharpens to readable text instead of staying as blurry
@@ -106,7 +107,7 @@ def encoder_config(width: int, height: int, quality: Any = None) -> EncoderConfi
             f"or 0 for the preset's; got {kbps}"
         )
     if not kbps:
-        scale = (width * height) / _REFERENCE_PIXELS
+        scale = ((width * height) / _REFERENCE_PIXELS) ** 0.75
         kbps = max(MIN_BITRATE_KBPS, round(profile.bitrate_kbps * scale))
     return EncoderConfig(width=width, height=height, fps=fps or profile.fps,
                          bitrate_kbps=kbps, preset=preset)

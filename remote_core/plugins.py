@@ -55,6 +55,7 @@ BUILTIN_PLUGINS = (
     "codec_raw_zstd",
     "codec_vp9",
     "codec_h264",
+    "codec_h265",
     "capture_mss",
     "input_pynput",
     "consent_dialog",

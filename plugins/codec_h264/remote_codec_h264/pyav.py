@@ -3,9 +3,13 @@
 An encoder converts BGRA to YUV 4:2:0 with one cached swscale context, pads
 to the sizes the codec can code, forces keyframes on request, on a size change
 and every 10 s (CONTRACT 1), and returns one access unit per frame with
-pts/dts in microseconds from the stream's start. A decoder turns access units
-back into BGRA, cropping any padding, and maps every FFmpeg error to
-``ValueError``.
+pts/dts in microseconds from the stream's start. Inside the codec, frames are
+numbered at the configured frame rate instead: rate control then budgets per
+frame at the rate the agent paces to, not by capture jitter (libvpx starved
+every frame after a keyframe when frames came a few milliseconds apart).
+
+A decoder turns access units back into BGRA, cropping any padding, and maps
+every FFmpeg error to ``ValueError``.
 """
 
 from __future__ import annotations
@@ -30,8 +34,6 @@ from remote_core.types import EncoderConfig, Rect
 from .annexb import find_size, size_sei
 
 __all__ = ["PyAVDecoder", "PyAVEncoder", "encoder_available"]
-
-_MICROSECONDS = Fraction(1, 1_000_000)
 
 
 def encoder_available(codec_name: str) -> bool:
@@ -63,6 +65,7 @@ class PyAVEncoder(Encoder):
         self._reformatter = VideoReformatter()
         self._start = time.monotonic()
         self._last_pts = -1
+        self._frames = 0
 
     @abstractmethod
     def options(self, config: EncoderConfig) -> dict[str, str]:
@@ -75,7 +78,7 @@ class PyAVEncoder(Encoder):
         ctx = av.CodecContext.create(self.codec_name, "w")
         ctx.width, ctx.height = pw, ph
         ctx.pix_fmt = "yuv420p"
-        ctx.time_base = _MICROSECONDS
+        ctx.time_base = Fraction(1, config.fps)
         ctx.framerate = Fraction(config.fps)
         ctx.gop_size = int(config.fps * KEYFRAME_INTERVAL_S)
         ctx.max_b_frames = 0
@@ -112,9 +115,8 @@ class PyAVEncoder(Encoder):
             return None  # the capture source says nothing changed
         frame = av.VideoFrame.from_ndarray(self._pad(current), format="bgra")
         yuv = self._reformatter.reformat(frame, format="yuv420p")
-        pts = max(self._last_pts + 1, round((time.monotonic() - self._start) * 1_000_000))
-        self._last_pts = yuv.pts = pts
-        yuv.time_base = _MICROSECONDS
+        yuv.pts = self._frames
+        self._frames += 1
         if keyframe:
             yuv.pict_type = PictureType.I
         try:
@@ -129,9 +131,10 @@ class PyAVEncoder(Encoder):
             self._clock.sent()
             if self.sei_header is not None:
                 data = size_sei(self.sei_header, w, h) + data
-        first = packets[0]
-        payload = pb.EncodedFrame(data=data, keyframe=is_key, pts=first.pts or 0,
-                                  dts=first.dts if first.dts is not None else first.pts or 0)
+        # No reordering (no B-frames, no lag): decode order is display order, dts == pts.
+        pts = max(self._last_pts + 1, round((time.monotonic() - self._start) * 1_000_000))
+        self._last_pts = pts
+        payload = pb.EncodedFrame(data=data, keyframe=is_key, pts=pts, dts=pts)
         return pb.VideoFrame(**{self.frame_field: payload})
 
     def close(self) -> None:
