@@ -22,9 +22,10 @@ TECH_PASSWORD = "technician-password"
 
 
 def server_settings(path: Path, **changes: Any) -> Settings:
-    return Settings().replace(database_url=f"sqlite:///{path / 'api.db'}",
-                              admin_password=ADMIN_PASSWORD, trusted_proxies=("127.0.0.1",),
-                              **changes)
+    values: dict[str, Any] = {"database_url": f"sqlite:///{path / 'api.db'}",
+                              "admin_password": ADMIN_PASSWORD,
+                              "trusted_proxies": ("127.0.0.1",)}
+    return Settings().replace(**{**values, **changes})
 
 
 @pytest.fixture(scope="module")
