@@ -27,6 +27,7 @@ class ServerProcess:
 
     def __init__(self, workdir: Path, **settings: str) -> None:
         self.port = free_port()
+        workdir.mkdir(parents=True, exist_ok=True)
         self.workdir = workdir
         self.env = {**os.environ, "REMOTE_SUPPORT_ADMIN_PASSWORD": ADMIN_PASSWORD,
                     "REMOTE_SUPPORT_DATABASE_URL": f"sqlite:///{workdir / 'server.db'}",

@@ -1,0 +1,187 @@
+"""Agent lifecycle against a real server process: displays, consent, uninstall, reconnect."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+from harness import AgentProcess, Api, ServerProcess
+from remote_viewer.client import open_viewer
+
+from remote_core.protocol import pb
+from remote_core.testing.xvfb import Painter, xvfb
+
+pytestmark = [pytest.mark.xvfb, pytest.mark.slow]
+
+DIALOG = "Remote support request"
+
+
+def _press_in_dialog(env, keys: str) -> None:
+    found = subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--name", DIALOG],
+                           env=env, check=True, capture_output=True, text=True, timeout=20)
+    window = found.stdout.split()[0]
+    subprocess.run(["xdotool", "windowfocus", "--sync", window, "key", keys], env=env,
+                   check=True, timeout=10)
+
+
+def _ended(api: Api, agent_id: str, within: float = 15) -> dict:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        for item in api.get("/api/sessions").json():
+            if item["agent_id"] == agent_id and not item["live"]:
+                return item
+        time.sleep(0.1)
+    raise AssertionError("the session did not end")
+
+
+# -- displays ---------------------------------------------------------------------------------
+@pytest.fixture
+def two_monitors():
+    """One 640x480 Xvfb screen split into two RandR monitors, red left and blue right."""
+    with xvfb(640, 480, set_display=False) as screen:
+        env = screen.env()
+        subprocess.run(["xrandr", "--setmonitor", "left", "320/80x480/60+0+0", "screen"],
+                       env=env, check=True)
+        subprocess.run(["xrandr", "--setmonitor", "right", "320/80x480/60+320+0", "none"],
+                       env=env, check=True)
+        painter = Painter(screen.display)
+        painter.fill(0, 0, 320, 480, 0xFF0000)
+        painter.fill(320, 0, 320, 480, 0x0000FF)
+        painter.sync()
+        yield screen
+        painter.close()
+
+
+@pytest.mark.anyio
+async def test_switch_display_between_two_monitors(tmp_path, server, api, two_monitors):
+    screen = two_monitors
+    agent_id, key = api.machine_with_key()
+    agent = AgentProcess(tmp_path / "agent", screen.display, "--server", server.url,
+                         "--key", key)
+    try:
+        session = api.live_session(agent_id)
+        async with open_viewer(server.url, api.viewer_token(session["id"]),
+                               codec=pb.CODEC_RAW) as viewer:
+            # the first frames may precede our codec choice: wait for exact pixels
+            first = await viewer.wait_for_image(
+                lambda image: image[10, 10, :3].tolist() in ([0, 0, 255], [255, 0, 0]), 15)
+            info = viewer.display_info
+            assert info is not None and len(info.displays) == 2
+            primary = next(d for d in info.displays if d.is_primary)
+            other = next(d for d in info.displays if not d.is_primary)
+            assert first.display_id == primary.id and first.image.shape == (480, 320, 4)
+            colour = first.image[10, 10, :3].tolist()
+            await viewer.send("switch_display", pb.SwitchDisplay(display_id=other.id))
+            switched = await viewer.wait_for_image(
+                lambda image: image[10, 10, :3].tolist() != colour, 10)
+            assert switched.display_id == other.id and switched.keyframe
+            assert {tuple(colour), tuple(switched.image[10, 10, :3].tolist())} == {
+                (0, 0, 255), (255, 0, 0)}
+    finally:
+        agent.stop()
+
+
+# -- consent ------------------------------------------------------------------------------------
+@pytest.mark.anyio
+async def test_consent_granted_makes_the_session_live(tmp_path, server, api, x_display):
+    code = api.support_code()
+    agent = AgentProcess(tmp_path / "agent", x_display.display, "--server", server.url,
+                         "--code", code)
+    try:
+        pending = api.live_session(consent="pending")
+        assert api.post(f"/api/sessions/{pending['id']}/viewer-token").status_code == 409
+        _press_in_dialog(x_display.env(), "alt+a")
+        live = api.live_session(pending["agent_id"], consent="granted")
+        async with open_viewer(server.url, api.viewer_token(live["id"])) as viewer:
+            frame = await viewer.next_frame(15)
+            assert frame.image.shape == (600, 800, 4)
+    finally:
+        agent.stop()
+
+
+def test_consent_denied_ends_the_session_and_the_attended_agent(tmp_path, server, api,
+                                                                 x_display):
+    code = api.support_code()
+    agent = AgentProcess(tmp_path / "agent", x_display.display, "--server", server.url,
+                         "--code", code)
+    try:
+        pending = api.live_session(consent="pending")
+        _press_in_dialog(x_display.env(), "alt+d")
+        assert agent.wait(15) == 0, agent.output()
+        ended = _ended(api, pending["agent_id"])
+        assert "denied" in (ended["end_reason"] or "")
+    finally:
+        agent.stop()
+
+
+def test_consent_timeout_denies(tmp_path, x_display):
+    server = ServerProcess(tmp_path / "srv", consent_timeout="2").start()
+    api = Api(server)
+    try:
+        agent = AgentProcess(tmp_path / "agent", x_display.display, "--server", server.url,
+                             "--code", api.support_code())
+        pending = api.live_session(consent="pending")
+        assert agent.wait(20) == 0, agent.output()
+        assert "timeout" in agent.output()
+        ended = _ended(api, pending["agent_id"])
+        assert "denied" in (ended["end_reason"] or "") or "timed out" in (
+            ended["end_reason"] or "")
+    finally:
+        agent.stop()
+        api.close()
+        server.stop()
+
+
+# -- uninstall ------------------------------------------------------------------------------------
+def test_admin_uninstall_removes_startup_and_config_then_exits(tmp_path, server, api,
+                                                              x_display):
+    agent_id, key = api.machine_with_key()
+    home = tmp_path / "agent"
+    installer = AgentProcess(home, x_display.display, "install", "--server", server.url,
+                             "--key", key)
+    assert installer.wait(30) == 0, installer.output()
+    autostart = home / "config" / "autostart" / "remote-agent.desktop"
+    assert autostart.exists() and installer.config_path.exists()
+    assert "--config" in autostart.read_text()
+    agent = AgentProcess(home, x_display.display, "--config", str(installer.config_path))
+    try:
+        api.live_session(agent_id)
+        r = api.delete(f"/api/machines/{agent_id}", params={"uninstall": "true"})
+        assert r.status_code == 200, r.text
+        assert agent.wait(20) == 0, agent.output()
+        assert not autostart.exists()
+        assert not installer.config_path.exists()
+        assert not (home / "config" / "remote-agent").exists()
+    finally:
+        agent.stop()
+
+
+# -- reconnect ------------------------------------------------------------------------------------
+def test_managed_agent_reconnects_after_a_server_restart_keeping_its_machine(tmp_path,
+                                                                           x_display):
+    server = ServerProcess(tmp_path / "srv").start()
+    api = Api(server)
+    agent = None
+    try:
+        agent_id, key = api.machine_with_key(organization="Acme", site="HQ")
+        agent = AgentProcess(tmp_path / "agent", x_display.display, "--server", server.url,
+                             "--key", key)
+        first = api.live_session(agent_id)
+        server.stop()
+        time.sleep(1.0)
+        server.start()
+        api.close()
+        api = Api(server)
+        second = api.live_session(agent_id, within=30)
+        assert second["id"] != first["id"]
+        assert agent.process.poll() is None
+        machines = [m for m in api.get("/api/machines").json() if m["agent_id"] == agent_id]
+        assert len(machines) == 1
+        assert machines[0]["status"] == "online" and machines[0]["organization"] == "Acme"
+        assert "reconnecting in" in agent.output()
+    finally:
+        if agent is not None:
+            agent.stop()
+        api.close()
+        server.stop()
