@@ -26,6 +26,7 @@ from ..protocol import pb
 from ..types import CodecSpec
 
 __all__ = [
+    "LINE_H",
     "CodecContract",
     "Desktop",
     "psnr",

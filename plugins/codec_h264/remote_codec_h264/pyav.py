@@ -1,6 +1,8 @@
 """Video codecs on PyAV (FFmpeg), shared by the H.264, H.265 and VP9 plugins.
 
-An encoder converts BGRA to YUV 4:2:0 with one cached swscale context, pads
+An encoder converts BGRA to YUV 4:2:0 with one cached swscale context (reading
+the numpy buffer in place: ``from_ndarray`` copied first and took 4x longer), skips
+frames identical to the last one it sent, pads
 to the sizes the codec can code, forces keyframes on request, on a size change
 and every 10 s (CONTRACT 1), and returns one access unit per frame with
 pts/dts in microseconds from the stream's start. Inside the codec, frames are
@@ -66,6 +68,7 @@ class PyAVEncoder(Encoder):
         self._start = time.monotonic()
         self._last_pts = -1
         self._frames = 0
+        self._previous: npt.NDArray[np.uint8] | None = None
 
     @abstractmethod
     def options(self, config: EncoderConfig) -> dict[str, str]:
@@ -111,9 +114,9 @@ class PyAVEncoder(Encoder):
             self._open(w, h)
             keyframe = True
         keyframe = keyframe or self._clock.due()
-        if dirty is not None and not dirty and not keyframe:
-            return None  # the capture source says nothing changed
-        frame = av.VideoFrame.from_ndarray(self._pad(current), format="bgra")
+        if not keyframe and self._unchanged(current, dirty):
+            return None
+        frame = av.VideoFrame.from_numpy_buffer(self._pad(current), format="bgra")
         yuv = self._reformatter.reformat(frame, format="yuv420p")
         yuv.pts = self._frames
         self._frames += 1
@@ -123,6 +126,7 @@ class PyAVEncoder(Encoder):
             packets = self._context.encode(yuv)
         except av.FFmpegError as exc:
             raise ValueError(f"{self.codec_name} failed to encode: {exc}") from None
+        self._remember(current)
         if not packets:
             return None
         data = b"".join(bytes(p) for p in packets)
@@ -137,9 +141,22 @@ class PyAVEncoder(Encoder):
         payload = pb.EncodedFrame(data=data, keyframe=is_key, pts=pts, dts=pts)
         return pb.VideoFrame(**{self.frame_field: payload})
 
+    def _unchanged(self, current: npt.NDArray[np.uint8], dirty: Sequence[Rect] | None) -> bool:
+        """Nothing to send: the capture source says so, or the pixels equal the last frame's
+        (one vectorised compare, a fraction of a millisecond at 1080p)."""
+        if dirty is not None:
+            return not dirty
+        return self._previous is not None and np.array_equal(self._previous, current)
+
+    def _remember(self, current: npt.NDArray[np.uint8]) -> None:
+        if self._previous is None or self._previous.shape != current.shape:
+            self._previous = np.empty_like(current)
+        np.copyto(self._previous, current)
+
     def close(self) -> None:
         self._context = None
         self._size = None
+        self._previous = None
 
 
 class PyAVDecoder(Decoder):

@@ -36,17 +36,20 @@ def test_a_keyframe_at_least_every_ten_seconds() -> None:
     image = Desktop(64, 64).image
     assert enc.encode(image).h264.keyframe
     now[0] = 5.0
-    assert not enc.encode(image).h264.keyframe
+    assert enc.encode(image) is None  # unchanged: nothing to send
     now[0] = 10.0
-    assert enc.encode(image).h264.keyframe
+    assert enc.encode(image).h264.keyframe  # still screen, but the keyframe is due
 
 
-def test_nothing_changed_according_to_capture_sends_nothing() -> None:
+def test_nothing_changed_sends_nothing() -> None:
     enc = H264Encoder(encoder_config(64, 64))
-    image = Desktop(64, 64).image
-    assert enc.encode(image, dirty=[]) is not None  # the first frame is always sent
-    assert enc.encode(image, dirty=[]) is None
-    assert enc.encode(image, dirty=[Rect(0, 0, 8, 8)]) is not None
+    desktop = Desktop(64, 64)
+    assert enc.encode(desktop.image, dirty=[]) is not None  # the first frame is always sent
+    assert enc.encode(desktop.image, dirty=[]) is None  # the capture source says so
+    assert enc.encode(desktop.image.copy()) is None  # the pixels say so
+    assert enc.encode(desktop.image, dirty=[Rect(0, 0, 8, 8)]) is not None  # the hint is trusted
+    desktop.type(1)
+    assert enc.encode(desktop.image) is not None
 
 
 def test_odd_sizes_are_padded_and_cropped_through_the_size_sei() -> None:
