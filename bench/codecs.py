@@ -126,7 +126,7 @@ def bench_references(size: str, scene_name: str, frames: int) -> list[dict[str, 
         zsizes.append(len(data))
         zdec.append(timed(lambda data=data: decompressor.decompress(data))[1])
         convert.append(timed(lambda image=image: reformatter.reformat(
-            VideoFrame.from_ndarray(image, format="bgra"), format="yuv420p"))[1])
+            VideoFrame.from_numpy_buffer(image, format="bgra"), format="yuv420p"))[1])
     full = width * height * 4
     return [
         row(size, scene_name, "memcpy (ref)", copy, [], [full] * len(copy), full, []),
