@@ -37,6 +37,9 @@ from .annexb import find_size, size_sei
 
 __all__ = ["PyAVDecoder", "PyAVEncoder", "encoder_available"]
 
+_SMPTE170M = 6  # AVCOL_SPC/PRI/TRC_SMPTE170M: BT.601 as used by swscale's default matrix
+_LIMITED_RANGE = 1  # AVCOL_RANGE_MPEG
+
 
 def encoder_available(codec_name: str) -> bool:
     """True when this FFmpeg build has the encoder ``codec_name``."""
@@ -81,6 +84,10 @@ class PyAVEncoder(Encoder):
         ctx = av.CodecContext.create(self.codec_name, "w")
         ctx.width, ctx.height = pw, ph
         ctx.pix_fmt = "yuv420p"
+        # Say what swscale produced (BT.601, limited range), so every decoder,
+        # browsers included, converts back with the same matrix.
+        ctx.colorspace = ctx.color_primaries = ctx.color_trc = _SMPTE170M
+        ctx.color_range = _LIMITED_RANGE
         ctx.time_base = Fraction(1, config.fps)
         ctx.framerate = Fraction(config.fps)
         ctx.gop_size = int(config.fps * KEYFRAME_INTERVAL_S)
