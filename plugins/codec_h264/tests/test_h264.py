@@ -75,3 +75,11 @@ def test_custom_bitrate_caps_the_stream() -> None:
         enc = H264Encoder(encoder_config(320, 180, pb.QualitySettings(custom_bitrate=kbps)))
         sizes[kbps] = sum(len(enc.encode(img).h264.data) for img in video)
     assert sizes[200] < sizes[4_000] / 2
+
+
+def test_the_fastest_preset_takes_over_above_720p60() -> None:
+    enc = H264Encoder(encoder_config(1280, 720))
+    assert enc.options(encoder_config(1280, 720))["preset"] == "superfast"
+    assert enc.options(encoder_config(1920, 1080))["preset"] == "ultrafast"
+    assert enc.options(encoder_config(1280, 720, pb.QualitySettings(custom_fps=60)))[
+        "preset"] == "superfast"
