@@ -19,6 +19,8 @@ from .types import CodecSpec, EncoderConfig
 __all__ = [
     "KEYFRAME_INTERVAL_S",
     "MAX_BITRATE_KBPS",
+    "MAX_PIXELS",
+    "MAX_SIDE",
     "MIN_BITRATE_KBPS",
     "PRESETS",
     "FrameDecoder",
@@ -36,6 +38,11 @@ __all__ = [
 
 KEYFRAME_INTERVAL_S = 10.0
 """A keyframe at least this often while streaming (CONTRACT 1)."""
+
+MAX_SIDE = 16_384
+MAX_PIXELS = 8_192 * 4_608
+"""Largest frame a decoder accepts (a little over 8K UHD), so a header from the
+wire cannot make a viewer allocate gigabytes."""
 
 MIN_BITRATE_KBPS = 100
 MAX_BITRATE_KBPS = 100_000

@@ -28,7 +28,13 @@ import numpy.typing as npt
 from av.video.frame import PictureType
 from av.video.reformatter import VideoReformatter
 
-from remote_core.codecs import KEYFRAME_INTERVAL_S, KeyframeClock, as_image, frame_field
+from remote_core.codecs import (
+    KEYFRAME_INTERVAL_S,
+    MAX_PIXELS,
+    KeyframeClock,
+    as_image,
+    frame_field,
+)
 from remote_core.interfaces import Decoder, Encoder
 from remote_core.protocol import pb
 from remote_core.types import EncoderConfig, Rect
@@ -180,6 +186,7 @@ class PyAVDecoder(Decoder):
     def _new_context(self) -> Any:
         ctx = av.CodecContext.create(self.codec_name, "r")
         ctx.thread_type = "SLICE"  # frame threading would delay every frame by one per thread
+        ctx.options = {"max_pixels": str(MAX_PIXELS)}  # a forged header cannot allocate more
         return ctx
 
     def decode(self, frame: Any) -> npt.NDArray[np.uint8] | None:
@@ -194,14 +201,13 @@ class PyAVDecoder(Decoder):
             self._size = find_size(data)
         try:
             pictures = self._context.decode(av.Packet(data))
+            if not pictures:
+                return None
+            image: npt.NDArray[np.uint8] = self._reformatter.reformat(
+                pictures[-1], format="bgra").to_ndarray()
         except av.FFmpegError as exc:
             self._context = self._new_context()  # do not build on a broken reference
             raise ValueError(f"{field} frame does not decode: {exc}") from None
-        if not pictures:
-            return None
-        picture = pictures[-1]
-        image: npt.NDArray[np.uint8] = self._reformatter.reformat(
-            picture, format="bgra").to_ndarray()
         if self._size is not None:
             w, h = self._size
             if w <= image.shape[1] and h <= image.shape[0]:

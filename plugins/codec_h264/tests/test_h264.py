@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from remote_codec_h264 import SPEC
 from remote_codec_h264.annexb import H264_SEI_HEADER, find_size, size_sei
 from remote_codec_h264.codec import H264Decoder, H264Encoder
@@ -83,3 +84,12 @@ def test_the_fastest_preset_takes_over_above_720p60() -> None:
     assert enc.options(encoder_config(1920, 1080))["preset"] == "ultrafast"
     assert enc.options(encoder_config(1280, 720, pb.QualitySettings(custom_fps=60)))[
         "preset"] == "superfast"
+
+
+def test_a_stream_larger_than_the_pixel_limit_is_refused(monkeypatch) -> None:
+    import remote_codec_h264.pyav as pyav
+
+    frame = H264Encoder(encoder_config(320, 200)).encode(Desktop(320, 200).image)
+    monkeypatch.setattr(pyav, "MAX_PIXELS", 320 * 200 - 1)
+    with pytest.raises(ValueError, match="does not decode"):
+        H264Decoder().decode(frame)

@@ -8,14 +8,10 @@ import numpy as np
 import numpy.typing as npt
 import zstandard
 
-from remote_core.codecs import frame_field
+from remote_core.codecs import MAX_PIXELS, MAX_SIDE, frame_field
 from remote_core.interfaces import Decoder
 
-__all__ = ["MAX_PIXELS", "MAX_SIDE", "RawZstdDecoder"]
-
-MAX_SIDE = 16_384
-MAX_PIXELS = 8_192 * 4_608
-"""Largest frame accepted (a little over 8K UHD), so a header cannot make us allocate gigabytes."""
+__all__ = ["RawZstdDecoder"]
 
 _READ_SIZE = 1 << 20  # compressed bytes fed per step; larger steps decompress faster
 
