@@ -281,27 +281,39 @@ class CodecContract:
 
     def test_keyframe_after_loss(self) -> None:
         desktop = Desktop(320, 200, seed=3)
-        enc, dec = self.encoder(320, 200), self.decoder()
+        enc, dec, late = self.encoder(320, 200), self.decoder(), self.decoder()
         frames = [enc.encode(image, keyframe=i == 0) for i, image in enumerate(desktop.frames(8))]
         for frame in frames[:3]:  # the viewer sees the start, then loses frames 3-7
             if frame is not None:
                 dec.decode(frame)
+        for frame in frames[3:]:  # a viewer joining mid-stream gets no keyframe: no crash
+            if frame is not None:
+                try:
+                    late.decode(frame)
+                except ValueError:
+                    pass
         desktop.type(5)
         recovery = enc.encode(desktop.image, keyframe=True)
         assert recovery is not None and self._is_keyframe(recovery)
         self.assert_close(dec.decode(recovery), desktop.image)
+        self.assert_close(late.decode(recovery), desktop.image)
         desktop.type(1)
         after = enc.encode(desktop.image)
-        if after is not None:
-            self.assert_close(dec.decode(after), desktop.image)
+        assert after is not None and not self._is_keyframe(after)
+        self.assert_close(dec.decode(after), desktop.image)
+        self.assert_close(late.decode(after), desktop.image)
 
     def test_resolution_change(self) -> None:
         enc, dec = self.encoder(320, 200), self.decoder()
-        for width, height in [(320, 200), (256, 160), (400, 240)]:
-            image = Desktop(width, height, seed=width).image
-            frame = enc.encode(image)
+        for width, height in [(320, 200), (256, 160), (400, 240), (320, 200)]:
+            desktop = Desktop(width, height, seed=width)
+            frame = enc.encode(desktop.image)
             assert frame is not None and self._is_keyframe(frame), "a new size starts a keyframe"
-            self.assert_close(dec.decode(frame), image)
+            self.assert_close(dec.decode(frame), desktop.image)
+            desktop.type(3)
+            frame = enc.encode(desktop.image)
+            assert frame is not None and not self._is_keyframe(frame)
+            self.assert_close(dec.decode(frame), desktop.image)
 
     def test_odd_sizes(self) -> None:
         for width, height in [(1366, 768), (1, 1), (33, 17), (5, 2)]:
