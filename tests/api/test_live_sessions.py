@@ -225,3 +225,21 @@ async def test_the_code_lockout_also_guards_the_agent_socket(admin: ApiClient, t
     assert not agent.session_id, "a locked-out address cannot try codes on the socket"
     listed = {c["code"]: c for c in tech.get("/api/codes").json()}
     assert listed[code]["status"] == "pending"
+
+
+@pytest.mark.anyio
+async def test_a_technician_sees_only_sessions_of_granted_organizations(
+        admin: ApiClient, make_user: Any) -> None:
+    _, _, mine = keyed(admin, organization="granted-org")
+    _, _, theirs = keyed(admin, organization="hidden-org")
+    agent_mine = await Agent.connect(admin.server, mine)
+    agent_theirs = await Agent.connect(admin.server, theirs)
+    narrow = make_user("session-narrow", permissions=["view"], client_access=["granted-org"])
+    listed = {s["id"] for s in narrow.get("/api/sessions").json()}
+    assert agent_mine.session_id in listed and agent_theirs.session_id not in listed
+    assert narrow.get(f"/api/sessions/{agent_mine.session_id}").status_code == 200
+    assert_problem(narrow.get(f"/api/sessions/{agent_theirs.session_id}"), 404)
+    assert_problem(narrow.post(f"/api/sessions/{agent_theirs.session_id}/viewer-token"), 404)
+    assert narrow.post(f"/api/sessions/{agent_mine.session_id}/viewer-token").status_code == 200
+    await agent_mine.ws.close()
+    await agent_theirs.ws.close()
