@@ -96,7 +96,8 @@ def zstd_level(preset: int) -> int:
     return profile_for(preset).zstd_level
 
 
-def encoder_config(width: int, height: int, quality: Any = None) -> EncoderConfig:
+def encoder_config(width: int, height: int,
+                   quality: pb.QualitySettings | None = None) -> EncoderConfig:
     """The encoder configuration for a display size and a ``QualitySettings`` (or ``None``).
 
     ``custom_fps`` (1-60) and ``custom_bitrate`` (kbps) override the preset when
@@ -152,7 +153,12 @@ def choose_codec(specs: Iterable[CodecSpec], preference: int = pb.CODEC_AUTO) ->
     for spec in usable:
         if preference != pb.CODEC_AUTO and spec.preference == preference:
             return spec
-    return max(usable, key=lambda s: (s.auto_rank, -s.preference))
+    return _best(usable)
+
+
+def _best(specs: list[CodecSpec]) -> CodecSpec:
+    """Highest ``auto_rank``; on a tie the lower ``CodecPreference`` value."""
+    return max(specs, key=lambda s: (s.auto_rank, -s.preference))
 
 
 def viewer_preference(specs: Iterable[CodecSpec], wanted: int = pb.CODEC_AUTO,
@@ -162,20 +168,21 @@ def viewer_preference(specs: Iterable[CodecSpec], wanted: int = pb.CODEC_AUTO,
     ``wanted`` when this viewer can decode it. ``CODEC_AUTO`` is kept only if
     the viewer can decode everything the agent might auto-pick
     (``agent_may_pick``, default: every built-in preference); otherwise the
-    viewer names its own best decodable codec, so the agent never sends
-    frames it cannot show.
+    viewer names its own best decodable codec. An agent without that codec
+    still falls back to its own choice; :class:`FrameDecoder` then names the
+    codec this viewer lacks.
     """
     usable = usable_codecs(specs, decode=True)
-    decodable = {s.preference for s in usable}
     if not usable:
         raise ValueError("no usable video decoder is installed (is codec_raw_zstd loaded?)")
+    decodable = {s.preference for s in usable}
     if wanted != pb.CODEC_AUTO and wanted in decodable:
         return wanted
     candidates = set(agent_may_pick) if agent_may_pick is not None else {
         pb.CODEC_RAW, pb.CODEC_VP9, pb.CODEC_H264, pb.CODEC_H265}
     if candidates <= decodable:
         return pb.CODEC_AUTO
-    return max(usable, key=lambda s: (s.auto_rank, -s.preference)).preference
+    return _best(usable).preference
 
 
 def as_image(image: Any) -> Any:
