@@ -13,6 +13,8 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from ..errors import ConflictError, NotFoundError
+
 __all__ = [
     "PROBLEM_MEDIA_TYPE",
     "Problem",
@@ -86,6 +88,13 @@ async def _on_http_exception(_request: Request, exc: Exception) -> Response:
     return problem_response(exc.status_code, detail, headers=exc.headers)
 
 
+async def _on_store_error(_request: Request, exc: Exception) -> Response:
+    """A row that vanished or collided between a handler's check and its write."""
+    if isinstance(exc, NotFoundError):
+        return problem_response(404, "the resource no longer exists")
+    return problem_response(409, "the change conflicts with the current state; retry")
+
+
 async def _on_unexpected(request: Request, exc: Exception) -> Response:
     log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return problem_response(500, "internal server error")
@@ -94,6 +103,8 @@ async def _on_unexpected(request: Request, exc: Exception) -> Response:
 exception_handlers: dict[Any, Any] = {
     Problem: _on_problem,
     HTTPException: _on_http_exception,
+    NotFoundError: _on_store_error,
+    ConflictError: _on_store_error,
     Exception: _on_unexpected,
 }
 """Starlette ``exception_handlers`` for the whole app."""

@@ -27,9 +27,19 @@ def _model_of(result: Any) -> tuple[type[BaseModel] | None, bool]:
     return result, False
 
 
+_HEADERS: dict[int, dict[str, Any]] = {
+    401: {"WWW-Authenticate": {"description": "always Bearer", "schema": {"type": "string"}}},
+    429: {"Retry-After": {"description": "seconds to wait", "required": True,
+                          "schema": {"type": "string", "pattern": "^[0-9]+$"}}},
+}
+
+
 def _problem(status: int, meaning: str) -> dict[str, Any]:
-    return {"description": meaning, "content": {
+    response: dict[str, Any] = {"description": meaning, "content": {
         "application/problem+json": {"schema": {"$ref": _REF.format(model="ProblemOut")}}}}
+    if status in _HEADERS:
+        response["headers"] = _HEADERS[status]
+    return response
 
 
 def _query_parameters(model: type[BaseModel]) -> list[dict[str, Any]]:
