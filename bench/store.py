@@ -3,8 +3,9 @@
 Runs every driver the store supports on SQLite (a temporary file) and on
 PostgreSQL (a scratch database in ``REMOTE_SUPPORT_TEST_POSTGRES_URL``,
 default 127.0.0.1:5432), so the default drivers can be chosen by measurement:
-an async engine (aiosqlite, asyncpg, psycopg async) against a sync engine in
-worker threads (pysqlite, psycopg).
+an async engine (asyncpg, psycopg async) against a sync engine in worker
+threads (pysqlite, psycopg). ``--drivers`` takes any installed driver, e.g.
+``sqlite+aiosqlite`` after ``uv pip install aiosqlite``.
 
     uv run python -m bench.store                 # 10,000 machines
     uv run python -m bench.store --machines 1000 --drivers sqlite+pysqlite
@@ -27,8 +28,8 @@ from remote_store_sql.testing import postgres_database, sqlite_database
 from bench.report import report
 from remote_core.records import MachineFilter, MachineReport
 
-DRIVERS = ("sqlite+pysqlite", "sqlite+aiosqlite", "postgresql+asyncpg",
-           "postgresql+psycopg", "postgresql+psycopg_async")
+DRIVERS = ("sqlite+pysqlite", "postgresql+asyncpg", "postgresql+psycopg",
+           "postgresql+psycopg_async")
 CONCURRENCY = 10
 """Simultaneous callers, as from that many agent connections."""
 

@@ -5,7 +5,8 @@ Every store operation is a plain synchronous function of a SQLAlchemy
 async engine (``AsyncConnection.run_sync``: asyncpg, aiosqlite, psycopg async)
 or on a sync engine in a worker thread (pysqlite, psycopg): one thread hop per
 transaction. ``bench/store.py`` measures both; the default drivers below are
-the faster ones there (see the README).
+the faster ones there (see the README). Any other installed SQLAlchemy driver
+of SQLite or PostgreSQL works when the URL names it.
 
 SQLite gets WAL, a busy timeout and foreign keys on every connection, and its
 write transactions start with ``BEGIN IMMEDIATE`` so that writers queue on the
@@ -34,6 +35,7 @@ DEFAULT_DRIVERS = {"sqlite": "pysqlite", "postgresql": "asyncpg"}
 """The driver a plain ``sqlite://`` or ``postgresql://`` URL selects (CONTRACT 4)."""
 
 ASYNC_DRIVERS = {"aiosqlite", "asyncpg", "psycopg_async"}
+"""Drivers run on an async engine; every other one on a sync engine in worker threads."""
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
@@ -57,7 +59,7 @@ class Runner:
         self.url = url
         self.dialect = url.get_backend_name()
         self.is_async = url.get_driver_name() in ASYNC_DRIVERS
-        options: dict[str, Any] = {"pool_pre_ping": False}
+        options: dict[str, Any] = {}
         if self.dialect == "sqlite":
             options["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
             if not self.is_async:
@@ -65,11 +67,16 @@ class Runner:
         else:
             options.update(pool_size=10, max_overflow=20)
         self._async: AsyncEngine | None = None
-        if self.is_async:
-            self._async = create_async_engine(url, **options)
-            self.engine: Engine = self._async.sync_engine
-        else:
-            self.engine = sa.create_engine(url, **options)
+        try:
+            if self.is_async:
+                self._async = create_async_engine(url, **options)
+                self.engine: Engine = self._async.sync_engine
+            else:
+                self.engine = sa.create_engine(url, **options)
+        except ImportError as error:
+            raise StoreError(
+                f"the database driver of {url.drivername!r} is not installed ({error}); "
+                f"plain {self.dialect}:// URLs use {DEFAULT_DRIVERS[self.dialect]}") from error
         if self.dialect == "sqlite":
             _sqlite_setup(self.engine)
 

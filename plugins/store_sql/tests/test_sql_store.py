@@ -153,6 +153,11 @@ def test_unsupported_url_is_a_clear_error() -> None:
         _engine.resolve_url("mysql://root@localhost/db")
 
 
+def test_a_driver_that_is_not_installed_is_a_clear_error() -> None:
+    with pytest.raises(StoreError, match=r"'postgresql\+pg8000' is not installed.*asyncpg"):
+        SqlStore("postgresql+pg8000://postgres@127.0.0.1:5432/test")
+
+
 def test_plugin_registers_the_store_without_importing_sqlalchemy() -> None:
     settings = load_settings(environ={"REMOTE_SUPPORT_PLUGINS": "store_sql"})
     spec = get_plugin_manager(settings).store_for_url("postgresql+asyncpg://h/db")
@@ -171,8 +176,7 @@ class TestOtherDrivers(StoreContract):
 
     pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-    @pytest.fixture(params=["sqlite+aiosqlite", "postgresql+psycopg",
-                            "postgresql+psycopg_async"])
+    @pytest.fixture(params=["postgresql+psycopg", "postgresql+psycopg_async"])
     def database(self, request: pytest.FixtureRequest,
                  scratch: Callable[[str], Database]) -> Database:
         driver = str(request.param)
