@@ -47,6 +47,7 @@ class Outbox:
         self._items: deque[tuple[bytes, bool]] = deque()  # (data, is_video)
         self._close: Close | None = None
         self._wakeup: anyio.Event | None = None
+        self.closing = anyio.Event()  # set once close() was asked for
 
     def __len__(self) -> int:
         return len(self._items)
@@ -102,6 +103,7 @@ class Outbox:
         if farewell is not None:
             self._append(farewell, False)
         self._close = Close(code, reason[:120])
+        self.closing.set()
         self._wake()
 
     # -- the writer ----------------------------------------------------------------

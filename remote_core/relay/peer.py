@@ -40,6 +40,8 @@ __all__ = ["CodeLimiter", "Transport", "ViewerVerifier", "serve_agent", "serve_v
 log = logging.getLogger(__name__)
 
 VIDEO_FRAME = NUMBER_BY_FIELD["video_frame"]
+CLOSE_GRACE = 5.0
+"""Seconds a closing socket has to take its last messages before it is cut off."""
 
 
 class Transport(Protocol):
@@ -107,6 +109,16 @@ async def _writer(transport: Transport, link: Link, group: TaskGroup) -> None:
     group.cancel_scope.cancel()
 
 
+async def _reaper(link: Link, group: TaskGroup) -> None:
+    """Once the link is closing, give its writer a grace period, then end the socket.
+
+    A peer that stopped reading would otherwise keep its writer waiting forever.
+    """
+    await link.outbox.closing.wait()
+    await anyio.sleep(CLOSE_GRACE)
+    group.cancel_scope.cancel()
+
+
 async def _watchdog(link: Link, silence: float) -> None:
     while True:
         silent = time.monotonic() - link.last_heard
@@ -140,6 +152,7 @@ async def _run(transport: Transport, link: Link, silence: float,
     async with anyio.create_task_group() as group:
         group.start_soon(_writer, transport, link, group)
         group.start_soon(_watchdog, link, silence)
+        group.start_soon(_reaper, link, group)
         if extra is not None:
             group.start_soon(extra)
         reason = await read()
@@ -209,6 +222,10 @@ async def serve_agent(transport: Transport, registry: Registry, limiter: CodeLim
             log.info("agent from %s refused: %s", client_ip, exc)
             await _reject(transport, first, str(exc))
             return
+        except Exception:
+            log.exception("could not open a session for the agent from %s", client_ip)
+            await _reject(transport, first, "the server could not open the session")
+            return
         if limited:
             await limiter.record_code_result(client_ip, True)
         await _serve_session_agent(transport, registry, session)
@@ -265,6 +282,10 @@ async def serve_viewer(transport: Transport, registry: Registry, verify: ViewerV
         except Refused as exc:
             log.info("viewer from %s refused: %s", client_ip, exc)
             await _reject(transport, first, str(exc))
+            return
+        except Exception:
+            log.exception("could not admit the viewer from %s", client_ip)
+            await _reject(transport, first, "the server could not admit the viewer")
             return
 
         async def handle(event: Inbound) -> str | None:

@@ -184,9 +184,7 @@ class Registry:
                 raise Refused("the machine this key belongs to no longer exists")
             uid = None  # a keyed agent's claimed uid is dropped (SPEC 5.2)
         else:
-            uid = identity.machine_uid
-            claimed = _clean_id(identity.agent_id, "agent_id")
-            agent_id = (self._by_uid.get(uid) if uid else None) or claimed
+            agent_id, uid = await self._resolve_unkeyed(identity)
         if identity.support_code is not None:
             consumed = await self.store.consume_support_code(
                 identity.support_code, agent_id, session_id, utcnow())
@@ -235,6 +233,33 @@ class Registry:
         log.info("agent %s connected (%s), session %s, consent %s", agent_id, identity.method,
                  session_id, consent_state)
         return session
+
+    async def _resolve_unkeyed(self, identity: AgentIdentity) -> tuple[str, str | None]:
+        """(agent_id, machine_uid) of an agent without a key (SPEC 5.4).
+
+        The uid index is consulted before the claimed agent_id. A keyed machine is
+        only ever reached with its key: its uid is not an alias anyone may claim,
+        and its agent_id is refused to everyone else.
+        """
+        claimed = _clean_id(identity.agent_id, "agent_id")
+        uid = _clean_id(identity.machine_uid, "machine_uid") if identity.machine_uid else None
+        holder = None
+        if uid:
+            holder = self._by_uid.get(uid)
+            if holder is None:
+                found = await self.store.get_machine_by_uid(uid)
+                holder = found.agent_id if found is not None else None
+            if holder is not None and await self._is_keyed(holder):
+                log.warning("an agent without a key claimed the machine_uid of keyed machine "
+                            "%s; the uid is ignored", holder)
+                holder = uid = None
+        agent_id = holder or claimed
+        if await self._is_keyed(agent_id):
+            raise Refused("this machine has an agent key; it must connect with that key")
+        return agent_id, uid
+
+    async def _is_keyed(self, agent_id: str) -> bool:
+        return any(k.revoked_at is None for k in await self.store.list_agent_keys(agent_id))
 
     async def _decide_consent(self, identity: AgentIdentity, session_id: str,
                               agent_id: str) -> tuple[str, bool]:

@@ -150,3 +150,22 @@ async def test_session_events_reach_the_audit_log(server, admin: Admin) -> None:
     await agent.close()
     kinds = await eventually(lambda: "session.closed" in (k := admin.events(session_id)) and k)
     assert {"session.opened", "viewer.joined", "viewer.left"} <= set(kinds)
+
+
+async def test_a_keyed_machine_is_reached_only_with_its_key(server, admin: Admin) -> None:
+    uid = f"uid-{uuid.uuid4()}"
+    first = await Peer.agent(server, SHARED_KEY, agent_id="later-keyed",
+                             headers={"X-Machine-UID": uid})
+    await first.accepted()
+    await first.close()
+    admin.key("later-keyed")
+    # Its agent_id is no longer claimable without the key ...
+    impostor = await Peer.agent(server, admin.code(), agent_id="later-keyed")
+    assert await refused(impostor) == "this machine has an agent key; it must connect with that key"
+    # ... and its uid is no alias: the claimant gets a machine of its own.
+    other = await Peer.agent(server, SHARED_KEY, agent_id="uid-claimant",
+                             headers={"X-Machine-UID": uid})
+    session_id = await other.accepted()
+    assert admin.ok("GET", f"/api/sessions/{session_id}")["agent_id"] == "uid-claimant"
+    assert admin.ok("GET", "/api/machines/later-keyed")["machine_uid"] == uid
+    assert admin.ok("GET", "/api/machines/uid-claimant")["machine_uid"] is None
