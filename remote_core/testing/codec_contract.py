@@ -355,11 +355,19 @@ class CodecContract:
             bad.CopyFrom(good)
             self._payload(bad).data = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
             garbage.append(bad)
+        data = self._payload(good).data
         truncated = pb.VideoFrame()
         truncated.CopyFrom(good)
-        data = self._payload(good).data
         self._payload(truncated).data = data[: len(data) // 2]
         garbage.append(truncated)
+        for seed in range(8):  # bit rot: a few bytes flipped anywhere in a real keyframe
+            flipped = bytearray(data)
+            for at in np.random.default_rng(seed).integers(0, len(data), 1 + seed * 3):
+                flipped[int(at)] ^= 0xFF
+            rotten = pb.VideoFrame()
+            rotten.CopyFrom(good)
+            self._payload(rotten).data = bytes(flipped)
+            garbage.append(rotten)
         for bad in garbage:
             try:
                 dec.decode(bad)

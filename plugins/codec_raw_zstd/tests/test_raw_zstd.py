@@ -3,6 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from remote_codec_raw_zstd import SPEC
 from remote_codec_raw_zstd.decoder import RawZstdDecoder
 from remote_codec_raw_zstd.dirty import find_dirty
@@ -111,7 +113,7 @@ def test_quality_preset_picks_the_zstd_level() -> None:
     assert len(low.encode(image).raw.data) < len(high.encode(image).raw.data)
 
 
-def keyframe(width: int, height: int, data: bytes, **fields: object) -> pb.VideoFrame:
+def keyframe_of(width: int, height: int, data: bytes, **fields: object) -> pb.VideoFrame:
     return pb.VideoFrame(raw=pb.RawFrame(width=width, height=height, data=data,
                                          is_keyframe=True, **fields))
 
@@ -120,20 +122,20 @@ def test_decompression_bomb_is_refused_before_it_expands() -> None:
     dec = RawZstdDecoder()
     bomb = zstandard.ZstdCompressor(level=19).compress(bytes(64 * 1024 * 1024))
     with pytest.raises(ValueError, match="declares"):
-        dec.decode(keyframe(64, 64, bomb, compressed=True))
+        dec.decode(keyframe_of(64, 64, bomb, compressed=True))
     # A frame without a declared size stops at the expected size.
     streamed = zstandard.ZstdCompressor(write_content_size=False).compress(bytes(1 << 20))
     with pytest.raises(ValueError, match="more than"):
-        dec.decode(keyframe(64, 64, streamed, compressed=True))
+        dec.decode(keyframe_of(64, 64, streamed, compressed=True))
     short = zstandard.ZstdCompressor().compress(bytes(100))
     with pytest.raises(ValueError, match="declares"):
-        dec.decode(keyframe(64, 64, short, compressed=True))
+        dec.decode(keyframe_of(64, 64, short, compressed=True))
 
 
 @pytest.mark.parametrize("rect", [(-1, 0, 4, 4), (0, 0, 0, 4), (62, 0, 4, 4), (0, 46, 4, 4)])
 def test_rectangles_outside_the_frame_are_refused(rect: tuple[int, int, int, int]) -> None:
     dec = RawZstdDecoder()
-    dec.decode(keyframe(64, 48, bytes(64 * 48 * 4)))
+    dec.decode(keyframe_of(64, 48, bytes(64 * 48 * 4)))
     x, y, w, h = rect
     frame = pb.VideoFrame(raw=pb.RawFrame(
         width=64, height=48, data=bytes(max(0, w * h * 4)),
@@ -145,7 +147,7 @@ def test_rectangles_outside_the_frame_are_refused(rect: tuple[int, int, int, int
 @pytest.mark.parametrize("size", [(0, 10), (10, 0), (-5, 5), (20_000, 1), (16_000, 16_000)])
 def test_absurd_sizes_are_refused_without_allocating(size: tuple[int, int]) -> None:
     with pytest.raises(ValueError, match="frame size"):
-        RawZstdDecoder().decode(keyframe(*size, b""))
+        RawZstdDecoder().decode(keyframe_of(*size, b""))
 
 
 def test_incremental_frame_without_its_keyframe_waits() -> None:
@@ -156,8 +158,31 @@ def test_incremental_frame_without_its_keyframe_waits() -> None:
 
 def test_overlapping_rectangles_beyond_the_frame_area_are_refused() -> None:
     dec = RawZstdDecoder()
-    dec.decode(keyframe(8, 8, bytes(256)))
+    dec.decode(keyframe_of(8, 8, bytes(256)))
     rects = [pb.DirtyRect(x=0, y=0, width=8, height=8)] * 2
     with pytest.raises(ValueError, match="more than"):
         dec.decode(pb.VideoFrame(raw=pb.RawFrame(width=8, height=8, data=bytes(512),
                                                  dirty_rects=rects)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    width=st.integers(-2, 70), height=st.integers(-2, 70), keyframe=st.booleans(),
+    compressed=st.booleans(), data=st.binary(max_size=600),
+    rects=st.lists(st.tuples(*[st.integers(-3, 80)] * 4), max_size=4),
+)
+def test_any_raw_frame_decodes_or_is_a_value_error(width: int, height: int, keyframe: bool,
+                                                   compressed: bool, data: bytes,
+                                                   rects: list[tuple[int, int, int, int]]) -> None:
+    dec = RawZstdDecoder()
+    dec.decode(keyframe_of(8, 8, bytes(256)))
+    if compressed and data[:1] == b"z":  # sometimes a real Zstandard frame of the same bytes
+        data = zstandard.ZstdCompressor().compress(data[1:])
+    frame = pb.VideoFrame(raw=pb.RawFrame(
+        width=width, height=height, data=data, compressed=compressed, is_keyframe=keyframe,
+        dirty_rects=[pb.DirtyRect(x=x, y=y, width=w, height=h) for x, y, w, h in rects]))
+    try:
+        out = dec.decode(frame)
+    except ValueError:
+        return
+    assert out is None or out.shape == (height, width, 4)
