@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 import uuid
 from collections.abc import Sequence
 
 import anyio.to_thread
+from anyio import CapacityLimiter
+from anyio.lowlevel import RunVar
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
@@ -26,6 +29,12 @@ __all__ = [
 
 _hasher = PasswordHasher()  # argon2-cffi's current defaults: Argon2id, RFC 9106 low-memory
 
+# Argon2id is CPU- and memory-hard (64 MiB each) on purpose: a burst of logins would
+# otherwise run one hash per worker thread, taking the memory and every core from the
+# event loop and the relay behind it. Hashes run on all cores but one; the rest queue.
+HASHING_AT_ONCE = max(1, (os.cpu_count() or 2) - 1)
+_hashing: RunVar[CapacityLimiter] = RunVar("password_hashing")
+
 MIN_PASSWORD_LENGTH = 8
 FIRST_ADMIN_NAME = "admin"
 # Verified against when the username is unknown, so a miss costs what a hit costs.
@@ -37,9 +46,18 @@ def _validate_password(password: str) -> None:
         raise ConfigError(f"a password needs at least {MIN_PASSWORD_LENGTH} characters")
 
 
+def _hashing_limiter() -> CapacityLimiter:
+    try:
+        return _hashing.get()
+    except LookupError:
+        limiter = CapacityLimiter(HASHING_AT_ONCE)
+        _hashing.set(limiter)
+        return limiter
+
+
 async def hash_password(password: str) -> str:
     """Argon2id hash, computed in a worker thread so the event loop keeps serving."""
-    return await anyio.to_thread.run_sync(_hasher.hash, password)
+    return await anyio.to_thread.run_sync(_hasher.hash, password, limiter=_hashing_limiter())
 
 
 async def check_password(password_hash: str, password: str) -> bool:
@@ -50,7 +68,7 @@ async def check_password(password_hash: str, password: str) -> bool:
         except (VerificationError, InvalidHashError):
             return False
 
-    return await anyio.to_thread.run_sync(verify)
+    return await anyio.to_thread.run_sync(verify, limiter=_hashing_limiter())
 
 
 async def create_user(store: Store, username: str, password: str, role: str = "technician",
