@@ -50,7 +50,10 @@ class RawZstdEncoder(Encoder):
             full = sum(r.width * r.height for r in rects) >= FULL_FRAME_SHARE * w * h
         if full:
             payload: npt.NDArray[np.uint8] = current
-            self._previous = current.copy()
+            if previous is None or previous.shape != current.shape:
+                self._previous = current.copy()
+            else:
+                np.copyto(previous, current)  # reuse the buffer: no 8 MB allocation per frame
             self._clock.sent()
             rects = []
         else:
