@@ -114,12 +114,12 @@ def ours(ws: str, loop: str) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
 
 
 @contextlib.contextmanager
-def bare(ws: str, loop: str) -> Iterator[int]:
+def bare(ws: str, loop: str) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
     port = free_port()
     args = [sys.executable, "-m", "bench.relay", "--serve-bare", str(port), "--ws", ws,
             "--loop", loop]
-    with process(args, port):
-        yield port
+    with process(args, port) as proc:
+        yield port, proc
 
 
 @contextlib.contextmanager
@@ -327,8 +327,10 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def throughput(kind: str, port: int, viewers: int, size: int, seconds: float) -> float:
-    """Frames per second each viewer received, at most ``WINDOW`` in flight."""
+async def throughput(kind: str, port: int, viewers: int, size: int, seconds: float,
+                     pid: int | None = None) -> tuple[float, float]:
+    """Frames per second each viewer received (at most ``WINDOW`` in flight), and the
+    server's CPU microseconds per frame (NaN when the relay is not one process)."""
     frames = max(20, int(seconds * (3000 if size <= 200_000 else 300)))
     async with session(kind, port, viewers) as s:
         await stream(s, size, 10, None)  # warm-up
@@ -336,13 +338,15 @@ async def throughput(kind: str, port: int, viewers: int, size: int, seconds: flo
             v.received = 0
         deadline = time.perf_counter() + seconds
         sent, elapsed = 0, 0.0
+        cpu0 = proc_stats(pid)[1] if pid else 0.0
         while time.perf_counter() < deadline:  # in slices, so a slow relay ends in time
             batch = max(10, frames // 20)
             took, _ = await stream(s, size, batch, None)
             sent, elapsed = sent + batch, elapsed + took
             for v in s.viewers:
                 v.received = 0
-    return sent / elapsed
+        cpu = (proc_stats(pid)[1] - cpu0) / sent * 1e6 if pid else float("nan")
+    return sent / elapsed, cpu
 
 
 async def latency(kind: str, port: int, viewers: int, size: int, frames: int
@@ -360,23 +364,27 @@ async def latency(kind: str, port: int, viewers: int, size: int, frames: int
 SCENARIOS = [(1, 100_000), (4, 100_000), (1, 1_000_000), (4, 1_000_000)]
 
 
-def measure_side_by_side(targets: dict[str, int], seconds: float, repeats: int,
+def measure_side_by_side(targets: dict[str, tuple[int, int | None]], seconds: float,
+                         repeats: int,
                          paced_frames: int) -> dict[tuple[str, int, int], dict[str, Any]]:
     """Each scenario on every target, the targets interleaved; throughput is best of
     ``repeats`` (the machine is shared: the best run is the least disturbed)."""
     out: dict[tuple[str, int, int], dict[str, Any]] = {}
     for viewers, size in SCENARIOS:
         best = dict.fromkeys(targets, 0.0)
+        cpu: dict[str, list[float]] = {kind: [] for kind in targets}
         for _ in range(repeats):
-            for kind, port in targets.items():
-                fps = asyncio.run(throughput(kind, port, viewers, size, seconds))
+            for kind, (port, pid) in targets.items():
+                fps, us = asyncio.run(throughput(kind, port, viewers, size, seconds, pid))
                 best[kind] = max(best[kind], fps)
-        for kind, port in targets.items():
+                cpu[kind].append(us)
+        for kind, (port, _) in targets.items():
             p50, p99 = asyncio.run(latency(kind, port, viewers, size, paced_frames))
             fps = best[kind]
             out[(kind, viewers, size)] = {
                 "frames_s": fps, "mb_s_in": fps * size / 1e6,
-                "mb_s_out": fps * size * viewers / 1e6, "p50_ms": p50, "p99_ms": p99}
+                "mb_s_out": fps * size * viewers / 1e6, "p50_ms": p50, "p99_ms": p99,
+                "cpu_us_per_frame": min(cpu[kind])}
     return out
 
 
@@ -394,10 +402,12 @@ def run_matrix(impls: tuple[str, ...], loops: tuple[str, ...], seconds: float, r
     for ws in impls:
         for loop in loops:
             with contextlib.ExitStack() as stack:
-                targets = {"ours": stack.enter_context(ours(ws, loop))[0],
-                           "bare": stack.enter_context(bare(ws, loop))}
+                targets: dict[str, tuple[int, int | None]] = {}
+                for kind, server in (("ours", ours), ("bare", bare)):
+                    port, proc = stack.enter_context(server(ws, loop))
+                    targets[kind] = (port, proc.pid)
                 if first:  # websockify has no such settings: measured once, beside the first
-                    targets["websockify"] = stack.enter_context(websockify())
+                    targets["websockify"] = (stack.enter_context(websockify()), None)
                     first = False
                 add(ws, loop, measure_side_by_side(targets, seconds, repeats, paced_frames))
     return rows
@@ -419,6 +429,7 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "frame_kb": r["frame_kb"], "ours_frames_s": r["frames_s"],
                     "vs_bare": r["frames_s"] / b["frames_s"],
                     "vs_websockify": r["frames_s"] / w["frames_s"],
+                    "cpu_vs_bare": r["cpu_us_per_frame"] / b["cpu_us_per_frame"],
                     "p50_added_vs_bare_ms": r["p50_ms"] - b["p50_ms"]})
     return out
 
@@ -526,11 +537,13 @@ def main(argv: list[str] | None = None) -> None:
     report("relay_throughput", rows, title="Relay throughput and latency (1 agent -> N viewers)",
            notes=[f"frames_s: frames per second each viewer received, at most {WINDOW} in "
                   f"flight, best of {repeats} interleaved runs; mb_s_in/out: agent -> server / "
-                  "server -> all viewers; p50/p99: "
+                  "server -> all viewers; cpu: the server process's CPU time per frame "
+                  "(websockify forks per connection: not measured); p50/p99: "
                   f"send -> receive at a paced {PACED_FPS} frames/s.", *shared])
     report("relay_ratios", ratios(rows), title="Ours against the bare relay and websockify",
            notes=["vs_bare: ours / bare Starlette relay under the same ws and loop "
-                  "(goal >= 0.95); vs_websockify: ours / websockify."])
+                  "(goal >= 0.95); vs_websockify: ours / websockify; cpu_vs_bare: server CPU "
+                  "per frame, ours / bare (lower is better)."])
     ws, loop = fastest(rows)
     with ours(ws, loop) as (port, proc):
         idle = asyncio.run(idle_agents(port, proc.pid, agents, window,
