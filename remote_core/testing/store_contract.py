@@ -97,6 +97,11 @@ class StoreContract:
         await store.open()
         assert await store.get_machine("m-1") is not None
 
+    async def test_close_twice_is_harmless(self, store: Store) -> None:
+        await store.create_machine("m-1")
+        await store.close()
+        await store.close()
+
     async def test_secret_first_value_wins_under_concurrency(self, store: Store) -> None:
         results: list[str] = []
 
