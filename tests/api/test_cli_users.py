@@ -7,6 +7,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from remote_core.settings import Settings
 from remote_core.testing.liveserver import ApiClient, live_server
 
@@ -19,6 +21,7 @@ def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
                           timeout=120, env=env)
 
 
+@pytest.mark.slow
 def test_users_made_on_the_command_line_can_log_in(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     assert cli("migrate", "--database-url", url).returncode == 0

@@ -46,8 +46,8 @@ async def cancel_code(call: Call) -> None:
     code = await call.ctx.store.get_support_code(text) if text else None
     if code is None or not (call.me.is_admin or code.created_by == call.me.id):
         raise Problem(404, "no such support code")
-    if code_status(code, time.time()) != "pending" or not await call.ctx.store.\
-            cancel_support_code(code.code):
+    pending = code_status(code, time.time()) == "pending"
+    if not pending or not await call.ctx.store.cancel_support_code(code.code):
         raise Problem(409, "only a pending code can be cancelled")
 
 
