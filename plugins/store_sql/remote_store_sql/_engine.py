@@ -98,6 +98,9 @@ class Runner:
             raise ConflictError(_describe(error)) from error
         except exc.SQLAlchemyError as error:
             raise StoreError(f"database error: {_describe(error)}") from error
+        except OSError as error:  # some drivers (asyncpg) let connection failures through
+            raise StoreError(f"cannot reach the database at {_where(self.url)}: "
+                             f"{type(error).__name__}: {error}") from error
 
     def _in_thread(self, fn: Callable[..., T], args: tuple[Any, ...], write: bool) -> T:
         with self.engine.connect() as conn:
@@ -121,6 +124,13 @@ def _describe(error: exc.SQLAlchemyError) -> str:
     orig = getattr(error, "orig", None)
     text = str(orig if orig is not None else error).strip().splitlines()
     return f"{type(orig or error).__name__}: {text[0] if text else ''}"
+
+
+def _where(url: sa.URL) -> str:
+    """Host, port and database, never credentials."""
+    if url.get_backend_name() == "sqlite":
+        return str(url.database)
+    return f"{url.host}:{url.port or 5432}/{url.database}"
 
 
 def _sqlite_setup(engine: Engine) -> None:

@@ -123,6 +123,18 @@ async def test_ping_is_false_when_the_database_cannot_be_reached(tmp_path: Path)
         await store.close()
 
 
+@pytest.mark.parametrize("driver", ["postgresql", "postgresql+psycopg"])
+async def test_an_unreachable_server_is_a_store_error(driver: str) -> None:
+    store = SqlStore(f"{driver}://postgres:hunter2@127.0.0.1:1/nowhere")
+    try:
+        assert await store.ping() is False
+        with pytest.raises(StoreError) as raised:
+            await store.open()
+        assert "hunter2" not in str(raised.value)
+    finally:
+        await store.close()
+
+
 async def test_sqlite_connection_settings(tmp_path: Path) -> None:
     store = SqlStore(f"sqlite:///{tmp_path}/pragmas.db")
     try:
