@@ -16,6 +16,7 @@ from ..semver import SEMVER_PATTERN
 
 Permission = Literal["view", "control", "support_codes", "manage_machines"]
 Role = Literal["admin", "technician"]
+CodeStatus = Literal["pending", "connected", "cancelled", "expired"]
 
 
 def _printable(text: str) -> str:
@@ -255,7 +256,7 @@ class CodeCreateIn(Body):
 
 class CodeOut(Out):
     code: str
-    status: Literal["pending", "connected", "cancelled", "expired"]
+    status: CodeStatus
     technician: str
     created_at: datetime | None
     expires_at: datetime

@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "can_see",
+    "code_out",
+    "code_status",
     "event_out",
     "key_out",
     "machine_out",
@@ -110,7 +112,7 @@ def release_out(release: Release) -> s.ReleaseOut:
                         notes=release.notes, created_at=release.created_at)
 
 
-def code_status(code: SupportCode, now_ts: float) -> str:
+def code_status(code: SupportCode, now_ts: float) -> s.CodeStatus:
     if code.consumed_at is not None:
         return "connected"
     if code.cancelled_at is not None:
@@ -121,7 +123,7 @@ def code_status(code: SupportCode, now_ts: float) -> str:
 
 
 def code_out(code: SupportCode, now_ts: float) -> s.CodeOut:
-    return s.CodeOut(code=code.code, status=code_status(code, now_ts),  # type: ignore[arg-type]
+    return s.CodeOut(code=code.code, status=code_status(code, now_ts),
                      technician=code.technician_name, created_at=code.created_at,
                      expires_at=code.expires_at, consumed_at=code.consumed_at,
                      agent_id=code.agent_id, session_id=code.session_id)
