@@ -42,11 +42,18 @@ SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 def resolve_url(url: str) -> sa.URL:
     """The URL with the project's default driver filled in when none is named."""
-    parsed = make_url(url)
+    try:
+        parsed = make_url(url)
+    except (exc.ArgumentError, ValueError):
+        raise StoreError("the database URL is malformed; use sqlite:///path or "
+                         "postgresql://user@host:port/db") from None
     backend = parsed.get_backend_name()
     if backend not in DEFAULT_DRIVERS:
         raise StoreError(f"database URL scheme {parsed.drivername!r} is not supported; "
                          "use sqlite:///path or postgresql://user@host:port/db")
+    if backend == "sqlite" and parsed.database in (None, "", ":memory:"):
+        raise StoreError("SQLite needs a database file (sqlite:///path): an in-memory "
+                         "database is neither shared between connections nor kept")
     if "+" not in parsed.drivername:
         parsed = parsed.set(drivername=f"{backend}+{DEFAULT_DRIVERS[backend]}")
     return parsed

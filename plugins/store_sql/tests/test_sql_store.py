@@ -160,9 +160,16 @@ def test_default_drivers_and_explicit_ones_honoured(url: str, driver: str) -> No
     assert _engine.resolve_url(url).drivername == driver
 
 
-def test_unsupported_url_is_a_clear_error() -> None:
-    with pytest.raises(StoreError, match=r"sqlite:///path or postgresql://"):
-        _engine.resolve_url("mysql://root@localhost/db")
+@pytest.mark.parametrize(("url", "message"), [
+    ("mysql://root@localhost/db", r"scheme 'mysql' is not supported"),
+    ("postgresql://user@host:notaport/db", r"malformed"),
+    ("not a url", r"malformed"),
+    ("sqlite://", r"needs a database file"),
+    ("sqlite:///:memory:", r"needs a database file"),
+])
+def test_unusable_url_is_a_clear_error(url: str, message: str) -> None:
+    with pytest.raises(StoreError, match=message):
+        _engine.resolve_url(url)
 
 
 def test_a_driver_that_is_not_installed_is_a_clear_error() -> None:
