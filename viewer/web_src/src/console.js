@@ -179,7 +179,7 @@ function keysView(main, agentId) {
   main.append(h("h1", {}, "Agent keys"), h("p", { className: "muted" }, `Machine ${agentId}`),
     h("div", { className: "row" }, label, h("button", { className: "primary", onclick: () => guarded(error, async () => {
       const issued = await api("POST", base, { label: label.value });
-      const plain = issued.key || issued.agent_key || issued.plain_key;
+      const plain = issued.key;
       fresh.replaceChildren(h("div", { className: "card" },
         h("p", {}, "Copy this key now; it is shown only once:"),
         h("div", { className: "secret", id: "new-key" }, plain),
@@ -216,11 +216,11 @@ function codesView(main) {
     if (code.session_id) {
       const session = await api("GET", `/api/sessions/${encodeURIComponent(code.session_id)}`).catch(() => null);
       if (session?.consent_state === "pending") text = "Waiting for consent…";
-      else if (session && !session.ended_at) {
+      else if (session?.live) {
         text = "Connected";
         kind = "connected";
         link = viewerLink(code.session_id);
-      } else if (session?.ended_at) {
+      } else if (session) {
         text = `Ended${session.end_reason ? `: ${session.end_reason}` : ""}`;
         kind = "offline";
       }
@@ -250,8 +250,8 @@ function sessionsView(main) {
   const load = () => guarded(error, async () => {
     const sessions = items(await api("GET", "/api/sessions"));
     body.replaceChildren(...sessions.map((s) => {
-      const id = s.session_id || s.id;
-      const live = !s.ended_at;
+      const id = s.id;
+      const live = s.live;
       return h("tr", {},
         h("td", {}, id), h("td", {}, s.hostname || s.agent_id || ""), h("td", {}, s.source || ""),
         h("td", {}, badge(s.consent_state || "", s.consent_state === "pending" ? "pending" : "granted")),
