@@ -125,6 +125,7 @@ support_codes = sa.Table(
     sa.Column("agent_id", sa.String(128), nullable=True),
     sa.Column("session_id", sa.String(36), nullable=True),
     _tenant(),
+    sa.Index("ix_support_codes_created_by_created_at", "created_by", "created_at"),
 )
 
 sessions = sa.Table(
@@ -142,6 +143,7 @@ sessions = sa.Table(
     sa.Column("deleted_at", UTCDateTime, nullable=True),
     _tenant(),
     sa.Index("ix_sessions_agent_id_created_at", "agent_id", "created_at"),
+    sa.Index("ix_sessions_created_at", "created_at"),
 )
 
 users = sa.Table(

@@ -94,8 +94,15 @@ async def test_each_earlier_revision_upgrades_cleanly(
         await old.runner.write(_migrate.upgrade, start)
         assert await old.runner.read(_migrate.current_revision) == (
             None if start == "base" else start)
+        if start != "base":
+            empty.execute("INSERT INTO machines (agent_id, machine_uid, organization) "
+                          "VALUES ('kept', 'uid-kept', 'acme')")
         await old.open()
         upgraded = await take_snapshot(old)
+        if start != "base":
+            kept = await old.get_machine("kept")
+            assert kept is not None
+            assert (kept.machine_uid, kept.organization) == ("uid-kept", "acme")
     finally:
         await old.close()
 
