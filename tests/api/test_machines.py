@@ -5,6 +5,7 @@ from __future__ import annotations
 import anyio
 
 from remote_core.records import MachineReport
+from remote_core.server.api.schemas import MachineOut
 from remote_core.testing.liveserver import ApiClient, assert_problem
 
 
@@ -51,6 +52,8 @@ def test_list_filters(admin: ApiClient) -> None:
     assert ids(q="blue-box") == {b}
     assert a in ids(status="offline") and not ids(organization="filt-org", status="online")
     assert len(admin.get("/api/machines", params={"limit": 1}).json()) == 1
+    for body in admin.get("/api/machines").json():  # rendered without a model: same shape
+        MachineOut.model_validate(body)
     assert_problem(admin.get("/api/machines", params={"status": "asleep"}), 422, "status")
     assert_problem(admin.get("/api/machines", params={"limit": "many"}), 422, "limit")
 

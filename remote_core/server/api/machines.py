@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from ...protocol import pb
 from ...records import Event, Machine, MachineFilter
@@ -32,7 +33,7 @@ async def find_machine(call: Call) -> Machine:
     return machine
 
 
-async def list_machines(call: Call) -> list[s.MachineOut]:
+async def list_machines(call: Call) -> list[dict[str, Any]]:
     q: s.MachineQuery = call.query
     machines = await call.ctx.store.list_machines(MachineFilter(
         organization=q.organization, site=q.site, tag=q.tag, status=q.status, text=q.q,
@@ -41,14 +42,14 @@ async def list_machines(call: Call) -> list[s.MachineOut]:
     registry = call.ctx.registry
     out = [machine_out(m, registry) for m in machines]
     # The registry knows who is connected right now; the stored status may lag behind.
-    return [m for m in out if q.status is None or m.status == q.status]
+    return [m for m in out if q.status is None or m["status"] == q.status]
 
 
-async def get_machine(call: Call) -> s.MachineOut:
+async def get_machine(call: Call) -> dict[str, Any]:
     return machine_out(await find_machine(call), call.ctx.registry)
 
 
-async def create_machine(call: Call) -> s.MachineOut:
+async def create_machine(call: Call) -> dict[str, Any]:
     body: s.MachineCreateIn = call.body
     machine = await call.ctx.store.create_machine(
         str(uuid.uuid4()), body.organization, body.site, tuple(body.tags))
@@ -58,7 +59,7 @@ async def create_machine(call: Call) -> s.MachineOut:
     return machine_out(machine, call.ctx.registry)
 
 
-async def patch_machine(call: Call) -> s.MachineOut:
+async def patch_machine(call: Call) -> dict[str, Any]:
     body: s.MachinePatchIn = call.body
     machine = await find_machine(call)
     updated = await call.ctx.store.update_machine(
