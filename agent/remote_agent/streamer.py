@@ -1,6 +1,6 @@
 """The video stream: capture, encode and send, paced, flow-controlled, off the event loop.
 
-The loop waits, in this order, for a viewer, for the frame interval, for room
+The loop waits, in this order, for a viewer, for the pacer's token, for room
 in the flow window, and for the screen to change; only then does it grab and
 encode (in a worker thread), so a slow link or an idle screen costs nothing
 but a sleeping task, and what is sent is always the newest picture.
@@ -22,6 +22,7 @@ from remote_core.types import DisplayDesc
 
 from .devices import Devices
 from .flow import FlowWindow
+from .pacing import Pacer
 from .stream import StreamState
 
 __all__ = ["Streamer", "is_keyframe", "video_message"]
@@ -125,16 +126,16 @@ class Streamer:
         generation = state.generation
         display, encoder = await anyio.to_thread.run_sync(self._build, limiter=self._limiter)
         self.streaming_display = display
-        interval = 1.0 / state.fps()
+        pacer = Pacer(state.fps())
         self.flow.reset()
         state.keyframe_wanted = True
         last_keyframe = self._clock()
-        next_due = 0.0
         try:
             while state.active and state.generation == generation:
                 now = self._clock()
-                if now < next_due:
-                    await self._pause(next_due - now)
+                wait = pacer.wait_time(now)
+                if wait > 0:
+                    await self._pause(wait)
                     continue
                 if not self.flow.can_send(now):
                     deadline = self.flow.next_deadline(now)
@@ -160,9 +161,9 @@ class Streamer:
                 data = video_message(frame)
                 await self._send(data)
                 self.flow.sent(self.sequence, self._clock())
+                pacer.sent(started)
                 self.frames_sent += 1
                 self.bytes_sent += len(data)
-                next_due = started + interval
         finally:
             encoder.close()
 

@@ -140,3 +140,31 @@ def test_broken_config_is_a_clear_error(tmp_path):
     path.write_text('colour = "red"\n')
     with pytest.raises(ValueError, match="unknown keys"):
         AgentConfig.load(path)
+
+
+# -- pacing ------------------------------------------------------------------------------------
+def test_pacer_sends_a_change_at_once_and_caps_the_average_rate():
+    from remote_agent.pacing import Pacer
+
+    pacer = Pacer(fps=10, burst=2)
+    assert pacer.wait_time(0.0) == 0
+    pacer.sent(0.0)
+    pacer.sent(0.0)  # the burst is spent
+    assert pacer.wait_time(0.0) == pytest.approx(0.1)
+    assert pacer.wait_time(0.05) == pytest.approx(0.05)
+    assert pacer.wait_time(0.1) == 0
+    sent = 0
+    now = 0.1
+    while now < 10.1:  # a change every millisecond for 10 s
+        if pacer.wait_time(now) == 0:
+            pacer.sent(now)
+            sent += 1
+        now += 0.001
+    assert 99 <= sent <= 102
+
+
+def test_pacer_rejects_nonsense():
+    from remote_agent.pacing import Pacer
+
+    with pytest.raises(ValueError, match="fps"):
+        Pacer(fps=0)

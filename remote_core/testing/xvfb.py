@@ -136,6 +136,25 @@ class Painter:
         """Move a region up by ``dy`` pixels (as a scrolling text view does)."""
         self.root.copy_area(self._gc, self.root, x, y + dy, width, height - dy, x, y)
 
+    def upload(self, image: Any) -> Any:
+        """Keep a BGRA image (numpy, ``(h, w, 4)``) on the X server as a pixmap, for fast blits."""
+        from Xlib import X
+
+        height, width = image.shape[:2]
+        pixmap = self.root.create_pixmap(width, height, 24)
+        data = image.tobytes()
+        rows = max(1, 200_000 // (width * 4))
+        for top in range(0, height, rows):
+            count = min(rows, height - top)
+            pixmap.put_image(self._gc, 0, top, width, count, X.ZPixmap, 24, 0,
+                             data[top * width * 4:(top + count) * width * 4])
+        return pixmap
+
+    def blit(self, pixmap: Any, x: int, y: int, width: int, height: int,
+             src_x: int = 0, src_y: int = 0) -> None:
+        """Copy part of an uploaded pixmap onto the screen (server-side, no pixels sent)."""
+        self.root.copy_area(self._gc, pixmap, src_x, src_y, width, height, x, y)
+
     def sync(self) -> None:
         """Wait until the server has executed everything sent so far."""
         self._conn.sync()

@@ -42,6 +42,7 @@ class Frame:
     timestamp_us: int
     display_id: int
     keyframe: bool
+    codec: str
     size: int
     received_ns: int
     decoded_ns: int
@@ -136,7 +137,7 @@ class ViewerClient:
         self.frames_received += 1
         self.latest = Frame(image=image, sequence=frame.sequence,
                             timestamp_us=frame.timestamp, display_id=frame.display_id,
-                            keyframe=bool(keyframe), size=size, received_ns=received,
+                            keyframe=bool(keyframe), codec=kind, size=size, received_ns=received,
                             decoded_ns=time.perf_counter_ns())
         self._frame_ready.set()
         if self._ack:

@@ -16,7 +16,7 @@ from remote_core.interfaces import CaptureSource
 from remote_core.types import DisplayDesc, Rect
 
 from ._regions import clip, merge_rects
-from ._x11 import DamageWatcher, x11_monitors
+from ._x11 import DamageWatcher, MonitorQuery
 
 __all__ = ["MssCapture"]
 
@@ -42,6 +42,7 @@ class MssCapture(CaptureSource):
                 self._watcher = DamageWatcher()
             except OSError as exc:
                 log.info("capture polls: %s", exc)
+        self._monitors = MonitorQuery()
         self._known: list[DisplayDesc] = []
         self._frame: np.ndarray[Any, Any] | None = None
         self._frame_display: DisplayDesc | None = None
@@ -52,8 +53,8 @@ class MssCapture(CaptureSource):
         return self._watcher is not None
 
     def displays(self) -> list[DisplayDesc]:
-        """Enumerate afresh (a new X connection: call it seconds apart, not per frame)."""
-        found = x11_monitors()
+        """Enumerate afresh (a round trip to the X server: not per frame)."""
+        found = self._monitors.monitors()
         if found is None:
             monitors = self._mss.monitors[1:]
             found = [DisplayDesc(id=i, name=f"Display {i}", x=m["left"], y=m["top"],
@@ -113,4 +114,5 @@ class MssCapture(CaptureSource):
     def close(self) -> None:
         if self._watcher is not None:
             self._watcher.close()
+        self._monitors.close()
         self._mss.close()

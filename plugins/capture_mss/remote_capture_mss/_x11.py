@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import select
 import threading
@@ -10,7 +11,9 @@ from typing import Any
 
 from remote_core.types import DisplayDesc, Rect
 
-__all__ = ["DamageWatcher", "x11_monitors"]
+log = logging.getLogger(__name__)
+
+__all__ = ["DamageWatcher", "MonitorQuery"]
 
 
 def _open_display() -> Any | None:
@@ -24,32 +27,40 @@ def _open_display() -> Any | None:
         return None
 
 
-def x11_monitors() -> list[DisplayDesc] | None:
-    """The RandR monitors (``xrandr --setmonitor`` ones included), or ``None`` off X11."""
-    conn = _open_display()
-    if conn is None:
-        return None
-    try:
+class MonitorQuery:
+    """The RandR monitors (``xrandr --setmonitor`` ones included) over one kept connection,
+    so asking every few seconds costs one request, not a connection set-up."""
+
+    def __init__(self) -> None:
+        self._conn = _open_display()
+        if self._conn is not None and not self._conn.has_extension("RANDR"):
+            self._conn.close()
+            self._conn = None
+
+    def monitors(self) -> list[DisplayDesc] | None:
+        """The monitors, or ``None`` off X11 (or when RandR cannot say)."""
+        if self._conn is None:
+            return None
         from Xlib.ext import randr
 
-        if not conn.has_extension("RANDR"):
+        try:
+            found = randr.get_monitors(self._conn.screen().root, is_active=True).monitors
+            out = []
+            for index, mon in enumerate(found, start=1):
+                name = self._conn.get_atom_name(mon["name"]) if mon["name"] else ""
+                out.append(DisplayDesc(id=index, name=name or f"Monitor {index}", x=mon["x"],
+                                       y=mon["y"], width=mon["width_in_pixels"],
+                                       height=mon["height_in_pixels"],
+                                       is_primary=bool(mon["primary"])))
+            return out or None
+        except Exception:
+            log.debug("RandR monitor query failed", exc_info=True)
             return None
-        monitors = randr.get_monitors(conn.screen().root, is_active=True).monitors
-        out = []
-        for index, mon in enumerate(monitors, start=1):
-            try:
-                name = conn.get_atom_name(mon["name"])
-            except Exception:
-                name = f"Monitor {index}"
-            out.append(DisplayDesc(id=index, name=name, x=mon["x"], y=mon["y"],
-                                   width=mon["width_in_pixels"],
-                                   height=mon["height_in_pixels"],
-                                   is_primary=bool(mon["primary"])))
-        return out or None
-    except Exception:
-        return None
-    finally:
-        conn.close()
+
+    def close(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.close()
 
 
 class DamageWatcher:

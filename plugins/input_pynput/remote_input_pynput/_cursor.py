@@ -12,8 +12,8 @@ __all__ = ["XCursor"]
 
 
 class XCursor:
-    """Polls XFixes for the cursor; reports the position when it moved and the shape when
-    its serial changed, so an idle pointer costs one small request per poll."""
+    """Reports the pointer position when it moved and the cursor image when XFixes says
+    the shape changed: an idle pointer costs one ``QueryPointer`` round trip per poll."""
 
     def __init__(self) -> None:
         if not os.environ.get("DISPLAY"):
@@ -26,18 +26,29 @@ class XCursor:
             raise OSError("the XFixes extension is not available")
         self._conn.xfixes_query_version()
         self._root = self._conn.screen().root
+        self._conn.xfixes_select_cursor_input(self._root, 1)  # DisplayCursorNotifyMask
+        self._conn.flush()
         self._last_pos: tuple[int, int] | None = None
-        self._last_serial: int | None = None
+        self._shape_changed = True
+
+    def _shape_events(self) -> None:
+        notify = self._conn.extension_event.DisplayCursorNotify
+        while self._conn.pending_events():
+            event = self._conn.next_event()
+            if (event.type, getattr(event, "sub_code", None)) == notify:
+                self._shape_changed = True
 
     def poll(self) -> tuple[tuple[int, int] | None, dict[str, Any] | None]:
         """``(position if moved, shape if changed)``; positions are virtual-screen pixels."""
-        image = self._conn.xfixes_get_cursor_image(self._root)
-        position = (image.x, image.y)
+        pointer = self._root.query_pointer()
+        position = (pointer.root_x, pointer.root_y)
         moved = position if position != self._last_pos else None
         self._last_pos = position
+        self._shape_events()
         shape = None
-        if image.cursor_serial != self._last_serial:
-            self._last_serial = image.cursor_serial
+        if self._shape_changed:
+            self._shape_changed = False
+            image = self._conn.xfixes_get_cursor_image(self._root)
             pixels = np.asarray(image.cursor_image, dtype="<u4").tobytes()  # ARGB -> BGRA
             shape = {"id": image.cursor_serial, "hotspot_x": image.xhot,
                      "hotspot_y": image.yhot, "width": image.width, "height": image.height,
