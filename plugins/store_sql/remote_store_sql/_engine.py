@@ -15,6 +15,8 @@ busy timeout instead of failing a read-to-write upgrade.
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
@@ -140,8 +142,22 @@ def _where(url: sa.URL) -> str:
     return f"{url.host}:{url.port or 5432}/{url.database}"
 
 
+def _create_private_file(path: str) -> None:
+    """Create the database file readable by its owner only: it holds password hashes and
+    the token-signing secret. SQLite gives its WAL and shared-memory files the same mode."""
+    # An existing file is left alone; a missing directory is reported by sqlite3 itself.
+    with contextlib.suppress(OSError):
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+
+
 def _sqlite_setup(engine: Engine) -> None:
-    """WAL, busy timeout, foreign keys; and transactions the project controls (BEGIN ...)."""
+    """A private file; WAL, busy timeout, foreign keys; transactions the project controls."""
+
+    @event.listens_for(engine, "do_connect")
+    def _before_connect(_dialect: Any, _record: Any, _cargs: Any, _cparams: Any) -> None:
+        database = engine.url.database
+        if database and not database.startswith("file:"):
+            _create_private_file(database)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:

@@ -3,6 +3,7 @@ settings, races between separate engines (as between server processes), error te
 
 from __future__ import annotations
 
+import stat
 import subprocess
 import sys
 import uuid
@@ -131,6 +132,18 @@ async def test_an_unreachable_server_is_a_store_error(driver: str) -> None:
         with pytest.raises(StoreError) as raised:
             await store.open()
         assert "hunter2" not in str(raised.value)
+    finally:
+        await store.close()
+
+
+async def test_sqlite_files_are_private(tmp_path: Path) -> None:
+    path = tmp_path / "private.db"
+    store = SqlStore(f"sqlite:///{path}")
+    try:
+        await store.open()
+        await store.get_or_create_secret("jwt", "signing-key")
+        files = [path, path.with_name("private.db-wal"), path.with_name("private.db-shm")]
+        assert {oct(stat.S_IMODE(f.stat().st_mode)) for f in files} == {oct(0o600)}
     finally:
         await store.close()
 
