@@ -243,3 +243,18 @@ async def test_a_technician_sees_only_sessions_of_granted_organizations(
     assert narrow.post(f"/api/sessions/{agent_mine.session_id}/viewer-token").status_code == 200
     await agent_mine.ws.close()
     await agent_theirs.ws.close()
+
+
+@pytest.mark.anyio
+async def test_a_login_token_is_refused_on_the_viewer_socket(admin: ApiClient) -> None:
+    _, _, key = keyed(admin)
+    agent = await Agent.connect(admin.server, key)
+    login_token = admin.headers["Authorization"].split(" ", 1)[1]
+    url = admin.server.base_url.replace("http://", "ws://") + "/ws/viewer"
+    async with connect(url, additional_headers={"X-Forwarded-For": fresh_ip()}) as ws:
+        await ws.send(wrap("session_request", pb.SessionRequest(session_token=login_token)))
+        viewer = Agent(ws)
+        response = await viewer.expect("session_response")
+        assert not response.success and response.error
+        assert await viewer.closed()
+    await agent.ws.close()
