@@ -82,8 +82,9 @@ def route(endpoint: Endpoint) -> Route:
         user = await _caller(request, ctx) if endpoint.access != "public" else None
         if endpoint.access == "admin" and not (user and user.is_admin):
             raise Problem(403, "this endpoint is for administrators only")
-        query = _parse(endpoint.query, dict(request.query_params), "query") \
-            if endpoint.query else None
+        query = None
+        if endpoint.query is not None:
+            query = _parse(endpoint.query, dict(request.query_params), "query")
         body = await _body(request, endpoint) if endpoint.body else None
         call = Call(request, ctx, user, body, query, client_ip(request.scope, ctx.settings))
         return _render(await endpoint.handler(call), endpoint.status)
