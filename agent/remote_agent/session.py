@@ -52,6 +52,8 @@ class Timing:
     status: float = 60.0
     displays: float = 3.0
     cursor: float = 1 / 30
+    cursor_still: float = 0.1
+    """Poll interval once the pointer has been still for a second."""
 
 
 class AgentSession:
@@ -84,6 +86,7 @@ class AgentSession:
         self._cursor_shape: Any | None = None
         self._cursor_position: tuple[int, int] | None = None
         self._cursor_due = True
+        self._pointer_moved_at = 0.0
 
     # -- sending -------------------------------------------------------------------------
     async def _send_bytes(self, data: bytes) -> None:
@@ -198,6 +201,9 @@ class AgentSession:
         display = self.streamer.streaming_display or self.devices.display(
             self.state.display_id, self.displays)
 
+        if kind == "mouse_event":
+            self._pointer_moved_at = time.monotonic()  # poll the cursor closely again
+
         def apply() -> None:
             if kind == "mouse_event":
                 if display is not None:
@@ -284,7 +290,8 @@ class AgentSession:
             return
         limiter = anyio.CapacityLimiter(1)
         while True:
-            await anyio.sleep(self.timing.cursor)
+            still = time.monotonic() - self._pointer_moved_at > 1.0
+            await anyio.sleep(self.timing.cursor_still if still else self.timing.cursor)
             display = self.streamer.streaming_display
             if not self.state.active or display is None:
                 continue
@@ -293,6 +300,7 @@ class AgentSession:
                 self._cursor_shape, self._cursor_due = shape, True
             if position is not None:
                 self._cursor_position = position
+                self._pointer_moved_at = time.monotonic()
             elif self._cursor_due and self._cursor_position is not None:
                 position = self._cursor_position
             if self._cursor_due and self._cursor_shape is not None:

@@ -29,7 +29,7 @@ __all__ = ["Streamer", "is_keyframe", "video_message"]
 
 log = logging.getLogger(__name__)
 
-_CHANGE_WAIT = 0.1
+_CHANGE_WAIT = 0.2
 """Longest blocking wait for a screen change, so stream changes are seen promptly."""
 
 _VIDEO_TAG = bytes([(NUMBER_BY_FIELD["video_frame"] << 3) | 2])
@@ -142,23 +142,18 @@ class Streamer:
                     await self._pause(None if deadline is None else deadline - now)
                     continue
                 keyframe = state.keyframe_wanted or now - last_keyframe >= KEYFRAME_INTERVAL_S
-                if not keyframe:
-                    changed = await anyio.to_thread.run_sync(
-                        self.devices.capture.wait_for_change, _CHANGE_WAIT,
-                        limiter=self._limiter)
-                    if not changed or not state.active or state.generation != generation:
-                        continue
-                keyframe = state.take_keyframe() or keyframe
-                started = self._clock()
-                frame = await anyio.to_thread.run_sync(
-                    self._grab_encode, encoder, display.id, keyframe, limiter=self._limiter)
-                if frame is None:
-                    continue
-                if is_keyframe(frame):
-                    last_keyframe = started
+                if keyframe:
+                    state.take_keyframe()
                 self.sequence += 1
-                frame.sequence = self.sequence
-                data = video_message(frame)
+                made = await anyio.to_thread.run_sync(
+                    self._next_frame, encoder, display.id, keyframe, self.sequence,
+                    limiter=self._limiter)
+                if made is None:
+                    self.sequence -= 1
+                    continue
+                data, key, started = made
+                if key:
+                    last_keyframe = started
                 await self._send(data)
                 self.flow.sent(self.sequence, self._clock())
                 pacer.sent(started)
@@ -167,11 +162,19 @@ class Streamer:
         finally:
             encoder.close()
 
-    def _grab_encode(self, encoder: Encoder, display_id: int, keyframe: bool) -> Any | None:
+    def _next_frame(self, encoder: Encoder, display_id: int, keyframe: bool,
+                    sequence: int) -> tuple[bytes, bool, float] | None:
+        """In a worker thread: wait for a change (unless a keyframe is due), grab, encode
+        and frame it; ``None`` when nothing changed. One thread hop per frame."""
+        if not keyframe and not self.devices.capture.wait_for_change(_CHANGE_WAIT):
+            return None
+        started = self._clock()
         timestamp = time.time_ns() // 1000
         image, dirty = self.devices.capture.grab(display_id)
         frame = encoder.encode(image, keyframe=keyframe, dirty=dirty)
-        if frame is not None:
-            frame.timestamp = timestamp
-            frame.display_id = display_id
-        return frame
+        if frame is None:
+            return None
+        frame.timestamp = timestamp
+        frame.display_id = display_id
+        frame.sequence = sequence
+        return video_message(frame), is_keyframe(frame), started
