@@ -15,7 +15,10 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
+from alembic.util import CommandError
 from sqlalchemy.engine import Connection
+
+from remote_core.errors import StoreError
 
 __all__ = ["MIGRATIONS", "current_revision", "exclusive", "head_revision", "revisions",
            "upgrade"]
@@ -45,7 +48,12 @@ def _config(conn: Connection | None = None) -> Config:
 def upgrade(conn: Connection, target: str = "head") -> None:
     """Apply pending migrations up to ``target`` (a no-op when already there)."""
     exclusive(conn, "migrate")
-    command.upgrade(_config(conn), target)
+    try:
+        command.upgrade(_config(conn), target)
+    except CommandError as error:  # e.g. a schema written by a newer release
+        raise StoreError(f"cannot migrate the database (at revision "
+                         f"{current_revision(conn)!r}, this release knows up to "
+                         f"{head_revision()!r}): {error}") from error
 
 
 def current_revision(conn: Connection) -> str | None:

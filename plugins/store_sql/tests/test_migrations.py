@@ -23,6 +23,7 @@ from remote_store_sql.store import SqlStore
 from remote_store_sql.testing import Database
 from sqlalchemy.engine import Connection
 
+from remote_core.errors import StoreError
 from remote_core.records import DEFAULT_TENANT_ID
 
 pytestmark = pytest.mark.anyio
@@ -183,3 +184,14 @@ def test_migrate_command_reports_a_bad_url_clearly(tmp_path: Path) -> None:
     assert run.returncode != 0
     assert "Traceback" not in output
     assert "unable to open database file" in output
+
+
+async def test_a_database_from_a_newer_release_is_refused_clearly(empty: Database) -> None:
+    store = SqlStore(empty.url)
+    try:
+        await store.open()
+        empty.execute("UPDATE alembic_version SET version_num = '9999'")
+        with pytest.raises(StoreError, match=r"at revision '9999'.*knows up to"):
+            await store.open()
+    finally:
+        await store.close()
