@@ -43,7 +43,8 @@ from ..records import (
     utcnow,
 )
 
-__all__ = ["BINDERS", "RACE_ROUNDS", "StoreContract"]
+__all__ = ["BINDERS", "RACE_ROUNDS", "StoreContract", "key_hash", "make_code", "make_session",
+           "make_user"]
 
 BINDERS = 20
 """Concurrent binders of one support code in the race test."""
