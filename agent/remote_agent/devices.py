@@ -10,6 +10,8 @@ from remote_core.interfaces import CaptureSource, ConsentPrompt, InputSink
 from remote_core.plugins import Plugins
 from remote_core.types import CodecSpec, DisplayDesc
 
+from .clipboard import TkClipboard, open_clipboard
+
 __all__ = ["Devices", "open_devices"]
 
 log = logging.getLogger(__name__)
@@ -18,12 +20,14 @@ log = logging.getLogger(__name__)
 @dataclass
 class Devices:
     """The capture source, the input sink (``None`` where injection is impossible), the
-    codecs and the consent prompt (``None`` where nobody can be asked)."""
+    codecs, the consent prompt (``None`` where nobody can be asked) and the text
+    clipboard (``None`` where there is none)."""
 
     capture: CaptureSource
     input: InputSink | None
     codecs: list[CodecSpec]
     prompt: ConsentPrompt | None
+    clipboard: TkClipboard | None = None
 
     def display(self, display_id: int, displays: list[DisplayDesc]) -> DisplayDesc | None:
         """The display ``display_id`` names (0 = primary), or ``None``."""
@@ -33,7 +37,7 @@ class Devices:
         return None
 
     def close(self) -> None:
-        for thing in (self.input, self.capture):
+        for thing in (self.clipboard, self.input, self.capture):
             if thing is not None:
                 try:
                     thing.close()
@@ -64,4 +68,5 @@ def open_devices(plugins: Plugins) -> Devices:
         except Exception as exc:
             log.warning("input injection disabled: %s", exc)
     return Devices(capture=capture_spec.factory(), input=sink, codecs=plugins.codecs(),
-                   prompt=prompt_spec.factory() if prompt_spec is not None else None)
+                   prompt=prompt_spec.factory() if prompt_spec is not None else None,
+                   clipboard=open_clipboard())

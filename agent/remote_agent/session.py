@@ -54,6 +54,7 @@ class Timing:
     cursor: float = 1 / 30
     cursor_still: float = 0.1
     """Poll interval once the pointer has been still for a second."""
+    clipboard: float = 1.0
 
 
 class AgentSession:
@@ -87,6 +88,7 @@ class AgentSession:
         self._cursor_position: tuple[int, int] | None = None
         self._cursor_due = True
         self._pointer_moved_at = 0.0
+        self._clipboard_text: str | None = None
 
     # -- sending -------------------------------------------------------------------------
     async def _send_bytes(self, data: bytes) -> None:
@@ -110,7 +112,7 @@ class AgentSession:
             self.chat.attach(self._send_chat)
             async with anyio.create_task_group() as group:
                 for task in (self._heartbeats, self._status_reports, self._display_watch,
-                             self._cursor_watch, self.streamer.run):
+                             self._cursor_watch, self._clipboard_watch, self.streamer.run):
                     group.start_soon(task)
                 await self._read()
                 group.cancel_scope.cancel()
@@ -188,6 +190,10 @@ class AgentSession:
             await self._consent(message)
         elif kind == "chat_message":
             self.chat.received(message)
+        elif kind == "clipboard_data":
+            await self._paste(message)
+        elif kind == "clipboard_request":
+            await self._send_clipboard(force=True)
         elif kind == "admin_command":
             return await self._admin(message)
         else:
@@ -246,6 +252,42 @@ class AgentSession:
             current_version=__version__, state=pb.UPDATE_FAILED,
             error_message="this agent does not update itself"))
         return False
+
+    # -- clipboard (text) ------------------------------------------------------------------
+    async def _paste(self, message: Any) -> None:
+        board = self.devices.clipboard
+        if board is None or message.format != pb.CLIPBOARD_TEXT:
+            log.debug("clipboard data of format %d not applied", message.format)
+            return
+        try:
+            text = message.data.decode("utf-8")
+        except UnicodeDecodeError:
+            log.warning("clipboard text that is not UTF-8 ignored")
+            return
+        self._clipboard_text = text  # ours now: do not echo it back
+        await anyio.to_thread.run_sync(board.set, text)
+
+    async def _send_clipboard(self, *, force: bool = False) -> None:
+        board = self.devices.clipboard
+        if board is None:
+            return
+        text = await anyio.to_thread.run_sync(board.get)
+        if text is None or (text == self._clipboard_text and not force):
+            return
+        self._clipboard_text = text
+        await self.send("clipboard_data", pb.ClipboardData(
+            format=pb.CLIPBOARD_TEXT, data=text.encode("utf-8"),
+            mime_type="text/plain;charset=utf-8"))
+
+    async def _clipboard_watch(self) -> None:
+        """While someone watches, what the user copies goes to the technician."""
+        if self.devices.clipboard is None:
+            return
+        self._clipboard_text = await anyio.to_thread.run_sync(self.devices.clipboard.get)
+        while True:
+            await anyio.sleep(self.timing.clipboard)
+            if self.state.active:
+                await self._send_clipboard()
 
     async def _send_chat(self, message: Any) -> None:
         await self.send("chat_message", message)

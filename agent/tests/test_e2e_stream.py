@@ -140,3 +140,56 @@ async def test_slow_viewer_lowers_the_frame_rate_instead_of_queueing(managed, ap
         delivered = viewer.frames_received - start
     # window 3 per 1 s stall, so about 3-6 frames instead of ~30
     assert 1 <= delivered <= 8, delivered
+
+
+@pytest.fixture
+def desktop_app(x_display):
+    """Another X client, as the user's application: copies and pastes through Tk."""
+    import tkinter
+
+    root = tkinter.Tk()
+    root.withdraw()
+    yield root
+    root.destroy()
+
+
+@pytest.mark.anyio
+async def test_clipboard_text_both_ways(managed, api, server, desktop_app):
+    _, session, _ = managed
+    async with open_viewer(server.url, api.viewer_token(session["id"])) as viewer:
+        await viewer.next_frame(15)
+        await viewer.send("clipboard_data", pb.ClipboardData(
+            format=pb.CLIPBOARD_TEXT, data="paste me ✓".encode(), mime_type="text/plain"))
+        with anyio.fail_after(5):
+            while True:
+                desktop_app.update()
+                try:
+                    if desktop_app.clipboard_get() == "paste me ✓":
+                        break
+                except Exception:  # not yet owned by the agent
+                    pass
+                await anyio.sleep(0.05)
+        desktop_app.clipboard_clear()
+        desktop_app.clipboard_append("copied by the user")
+        desktop_app.update()
+        with anyio.fail_after(10):
+            while True:  # the agent's read needs this owner to answer
+                desktop_app.update()
+                with anyio.move_on_after(0.05):
+                    _, data = await viewer.receive("clipboard_data", within=60)
+                    if data.data == b"copied by the user":
+                        break
+        assert data.format == pb.CLIPBOARD_TEXT
+
+
+@pytest.mark.anyio
+async def test_chat_reaches_the_user_and_replies_come_back(managed, api, server):
+    _, session, agent = managed
+    async with open_viewer(server.url, api.viewer_token(session["id"])) as viewer:
+        await viewer.next_frame(15)
+        await viewer.send("chat_message", pb.ChatMessage(
+            id="m1", sender="technician", content="Hello from support",
+            timestamp=int(time.time())))
+        with anyio.fail_after(5):
+            while "[chat] technician: Hello from support" not in agent.output():
+                await anyio.sleep(0.05)
