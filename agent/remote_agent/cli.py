@@ -11,6 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 
 from remote_core.errors import RemoteSupportError
 from remote_core.plugins import get_plugin_manager
@@ -18,6 +20,7 @@ from remote_core.settings import load_settings
 
 from . import __version__
 from .chat import ChatChannel
+from .chat_window import open_chat_window
 from .config import AgentConfig, default_config_path, machine_uid
 from .devices import open_devices
 from .install import install, uninstall
@@ -71,8 +74,20 @@ def _run(config: AgentConfig, config_path: Path, token: str, attended: bool) -> 
     def make_session() -> AgentSession:
         return AgentSession(config, token, devices, machine_uid=uid, timing=timing, chat=chat)
 
+    async def serve() -> Ending:
+        token = anyio.lowlevel.current_token()
+        window = open_chat_window(
+            lambda text: anyio.from_thread.run(chat.reply, text, token=token))
+        if window is not None:
+            chat.listen(window.show)
+        try:
+            return await run_agent(make_session, attended=attended)
+        finally:
+            if window is not None:
+                window.close()
+
     try:
-        ending = anyio.run(lambda: run_agent(make_session, attended=attended))
+        ending = anyio.run(serve)
     except Refused as exc:
         print(f"remote-agent: the server refused the session: {exc}", file=sys.stderr)
         return 1

@@ -10,61 +10,21 @@ from __future__ import annotations
 
 import logging
 import os
-import queue
 import sys
-import threading
-from collections.abc import Callable
-from concurrent.futures import Future
 from typing import Any
+
+from .tkthread import TkThread
 
 __all__ = ["TkClipboard", "open_clipboard"]
 
 log = logging.getLogger(__name__)
-
-_TICK = 0.05
 
 
 class TkClipboard:
     """``get()`` and ``set(text)`` from any thread; ``close()`` ends the Tk thread."""
 
     def __init__(self) -> None:
-        self._jobs: queue.Queue[tuple[Callable[[Any], Any], Future[Any]] | None] = queue.Queue()
-        ready: Future[None] = Future()
-        self._thread = threading.Thread(target=self._run, args=(ready,), name="clipboard",
-                                        daemon=True)
-        self._thread.start()
-        ready.result(timeout=10)
-
-    def _run(self, ready: Future[None]) -> None:
-        try:
-            import tkinter
-
-            root = tkinter.Tk()
-            root.withdraw()
-        except Exception as exc:
-            ready.set_exception(exc)
-            return
-        ready.set_result(None)
-        while True:
-            try:
-                job = self._jobs.get(timeout=_TICK)
-            except queue.Empty:
-                job = ()  # type: ignore[assignment]
-            if job is None:
-                break
-            if job:
-                call, result = job
-                try:
-                    result.set_result(call(root))
-                except Exception as exc:
-                    result.set_exception(exc)
-            root.update()  # answer other programs' paste requests
-        root.destroy()
-
-    def _call(self, call: Callable[[Any], Any]) -> Any:
-        result: Future[Any] = Future()
-        self._jobs.put((call, result))
-        return result.result(timeout=10)
+        self._tk = TkThread("clipboard")
 
     def get(self) -> str | None:
         """The clipboard's text, or ``None`` when it holds none."""
@@ -76,7 +36,7 @@ class TkClipboard:
             except tkinter.TclError:
                 return None
 
-        result: str | None = self._call(read)
+        result: str | None = self._tk.call(read)
         return result
 
     def set(self, text: str) -> None:
@@ -85,11 +45,10 @@ class TkClipboard:
             root.clipboard_append(text)
             root.update()
 
-        self._call(write)
+        self._tk.call(write)
 
     def close(self) -> None:
-        self._jobs.put(None)
-        self._thread.join(timeout=5)
+        self._tk.close()
 
 
 def open_clipboard() -> TkClipboard | None:

@@ -183,7 +183,7 @@ async def test_clipboard_text_both_ways(managed, api, server, desktop_app):
 
 
 @pytest.mark.anyio
-async def test_chat_reaches_the_user_and_replies_come_back(managed, api, server):
+async def test_chat_reaches_the_user_and_replies_come_back(managed, api, server, x_display):
     _, session, agent = managed
     async with open_viewer(server.url, api.viewer_token(session["id"])) as viewer:
         await viewer.next_frame(15)
@@ -193,3 +193,43 @@ async def test_chat_reaches_the_user_and_replies_come_back(managed, api, server)
         with anyio.fail_after(5):
             while "[chat] technician: Hello from support" not in agent.output():
                 await anyio.sleep(0.05)
+        found = await anyio.run_process(
+            ["xdotool", "search", "--sync", "--onlyvisible", "--name", "Remote support chat"],
+            env=x_display.env())
+        window = found.stdout.split()[0].decode()
+        await anyio.run_process(["xdotool", "windowfocus", "--sync", window, "type",
+                                 "--delay", "20", "thanks!"], env=x_display.env())
+        await anyio.run_process(["xdotool", "key", "--window", window, "Return"],
+                                env=x_display.env())
+        _, reply = await viewer.receive("chat_message", within=10)
+        assert (reply.sender, reply.content) == ("client", "thanks!")
+
+
+def test_remote_viewer_cli_saves_a_screenshot(managed, api, server, tmp_path):
+    import zlib
+
+    from harness import BIN
+
+    _, session, _ = managed
+    out = tmp_path / "shot.png"
+    done = subprocess.run([str(BIN / "remote-viewer"), "--server", server.url, "--token",
+                           api.viewer_token(session["id"]), "screenshot", str(out)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    data = out.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert (width, height) == (800, 600)
+    idat = data.index(b"IDAT")
+    length = int.from_bytes(data[idat - 4:idat], "big")
+    assert len(zlib.decompress(data[idat + 4:idat + 4 + length])) == 600 * (1 + 800 * 3)
+
+
+def test_remote_viewer_cli_reports_a_bad_token(server):
+    from harness import BIN
+
+    done = subprocess.run([str(BIN / "remote-viewer"), "--server", server.url, "--token",
+                           "not-a-token", "screenshot", "/dev/null"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "refused" in done.stderr
