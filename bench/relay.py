@@ -21,6 +21,7 @@ gives the per-message cost of what the hot path does with a frame.
 
     uv run python -m bench.relay            # the full run (several minutes)
     uv run python -m bench.relay --quick    # a small smoke run
+    uv run python -m bench.relay --impls websockets-sansio --loops uvloop --repeats 5
 """
 
 from __future__ import annotations
@@ -515,6 +516,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="a small smoke run")
     parser.add_argument("--seconds", type=float, default=2.0, help="per throughput measurement")
     parser.add_argument("--agents", type=int, default=1000)
+    parser.add_argument("--impls", default=",".join(IMPLS),
+                        help="uvicorn WebSocket implementations to measure (comma-separated)")
+    parser.add_argument("--loops", default=",".join(LOOPS), help="event loops to measure")
+    parser.add_argument("--repeats", type=int, default=3, help="throughput runs per scenario")
     parser.add_argument("--serve-bare", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--serve-hub", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--ws", default="websockets", help=argparse.SUPPRESS)
@@ -524,8 +529,8 @@ def main(argv: list[str] | None = None) -> None:
         return serve_bare(args.serve_bare, args.ws, args.loop)
     if args.serve_hub:
         return serve_hub(args.serve_hub)
-    impls, loops, seconds, agents, window = IMPLS, LOOPS, args.seconds, args.agents, 30.0
-    repeats, paced = 3, 60
+    impls, loops = tuple(args.impls.split(",")), tuple(args.loops.split(","))
+    seconds, agents, window, repeats, paced = args.seconds, args.agents, 30.0, args.repeats, 60
     if args.quick:
         impls, loops, seconds, agents, window = ("websockets-sansio",), ("uvloop",), 0.3, 50, 3.0
         repeats, paced = 1, 20
