@@ -185,7 +185,13 @@ async def _read_loop(transport: Transport, link: Link,
                 reason = event.payload().reason[:200]
                 link.close("goodbye", notify=False)
                 return "peer said goodbye" + (f": {reason}" if reason else "")
-            why = await handle(event)
+            try:
+                why = await handle(event)
+            except (RemoteProtocolError, LocalProtocolError):
+                raise
+            except Exception:  # a store hiccup must not cost the peer its session
+                log.exception("handling %s from %s failed", event.kind, link.id)
+                continue
             if why is not None:
                 _dropped(link, event.kind, why)
         except RemoteProtocolError as exc:

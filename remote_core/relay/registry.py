@@ -211,7 +211,7 @@ class Registry:
             is_managed=not identity.attended, consent_state=consent_state, created_at=now,
             organization=machine.organization, technician_id=identity.technician_id,
             technician_name=identity.technician_name, control_consented=control,
-            key_id=identity.key_id, machine_uid=uid,
+            key_id=identity.key_id, machine_uid=uid, support_code=identity.support_code,
         )
         record = SessionRecord(id=session_id, agent_id=agent_id, is_managed=session.is_managed,
                                source=identity.method, consent_state=consent_state,
@@ -467,6 +467,9 @@ class Registry:
             return
         session.ended = True
         self._sessions.pop(session.session_id, None)
+        if session.support_code is not None:
+            # Single use from now on rests on the database (consumed_at): nothing to keep.
+            self._codes.pop(session.support_code, None)
         if self._by_agent.get(session.agent_id) is session:
             del self._by_agent[session.agent_id]
         else:

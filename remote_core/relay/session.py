@@ -60,7 +60,7 @@ class Session:
                  organization: str = "", technician_id: str | None = None,
                  technician_name: str = "", control_consented: bool = True,
                  key_id: str | None = None, machine_uid: str | None = None,
-                 session_type: int = 0) -> None:
+                 support_code: str | None = None) -> None:
         self.session_id = session_id
         self.agent_id = agent_id
         self.agent = agent
@@ -74,7 +74,7 @@ class Session:
         self.control_consented = control_consented
         self.key_id = key_id
         self.machine_uid = machine_uid
-        self.session_type = session_type
+        self.support_code = support_code
         self.viewers: dict[str, Link] = {}
         self.display_info: Any | None = None  # pb.DisplayInfo, the agent's latest report
         self.display_id = 0  # the stream's display, as the last SwitchDisplay set it
