@@ -118,12 +118,25 @@ async def test_a_consent_policy_can_decide_without_asking(tmp_path) -> None:
     from .conftest import relay_settings
 
     class Policy:
+        def __init__(self) -> None:
+            self.seen: list[tuple[str, str]] = []
+
         @hookimpl
         def consent_policy(self, session):
             return ConsentDecision.APPROVE if session.attended else ConsentDecision.DENY
 
+        @hookimpl
+        def session_opened(self, session):
+            self.seen.append(("opened", session.consent_state))
+
+        @hookimpl
+        def session_closed(self, session, reason):
+            self.seen.append(("closed", reason))
+
+    policy = Policy()
+
     settings = relay_settings(tmp_path)
-    plugins = get_plugin_manager(settings, extra=[("policy", Policy())])
+    plugins = get_plugin_manager(settings, extra=[("policy", policy)])
     with live_server(settings, plugins=plugins) as live:
         admin = Admin(live)
         agent = await Peer.agent(live, admin.code())
@@ -134,3 +147,6 @@ async def test_a_consent_policy_can_decide_without_asking(tmp_path) -> None:
         keyed = await Peer.agent(live, admin.keyed_machine()[1])
         response = await keyed.response()
         assert response.error == "the session was refused by the server's consent policy"
+        await agent.close()
+        await eventually(lambda: len(policy.seen) == 2)
+        assert policy.seen == [("opened", "granted"), ("closed", "peer disconnected")]

@@ -171,3 +171,31 @@ async def test_a_stalled_viewer_neither_slows_the_others_nor_grows(server, admin
         if got.sequence != previous + 1:
             assert got.raw.is_keyframe, f"frame {got.sequence} after a gap is a delta frame"
         previous = got.sequence
+
+
+async def test_each_side_may_send_only_its_own_kinds(server, admin: Admin) -> None:
+    agent, session_id = await live_session(server, admin)
+    viewer = await Peer.viewer(server, admin.viewer_token(session_id))
+    await viewer.accepted()
+    await agent.expect("start_stream")
+    for kind, payload in (("consent_response", pb.ConsentResponse(granted=True)),
+                          ("start_stream", pb.StartStream(viewer_id="x")),
+                          ("update_info", pb.UpdateInfo(version="9")),
+                          ("admin_command", pb.AdminCommand(command=pb.ADMIN_UNINSTALL)),
+                          ("agent_status", pb.AgentStatus(hostname="fake"))):
+        await viewer.send(kind, payload)
+    for kind, payload in (("consent_request", pb.ConsentRequest(session_id=session_id)),
+                          ("mouse_event", pb.MouseEvent(x=1)),
+                          ("key_event", pb.KeyEvent(vk_code=1)),
+                          ("start_stream", pb.StartStream(viewer_id="x")),
+                          ("video_ack", pb.VideoAck(sequence=1))):
+        await agent.send(kind, payload)
+    for peer in (viewer, agent):
+        await peer.send("heartbeat", pb.Heartbeat(timestamp=9))
+        assert (await peer.expect("heartbeat_ack")).client_timestamp == 9  # nothing else came
+    session = server.ctx.registry.live(session_id)
+    (viewer_link,) = session.viewers.values()
+    assert viewer_link.conn.dropped == {"consent_response": 1, "start_stream": 1,
+                                        "update_info": 1, "admin_command": 1, "agent_status": 1}
+    assert session.agent.conn.dropped == {"consent_request": 1, "mouse_event": 1,
+                                          "key_event": 1, "start_stream": 1, "video_ack": 1}
