@@ -164,11 +164,11 @@ class Registry:
         try:
             return await self._bind(identity, credential, session_id)
         except BaseException:
-            if code is not None and not await self._code_consumed_by(code, session_id):
-                self._codes.pop(code, None)
+            if code is not None and not await self._code_consumed(code):
+                self._codes.pop(code, None)  # back to Pending: the database never bound it
             raise
 
-    async def _code_consumed_by(self, code: str, session_id: str) -> bool:
+    async def _code_consumed(self, code: str) -> bool:
         with anyio.CancelScope(shield=True):
             try:
                 row = await self.store.get_support_code(code)
@@ -198,10 +198,6 @@ class Registry:
         agent_id = machine.agent_id
         if uid:
             self._by_uid[uid] = agent_id
-        previous = self._by_agent.get(agent_id)
-        if previous is not None:
-            await self._end(previous, "replaced by a new connection of this agent",
-                            mark_offline=False)
         consent_state, control = await self._decide_consent(identity, session_id, agent_id)
         now = utcnow()
         conn = Connection(Role.SERVER, Role.AGENT, self.settings.max_message_bytes)
@@ -217,8 +213,11 @@ class Registry:
                                source=identity.method, consent_state=consent_state,
                                technician=identity.technician_name or None, created_at=now)
         await self.store.create_session(record)
+        previous = self._by_agent.get(agent_id)  # no await from here to registration
         self._sessions[session_id] = session
         self._by_agent[agent_id] = session
+        if previous is not None:
+            await self._end(previous, "replaced by a new connection of this agent")
         link.outbox.put(conn.accept(session_id))
         if consent_state == CONSENT_PENDING:
             link.send("consent_request", pb.ConsentRequest(
