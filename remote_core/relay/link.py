@@ -34,6 +34,11 @@ class Link:
     def closed(self) -> bool:
         return self.outbox.closed
 
+    @property
+    def close_reason(self) -> str | None:
+        """Why the server closed this socket, once it has."""
+        return self.outbox.close_reason
+
     def send(self, kind: str, payload: Any, *, lossy: bool = False) -> bool:
         """Serialize and queue a message from the server; False if it was not queued."""
         if self.outbox.closed:

@@ -56,6 +56,10 @@ class Outbox:
     def closed(self) -> bool:
         return self._close is not None
 
+    @property
+    def close_reason(self) -> str | None:
+        return self._close.reason if self._close is not None else None
+
     # -- producers (synchronous: they never wait for the reader) ---------------------
     def put_frame(self, data: bytes, offset: int) -> bool:
         """Queue a ``VideoFrame`` message; return True when this frame started a skip.

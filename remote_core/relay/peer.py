@@ -148,7 +148,7 @@ async def _run(transport: Transport, link: Link, silence: float,
                read: Callable[[], Awaitable[str]],
                extra: Callable[[], Coroutine[Any, Any, None]] | None = None) -> str:
     """Run reader, writer and watchdog until the socket ends; return why it ended."""
-    reason = "connection closed"
+    reason = ""
     async with anyio.create_task_group() as group:
         group.start_soon(_writer, transport, link, group)
         group.start_soon(_watchdog, link, silence)
@@ -158,7 +158,7 @@ async def _run(transport: Transport, link: Link, silence: float,
         reason = await read()
         if not link.closed:
             group.cancel_scope.cancel()  # the peer left: nothing more to send
-    return reason
+    return reason or link.close_reason or "connection closed"
 
 
 async def _read_loop(transport: Transport, link: Link,
@@ -168,8 +168,8 @@ async def _read_loop(transport: Transport, link: Link,
     conn = link.conn
     while True:
         data = await transport.receive()
-        if data is None:
-            return "peer disconnected"
+        if data is None:  # after our own close frame, the reason is ours
+            return link.close_reason or "peer disconnected"
         link.last_heard = time.monotonic()
         try:
             event = conn.receive_data(data)

@@ -116,3 +116,23 @@ async def test_a_silent_peer_is_disconnected(impatient: LiveServer) -> None:
 async def test_no_session_request_in_time_closes_with_1008(impatient: LiveServer) -> None:
     peer = await Peer.open(impatient, "/ws/agent")
     assert (await peer.closed(wait=5))[0] == 1008
+
+
+async def test_a_silent_agent_ends_its_session_and_viewers_hear_why(impatient: LiveServer) -> None:
+    admin = Admin(impatient)
+    agent = await Peer.agent(impatient, admin.keyed_machine()[1])
+    session_id = await agent.accepted()
+    viewer = await Peer.viewer(impatient, admin.viewer_token(session_id))
+    await viewer.accepted()
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            async def beat() -> None:
+                for i in range(20):
+                    await viewer.send("heartbeat", pb.Heartbeat(timestamp=i))
+                    await anyio.sleep(0.2)
+
+            tg.start_soon(beat)
+            disconnect = await viewer.expect("disconnect")
+            tg.cancel_scope.cancel()
+    assert disconnect.reason == "no message for 1 s (heartbeat timeout)"
+    assert impatient.ctx.registry.session(session_id) is None
