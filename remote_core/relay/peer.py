@@ -28,6 +28,7 @@ from ..protocol import (
     RemoteProtocolError,
     Role,
     pb,
+    peek,
 )
 from .auth import Refused, looks_like_support_code
 from .link import Link
@@ -163,20 +164,23 @@ async def _run(transport: Transport, link: Link, silence: float,
 
 async def _read_loop(transport: Transport, link: Link,
                      handle: Callable[[Inbound], Awaitable[str | None]],
-                     fast: Callable[[Inbound], bool] | None = None) -> str:
-    """Read until the peer leaves or breaks the protocol; return why reading stopped."""
+                     fast: Callable[[bytes | str], bool] | None = None) -> str:
+    """Read until the peer leaves or breaks the protocol; return why reading stopped.
+
+    :param fast: takes the raw message first and returns True when it dealt with it.
+    """
     conn = link.conn
     while True:
         data = await transport.receive()
         if data is None:  # after our own close frame, the reason is ours
             return link.close_reason or "peer disconnected"
         link.last_heard = time.monotonic()
+        if fast is not None and fast(data):
+            continue
         try:
             event = conn.receive_data(data)
             if isinstance(event, Dropped):
                 _dropped(link, event.kind, event.reason, counted=True)
-                continue
-            if fast is not None and fast(event):
                 continue
             if event.kind == "heartbeat":
                 _heartbeat(link, event)
@@ -243,10 +247,21 @@ async def _serve_session_agent(transport: Transport, registry: Registry,
                                session: Session) -> None:
     link = session.agent
 
-    def video(event: Inbound) -> bool:
-        if event.number != VIDEO_FRAME:
+    limit = registry.settings.max_message_bytes
+
+    def video(data: bytes | str) -> bool:
+        """The hot path: a well-framed video frame goes out as it came, without a parse.
+
+        Exactly what ``Connection.receive_data`` would answer for it in this state
+        (a ``video_frame`` is always allowed from an authenticated agent), minus
+        the event object; anything else takes the full path.
+        """
+        if type(data) is not bytes or len(data) > limit:
             return False
-        session.fan_out_video(event.data, event.offset)
+        peeked = peek(data)
+        if peeked is None or peeked[0] != VIDEO_FRAME:
+            return False
+        session.fan_out_video(data, peeked[1])
         return True
 
     async def handle(event: Inbound) -> str | None:

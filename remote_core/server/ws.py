@@ -8,10 +8,11 @@ message to the close frame, happens in :mod:`remote_core.relay`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from starlette.routing import WebSocketRoute
+from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from ..relay.auth import Refused
@@ -24,14 +25,20 @@ from .tokens import TokenError, TokenService
 __all__ = ["origin_allowed", "routes"]
 
 
-class StarletteTransport:
-    """A Starlette WebSocket as the relay's transport (bytes in, bytes out)."""
+class AsgiTransport:
+    """An accepted WebSocket as the relay's transport, on the raw ASGI callables.
 
-    def __init__(self, websocket: WebSocket) -> None:
-        self._websocket = websocket
+    Starlette's ``WebSocket`` does the handshake; after it, every message of the
+    hot path goes straight through ``receive``/``send`` without its per-call
+    state checks.
+    """
+
+    def __init__(self, receive: Receive, send: Send) -> None:
+        self._receive = receive
+        self._send = send
 
     async def receive(self) -> bytes | str | None:
-        message = await self._websocket.receive()
+        message = await self._receive()
         if message["type"] == "websocket.disconnect":
             return None
         data = message.get("bytes")
@@ -40,10 +47,10 @@ class StarletteTransport:
         return str(message.get("text") or "")
 
     async def send(self, data: bytes) -> None:
-        await self._websocket.send({"type": "websocket.send", "bytes": data})
+        await self._send({"type": "websocket.send", "bytes": data})
 
     async def close(self, code: int, reason: str) -> None:
-        await self._websocket.close(code, reason)
+        await self._send({"type": "websocket.close", "code": code, "reason": reason})
 
 
 def origin_allowed(origin: str, scope: Mapping[str, Any], settings: Settings) -> bool:
@@ -73,25 +80,38 @@ def _context(websocket: WebSocket) -> ServerContext:
     return ctx
 
 
-async def agent_socket(websocket: WebSocket) -> None:
+async def agent_socket(scope: Scope, receive: Receive, send: Send) -> None:
+    websocket = WebSocket(scope, receive, send)
     ctx = _context(websocket)
     await websocket.accept()
-    await serve_agent(StarletteTransport(websocket), ctx.registry, ctx.limiter,
-                      client_ip=client_ip(websocket.scope, ctx.settings),
+    await serve_agent(AsgiTransport(receive, send), ctx.registry, ctx.limiter,
+                      client_ip=client_ip(scope, ctx.settings),
                       machine_uid=websocket.headers.get("x-machine-uid"))
 
 
-async def viewer_socket(websocket: WebSocket) -> None:
+async def viewer_socket(scope: Scope, receive: Receive, send: Send) -> None:
+    websocket = WebSocket(scope, receive, send)
     ctx = _context(websocket)
     origin = websocket.headers.get("origin")
-    if origin is not None and not origin_allowed(origin, websocket.scope, ctx.settings):
+    if origin is not None and not origin_allowed(origin, scope, ctx.settings):
         await websocket.close(code=1008)  # before accept: the upgrade is refused with 403
         return
     await websocket.accept()
-    await serve_viewer(StarletteTransport(websocket), ctx.registry, _verifier(ctx.tokens),
-                       client_ip=client_ip(websocket.scope, ctx.settings),
+    await serve_viewer(AsgiTransport(receive, send), ctx.registry, _verifier(ctx.tokens),
+                       client_ip=client_ip(scope, ctx.settings),
                        session_hint=websocket.query_params.get("session_id") or None)
 
 
+class _Endpoint:
+    """An ASGI app for ``WebSocketRoute`` (a plain function would be wrapped per message)."""
+
+    def __init__(self, handler: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+        self._handler = handler
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._handler(scope, receive, send)
+
+
 def routes() -> list[WebSocketRoute]:
-    return [WebSocketRoute("/ws/agent", agent_socket), WebSocketRoute("/ws/viewer", viewer_socket)]
+    return [WebSocketRoute("/ws/agent", _Endpoint(agent_socket)),
+            WebSocketRoute("/ws/viewer", _Endpoint(viewer_socket))]
