@@ -198,13 +198,14 @@ async def measure(stack: str, scenario: str, receiver: Receiver, painter: Painte
     elapsed = time.perf_counter() - started
     driver.join()
     cpu = {name: 100 * (cpu_seconds(pid) - cpu0[name]) / elapsed for name, pid in pids.items()}
-    mbit = (receiver.bytes_received() - bytes0) * 8 / elapsed / 1e6
+    # frames and bytes of SECONDS of changes (late ones included), per second of changes
+    mbit = (receiver.bytes_received() - bytes0) * 8 / SECONDS / 1e6
     row: dict[str, Any] = {
         "stack": stack, "scenario": scenario,
         "p50 ms": statistics.median(latencies) if latencies else "",
         "p99 ms": float(np.percentile(latencies, 99)) if latencies else "",
         "changes shown": f"{len(latencies)}/{len(driver.drawn)}" if driver.drawn else "",
-        "fps": frames / elapsed, "Mbit/s": mbit,
+        "fps": frames / SECONDS, "Mbit/s": mbit,
         "sender CPU %": cpu["sender"],
         "relay CPU %": cpu.get("relay", 0.0),
     }

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .tkthread import TkThread
+from .tkthread import ACTIVE_TICK, IDLE_TICK, TkThread
 
 __all__ = ["TITLE", "ChatWindow", "open_chat_window"]
 
@@ -36,7 +36,7 @@ class ChatWindow:
         window.title(TITLE)
         window.geometry("360x240")
         window.withdraw()
-        window.protocol("WM_DELETE_WINDOW", window.withdraw)  # hide; it comes back on a message
+        window.protocol("WM_DELETE_WINDOW", self._hide)  # it comes back on a message
         log_view = tkinter.Text(window, height=10, width=44, state="disabled", wrap="word")
         log_view.pack(fill="both", expand=True, padx=6, pady=(6, 0))
         line = tkinter.Entry(window)
@@ -70,13 +70,20 @@ class ChatWindow:
         def show(_root: Any) -> None:
             self._append(sender.capitalize(), text)
             window = self._widgets["window"]
+            self._tk.tick = ACTIVE_TICK  # repaint and take typing promptly while shown
             window.deiconify()
             window.lift()
             self._widgets["line"].focus_set()
 
         self._tk.call(show, wait=False)
 
+    def _hide(self) -> None:
+        self._widgets["window"].withdraw()
+        self._tk.tick = IDLE_TICK
+
     def close(self) -> None:
+        # the widgets hold the interpreter: drop them in its own thread
+        self._tk.call(lambda _root: self._widgets.clear())
         self._tk.close()
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 from typing import Any
 
 from .tkthread import TkThread
@@ -25,9 +26,22 @@ class TkClipboard:
 
     def __init__(self) -> None:
         self._tk = TkThread("clipboard")
+        self._reading = threading.Lock()
 
     def get(self) -> str | None:
-        """The clipboard's text, or ``None`` when it holds none."""
+        """The clipboard's text, or ``None`` when it holds none.
+
+        A program that owns the clipboard but does not answer keeps Tk waiting
+        for seconds; meanwhile further reads return ``None`` instead of queueing.
+        """
+        if not self._reading.acquire(blocking=False):
+            return None
+        try:
+            return self._get()
+        finally:
+            self._reading.release()
+
+    def _get(self) -> str | None:
         def read(root: Any) -> str | None:
             import tkinter
 
@@ -36,7 +50,7 @@ class TkClipboard:
             except tkinter.TclError:
                 return None
 
-        result: str | None = self._tk.call(read)
+        result: str | None = self._tk.call(read, timeout=None)  # Tk gives up on its own
         return result
 
     def set(self, text: str) -> None:

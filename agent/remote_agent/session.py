@@ -265,13 +265,16 @@ class AgentSession:
             log.warning("clipboard text that is not UTF-8 ignored")
             return
         self._clipboard_text = text  # ours now: do not echo it back
-        await anyio.to_thread.run_sync(board.set, text)
+        try:
+            await anyio.to_thread.run_sync(board.set, text)
+        except Exception as exc:  # the clipboard is a courtesy: never end the session
+            log.warning("clipboard not set: %s", exc or type(exc).__name__)
 
     async def _send_clipboard(self, *, force: bool = False) -> None:
         board = self.devices.clipboard
         if board is None:
             return
-        text = await anyio.to_thread.run_sync(board.get)
+        text = await self._read_clipboard()
         if text is None or (text == self._clipboard_text and not force):
             return
         self._clipboard_text = text
@@ -279,11 +282,24 @@ class AgentSession:
             format=pb.CLIPBOARD_TEXT, data=text.encode("utf-8"),
             mime_type="text/plain;charset=utf-8"))
 
+    async def _read_clipboard(self) -> str | None:
+        """The clipboard's text; ``None`` also when the program holding it does not answer."""
+        board = self.devices.clipboard
+        if board is None:
+            return None
+        text = None
+        with anyio.move_on_after(2):  # an unanswered read finishes in its thread, unawaited
+            try:
+                text = await anyio.to_thread.run_sync(board.get, abandon_on_cancel=True)
+            except Exception as exc:
+                log.debug("clipboard not read: %s", exc or type(exc).__name__)
+        return text
+
     async def _clipboard_watch(self) -> None:
         """While someone watches, what the user copies goes to the technician."""
         if self.devices.clipboard is None:
             return
-        self._clipboard_text = await anyio.to_thread.run_sync(self.devices.clipboard.get)
+        self._clipboard_text = await self._read_clipboard()
         while True:
             await anyio.sleep(self.timing.clipboard)
             if self.state.active:

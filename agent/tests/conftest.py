@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from harness import Api, ServerProcess
 
-from remote_core.testing.xvfb import xvfb
+from remote_core.testing.xvfb import shared_xvfb
 
 
 @pytest.fixture
@@ -19,8 +19,8 @@ def anyio_backend():
 
 @pytest.fixture(scope="module")
 def x_display():
-    with xvfb(800, 600) as server:
-        yield server
+    """The process-wide Xvfb: Tk in this process must never lose its display."""
+    return shared_xvfb(800, 600)
 
 
 @pytest.fixture(scope="module")

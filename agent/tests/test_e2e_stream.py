@@ -54,6 +54,8 @@ async def test_pattern_arrives_pixel_exact_through_raw_zstd(managed, painter, ap
     async with open_viewer(server.url, api.viewer_token(session["id"]),
                            codec=pb.CODEC_RAW) as viewer:
         first = await viewer.next_frame(15)
+        while first.codec != "raw":  # frames before our codec choice reached the agent
+            first = await viewer.next_frame(15, after=first.sequence)
         assert first.image.shape == (600, 800, 4)
         painter.put_bgra(100, 200, 96, 64, pattern.tobytes())
         painter.sync()
@@ -172,7 +174,7 @@ async def test_clipboard_text_both_ways(managed, api, server, desktop_app):
         desktop_app.clipboard_clear()
         desktop_app.clipboard_append("copied by the user")
         desktop_app.update()
-        with anyio.fail_after(10):
+        with anyio.fail_after(20):
             while True:  # the agent's read needs this owner to answer
                 desktop_app.update()
                 with anyio.move_on_after(0.05):

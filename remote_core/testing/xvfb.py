@@ -1,12 +1,16 @@
 """A real X server for tests: Xvfb on a free display number, ready before use, torn down after.
 
-Xvfb's ``-displayfd`` does both hard parts: the server picks a free display
-number itself and writes it to the pipe only once it accepts connections, so
-there is no guessing, no polling and no race with another test run.
+Xvfb's ``-displayfd`` writes the display number to a pipe only once the server
+accepts connections, so there is no polling for readiness; a number another
+run holds makes Xvfb exit at once and the next one is tried. Numbers are
+never reused within one process: X client libraries (Tk in particular) keep
+connections per display name, and a new server behind an old name hangs them.
 """
 
 from __future__ import annotations
 
+import atexit
+import itertools
 import os
 import select
 import shutil
@@ -16,9 +20,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Painter", "Xvfb", "xvfb"]
+__all__ = ["Painter", "Xvfb", "shared_xvfb", "xvfb"]
 
 _READY_TIMEOUT = 15.0
+_ATTEMPTS = 64
+_numbers = itertools.count(100 + os.getpid() % 400 * 8)
 
 
 @dataclass
@@ -36,32 +42,42 @@ class Xvfb:
         binary = shutil.which("Xvfb")
         if binary is None:
             raise RuntimeError("Xvfb is not installed (Debian package xvfb)")
+        for _ in range(_ATTEMPTS):
+            number = next(_numbers)
+            if self._try(binary, number):
+                self.display = f":{number}"
+                return self
+        raise RuntimeError(f"Xvfb did not start on any of {_ATTEMPTS} display numbers")
+
+    def _try(self, binary: str, number: int) -> bool:
         read_end, write_end = os.pipe()
         try:
             self._process = subprocess.Popen(
-                [binary, "-displayfd", str(write_end), "-screen", "0",
+                [binary, f":{number}", "-displayfd", str(write_end), "-screen", "0",
                  f"{self.width}x{self.height}x{self.depth}", "-nolisten", "tcp",
                  "+extension", "RANDR", "+extension", "DAMAGE", "+extension", "XFIXES",
                  "-noreset"],
-                pass_fds=(write_end,), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                pass_fds=(write_end,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )
             os.close(write_end)
-            number = self._read_display_number(read_end)
+            write_end = -1
+            return self._wait_ready(read_end)
         finally:
             os.close(read_end)
-        self.display = f":{number}"
-        return self
+            if write_end >= 0:
+                os.close(write_end)
 
-    def _read_display_number(self, fd: int) -> str:
+    def _wait_ready(self, fd: int) -> bool:
+        """True once the server reports ready; False (server gone) if the number was taken."""
         text = b""
         while not text.endswith(b"\n"):
             ready, _, _ = select.select([fd], [], [], _READY_TIMEOUT)
             chunk = os.read(fd, 64) if ready else b""
             if not chunk:
                 self.stop()
-                raise RuntimeError("Xvfb did not become ready")
+                return False
             text += chunk
-        return text.decode().strip()
+        return True
 
     def env(self) -> dict[str, str]:
         """The current environment pointed at this display (for child processes)."""
@@ -78,8 +94,6 @@ class Xvfb:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-        if process.stderr is not None:
-            process.stderr.close()
 
 
 @contextmanager
@@ -98,6 +112,25 @@ def xvfb(width: int = 1280, height: int = 800, *, set_display: bool = True) -> I
             else:
                 os.environ["DISPLAY"] = previous
         server.stop()
+
+
+_shared: dict[tuple[int, int], Xvfb] = {}
+
+
+def shared_xvfb(width: int = 800, height: int = 600) -> Xvfb:
+    """One Xvfb of this size for the whole process, started on first use, stopped at exit;
+    DISPLAY points at it.
+
+    Tests that use Tk in their own process need it: Tk keeps its connection to
+    a display after the last window closes, and exits the process with an I/O
+    error when that server later goes away.
+    """
+    server = _shared.get((width, height))
+    if server is None:
+        server = _shared[(width, height)] = Xvfb(width, height).start()
+        atexit.register(server.stop)
+    os.environ["DISPLAY"] = server.display
+    return server
 
 
 class Painter:

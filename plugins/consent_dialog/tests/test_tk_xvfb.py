@@ -10,7 +10,7 @@ import pytest
 from remote_consent_dialog import TkConsent
 from remote_consent_dialog._tk import TITLE
 
-from remote_core.testing.xvfb import xvfb
+from remote_core.testing.xvfb import shared_xvfb
 from remote_core.types import ConsentAsk
 
 pytestmark = pytest.mark.xvfb
@@ -18,8 +18,8 @@ pytestmark = pytest.mark.xvfb
 
 @pytest.fixture(scope="module")
 def x_display():
-    with xvfb(800, 600) as server:
-        yield server
+    """The process-wide Xvfb: Tk in this process must never lose its display."""
+    return shared_xvfb(800, 600)
 
 
 def _ask_in_thread(timeout_secs: int = 20):

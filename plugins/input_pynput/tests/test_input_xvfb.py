@@ -8,7 +8,7 @@ import time
 import pytest
 
 from remote_core.protocol import pb
-from remote_core.testing.xvfb import xvfb
+from remote_core.testing.xvfb import shared_xvfb
 from remote_core.types import DisplayDesc
 
 pytestmark = pytest.mark.xvfb
@@ -16,8 +16,8 @@ pytestmark = pytest.mark.xvfb
 
 @pytest.fixture(scope="module")
 def x_display():
-    with xvfb(800, 600) as server:
-        yield server
+    """The process-wide Xvfb: Tk in this process must never lose its display."""
+    return shared_xvfb(800, 600)
 
 
 @pytest.fixture(scope="module")
