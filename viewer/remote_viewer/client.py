@@ -28,6 +28,9 @@ __all__ = ["Frame", "ViewerClient", "ViewerRefused", "open_viewer"]
 
 log = logging.getLogger(__name__)
 
+INLINE_DECODE_BYTES = 64 * 1024
+"""Frames up to this size are decoded on the event loop; larger ones in a worker thread."""
+
 
 class ViewerRefused(Exception):
     """The server answered the viewer's ``SessionRequest`` with ``success=false``."""
@@ -126,7 +129,10 @@ class ViewerClient:
 
     async def _video(self, frame: Any, received: int, size: int) -> None:
         try:
-            image = await anyio.to_thread.run_sync(self._decoder.decode, frame)
+            if size <= INLINE_DECODE_BYTES:  # a thread hop costs more than the decode
+                image = self._decoder.decode(frame)
+            else:
+                image = await anyio.to_thread.run_sync(self._decoder.decode, frame)
         except ValueError as exc:
             log.warning("undecodable frame %d: %s", frame.sequence, exc)
             return
