@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import anyio
 
+from remote_core.protocol import ProtocolError
 from remote_core.wsclient import ConnectionClosed, HandshakeError
 
 from .backoff import Backoff
@@ -22,7 +23,7 @@ __all__ = ["run_agent"]
 
 log = logging.getLogger(__name__)
 
-_FAILURES = (OSError, ConnectionClosed, HandshakeError, Refused, TimeoutError)
+_FAILURES = (OSError, ConnectionClosed, HandshakeError, Refused, TimeoutError, ProtocolError)
 
 
 async def run_agent(make_session: Callable[[], AgentSession], *, attended: bool,
@@ -41,6 +42,11 @@ async def run_agent(make_session: Callable[[], AgentSession], *, attended: bool,
             if attended:
                 raise
             log.warning("connection failed: %s", exc)
+            ending = Ending.CLOSED
+        except Exception:  # a managed agent outlives any one session's failure
+            if attended:
+                raise
+            log.exception("the session failed")
             ending = Ending.CLOSED
         finally:
             if session.connected_at is not None:

@@ -33,6 +33,14 @@ __all__ = ["AgentSession", "Ending", "Refused", "Timing"]
 log = logging.getLogger(__name__)
 
 
+def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first leaf of a task group's failure: the socket closing, usually."""
+    first: BaseException = group
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    return first
+
+
 class Refused(Exception):
     """The server answered ``SessionResponse`` with ``success=false``."""
 
@@ -110,12 +118,15 @@ class AgentSession:
             await self.send("display_info", display_info(self.displays))
             await self._report_status()
             self.chat.attach(self._send_chat)
-            async with anyio.create_task_group() as group:
-                for task in (self._heartbeats, self._status_reports, self._display_watch,
-                             self._cursor_watch, self._clipboard_watch, self.streamer.run):
-                    group.start_soon(task)
-                await self._read()
-                group.cancel_scope.cancel()
+            try:
+                async with anyio.create_task_group() as group:
+                    for task in (self._heartbeats, self._status_reports, self._display_watch,
+                                 self._cursor_watch, self._clipboard_watch, self.streamer.run):
+                        group.start_soon(task)
+                    await self._read()
+                    group.cancel_scope.cancel()
+            except BaseExceptionGroup as group_error:
+                raise _first(group_error) from group_error
         finally:
             self.chat.detach()
             with anyio.CancelScope(shield=True):
