@@ -62,7 +62,8 @@ class Outbox:
 
     # -- producers (synchronous: they never wait for the reader) ---------------------
     def put_frame(self, data: bytes, offset: int) -> bool:
-        """Queue a ``VideoFrame`` message; return True when this frame started a skip.
+        """Queue a ``VideoFrame`` message; return True when it was dropped and the peer
+        now waits for a keyframe (the caller may ask the agent for one).
 
         ``offset`` is where the ``VideoFrame`` payload starts in ``data``.
         """
@@ -71,7 +72,7 @@ class Outbox:
         if self.skipping:
             if not is_keyframe(data, offset):
                 self.dropped_frames += 1
-                return False
+                return True
             self.skipping = False
             self._discard_video()
         elif self._items and self.queued_bytes + len(data) > self.budget:

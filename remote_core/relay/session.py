@@ -94,7 +94,8 @@ class Session:
 
     # -- agent -> viewers -----------------------------------------------------------
     def fan_out_video(self, data: bytes, offset: int) -> None:
-        """Queue one ``VideoFrame`` for every viewer; ask for a keyframe for one that lags."""
+        """Queue one ``VideoFrame`` for every viewer; ask for a keyframe for one that lags
+        (at most once per ``KEYFRAME_REQUEST_INTERVAL`` while it waits)."""
         for viewer in self.viewers.values():
             if viewer.outbox.put_frame(data, offset):
                 self.request_keyframe(viewer)

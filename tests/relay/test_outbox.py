@@ -58,9 +58,9 @@ def test_a_lagging_outbox_skips_to_the_next_keyframe() -> None:
     outbox = Outbox(budget=3 * size + 10)
     frames = [frame(0, True)] + [frame(i) for i in range(1, 6)] + [frame(6, True), frame(7)]
     started = [outbox.put_frame(f, offset(f)) for f in frames]
-    # 0-2 fit; 3 starts the skip (one keyframe request); 4-5 are skipped; the keyframe 6
-    # replaces the stale queued video; 7 follows it.
-    assert started == [False, False, False, True, False, False, False, False]
+    # 0-2 fit; 3 starts the skip, 4-5 are skipped too (each may ask for a keyframe); the
+    # keyframe 6 replaces the stale queued video; 7 follows it.
+    assert started == [False, False, False, True, True, True, False, False]
     assert drain(outbox) == [frames[6], frames[7]]
     assert outbox.dropped_frames == 6 and not outbox.skipping
     assert outbox.queued_bytes == len(frames[6]) + len(frames[7])
