@@ -376,6 +376,9 @@ class Registry:
             raise Refused("the user is disabled or no longer exists")
         if not (user.is_admin or {"view", "control"} & set(user.permissions)):
             raise Refused("the user may not view sessions")
+        if not (user.is_admin or "*" in user.client_access
+                or session.organization in user.client_access):
+            raise Refused("the user has no access to this machine's organization")
         view_only = (request.session_type == pb.VIEW_ONLY or not can_control(user)
                      or not session.control_consented)
         viewer_id = uuid.uuid4().hex

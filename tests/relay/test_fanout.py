@@ -199,3 +199,15 @@ async def test_each_side_may_send_only_its_own_kinds(server, admin: Admin) -> No
                                         "update_info": 1, "admin_command": 1, "agent_status": 1}
     assert session.agent.conn.dropped == {"consent_request": 1, "mouse_event": 1,
                                           "key_event": 1, "start_stream": 1, "video_ack": 1}
+
+
+async def test_a_viewer_who_lost_access_to_the_organization_is_refused(server,
+                                                                      admin: Admin) -> None:
+    _agent, session_id = await live_session(server, admin)
+    tech = admin.technician("view", "control")
+    token = tech.viewer_token(session_id)
+    user_id = tech.ok("GET", "/api/auth/me")["id"]
+    admin.ok("PUT", f"/api/users/{user_id}/client-access", json={"organizations": ["other"]})
+    viewer = await Peer.viewer(server, token)
+    response = await viewer.response()
+    assert response.error == "the user has no access to this machine's organization"
