@@ -24,52 +24,35 @@ from ..plugins import Plugins
 from ..protocol import CloseCode, Connection, Inbound, Role, pb
 from ..records import (
     CONSENT_GRANTED,
-    CONSENT_NOT_REQUIRED,
     CONSENT_PENDING,
     Event,
     MachineReport,
     SessionRecord,
-    User,
     utcnow,
 )
 from ..server.audit import Audit
 from ..settings import Settings
 from ..types import AgentCredential, AgentIdentity, AuthContext, ConsentDecision, SessionContext
 from .auth import Refused, authenticate
+from .identity import MAX_ID, resolve_unkeyed
 from .link import Link
+from .rules import (
+    can_control,
+    check_session_type,
+    initial_consent_state,
+    status_report,
+    update_status_detail,
+    viewing_refusal,
+)
 from .session import LiveSession, Session
 
 __all__ = ["Registry"]
 
 log = logging.getLogger(__name__)
 
-_MAX_ID = 128
-_SESSION_TYPES = {pb.SCREEN_CONTROL: "screen control", pb.VIEW_ONLY: "view only"}
 _CONNECTED = "connected"  # in-memory support-code state after the first bind (SPEC 3.2)
 _SHUTDOWN_GRACE = 5.0
 _WHILE_PENDING = frozenset({"consent_response", "agent_status", "update_status", "display_info"})
-
-
-def _clean_id(value: str, what: str) -> str:
-    value = value.strip()
-    if not value or len(value) > _MAX_ID or not value.isprintable():
-        raise Refused(f"{what} must be 1-{_MAX_ID} printable characters")
-    return value
-
-
-def check_session_type(session_type: int) -> None:
-    """SCREEN_CONTROL and VIEW_ONLY are served; the others are refused clearly."""
-    if session_type not in _SESSION_TYPES:
-        try:
-            name = pb.SessionType.Name(session_type)
-        except ValueError:
-            name = str(session_type)
-        raise Refused(f"session type {name} is not supported yet; "
-                      "use SCREEN_CONTROL or VIEW_ONLY")
-
-
-def can_control(user: User) -> bool:
-    return user.is_admin or "control" in user.permissions
 
 
 class Registry:
@@ -152,7 +135,7 @@ class Registry:
             identity = await authenticate(self._authenticators, credential)
         except Refused as exc:
             await self.audit.record(Event(
-                "agent.auth_failed", agent_id=credential.agent_id[:_MAX_ID] or None,
+                "agent.auth_failed", agent_id=credential.agent_id[:MAX_ID] or None,
                 client_ip=client_ip, detail={"error": str(exc)}))
             raise
         session_id = str(uuid.uuid4())
@@ -184,7 +167,7 @@ class Registry:
                 raise Refused("the machine this key belongs to no longer exists")
             uid = None  # a keyed agent's claimed uid is dropped (SPEC 5.2)
         else:
-            agent_id, uid = await self._resolve_unkeyed(identity)
+            agent_id, uid = await resolve_unkeyed(self.store, self._by_uid, identity)
         if identity.support_code is not None:
             consumed = await self.store.consume_support_code(
                 identity.support_code, agent_id, session_id, utcnow())
@@ -233,33 +216,6 @@ class Registry:
                  session_id, consent_state)
         return session
 
-    async def _resolve_unkeyed(self, identity: AgentIdentity) -> tuple[str, str | None]:
-        """(agent_id, machine_uid) of an agent without a key (SPEC 5.4).
-
-        The uid index is consulted before the claimed agent_id. A keyed machine is
-        only ever reached with its key: its uid is not an alias anyone may claim,
-        and its agent_id is refused to everyone else.
-        """
-        claimed = _clean_id(identity.agent_id, "agent_id")
-        uid = _clean_id(identity.machine_uid, "machine_uid") if identity.machine_uid else None
-        holder = None
-        if uid:
-            holder = self._by_uid.get(uid)
-            if holder is None:
-                found = await self.store.get_machine_by_uid(uid)
-                holder = found.agent_id if found is not None else None
-            if holder is not None and await self._is_keyed(holder):
-                log.warning("an agent without a key claimed the machine_uid of keyed machine "
-                            "%s; the uid is ignored", holder)
-                holder = uid = None
-        agent_id = holder or claimed
-        if await self._is_keyed(agent_id):
-            raise Refused("this machine has an agent key; it must connect with that key")
-        return agent_id, uid
-
-    async def _is_keyed(self, agent_id: str) -> bool:
-        return any(k.revoked_at is None for k in await self.store.list_agent_keys(agent_id))
-
     async def _decide_consent(self, identity: AgentIdentity, session_id: str,
                               agent_id: str) -> tuple[str, bool]:
         """(consent_state, whether control is consented); the policy hook decides first."""
@@ -276,11 +232,7 @@ class Registry:
             await self.audit.record(Event("session.consent_denied", session_id=session_id,
                                           agent_id=agent_id, detail={"by": "policy"}))
             raise Refused("the session was refused by the server's consent policy")
-        if decision is ConsentDecision.ASK:
-            return CONSENT_PENDING, control
-        if decision is ConsentDecision.APPROVE:
-            return (CONSENT_GRANTED if identity.attended else CONSENT_NOT_REQUIRED), control
-        return (CONSENT_PENDING if identity.attended else CONSENT_NOT_REQUIRED), control
+        return initial_consent_state(decision, identity.attended), control
 
     async def consent_timer(self, session: Session) -> None:
         """Tear the session down if the end user has not decided in time (SPEC 3.1)."""
@@ -300,36 +252,18 @@ class Registry:
         if kind == "display_info":
             session.set_display_info(event)
         elif kind == "agent_status":
-            await self._agent_status(session, event.payload())
+            machine = await self.store.upsert_machine(status_report(session.agent_id,
+                                                                    event.payload()))
+            session.organization = machine.organization
         elif kind == "update_status":
-            status = event.payload()
             await self.audit.record(Event("agent.update_status", session_id=session.session_id,
-                                          agent_id=session.agent_id, detail={
-                                              "version": status.current_version[:64],
-                                              "state": pb.UpdateState.Name(status.state)
-                                              if status.state in pb.UpdateState.values()
-                                              else str(status.state),
-                                              "error": status.error_message[:500],
-                                              "progress": status.progress_percent}))
+                                          agent_id=session.agent_id,
+                                          detail=update_status_detail(event.payload())))
         elif kind == "consent_response":
             return await self._consent_response(session, event.payload())
         else:
             return f"an agent's {kind} is not relayed"
         return None
-
-    async def _agent_status(self, session: Session, status: Any) -> None:
-        def text(value: str) -> str | None:
-            return value[:255] or None
-
-        machine = await self.store.upsert_machine(MachineReport(
-            agent_id=session.agent_id, hostname=text(status.hostname),
-            os_version=text(status.os_version), is_elevated=status.is_elevated,
-            agent_version=text(status.agent_version), organization=text(status.organization),
-            site=text(status.site),
-            tags=tuple(t[:64] for t in status.tags[:64]) if status.tags else None,
-            status="online",
-        ))
-        session.organization = machine.organization
 
     async def _consent_response(self, session: Session, response: Any) -> str | None:
         if not session.pending:
@@ -372,13 +306,10 @@ class Registry:
         if session.pending:
             raise Refused("the session is awaiting the end user's consent")
         user = await self.store.get_user(user_id)
-        if user is None or user.disabled:
-            raise Refused("the user is disabled or no longer exists")
-        if not (user.is_admin or {"view", "control"} & set(user.permissions)):
-            raise Refused("the user may not view sessions")
-        if not (user.is_admin or "*" in user.client_access
-                or session.organization in user.client_access):
-            raise Refused("the user has no access to this machine's organization")
+        refusal = viewing_refusal(user, session.organization)
+        if refusal is not None:
+            raise Refused(refusal)
+        assert user is not None
         view_only = (request.session_type == pb.VIEW_ONLY or not can_control(user)
                      or not session.control_consented)
         viewer_id = uuid.uuid4().hex

@@ -1,0 +1,91 @@
+"""The small decisions the relay makes about a session, with no I/O.
+
+Session types, who may control, who may view, how the consent policy's
+verdict becomes a consent state, and what an agent's reports say.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..protocol import pb
+from ..records import (
+    CONSENT_GRANTED,
+    CONSENT_NOT_REQUIRED,
+    CONSENT_PENDING,
+    MachineReport,
+    User,
+)
+from ..types import ConsentDecision
+from .auth import Refused
+
+__all__ = [
+    "can_control",
+    "check_session_type",
+    "initial_consent_state",
+    "status_report",
+    "update_status_detail",
+    "viewing_refusal",
+]
+
+_SERVED = frozenset({pb.SCREEN_CONTROL, pb.VIEW_ONLY})
+
+
+def check_session_type(session_type: int) -> None:
+    """SCREEN_CONTROL and VIEW_ONLY are served; the others are refused clearly."""
+    if session_type not in _SERVED:
+        try:
+            name = pb.SessionType.Name(session_type)
+        except ValueError:
+            name = str(session_type)
+        raise Refused(f"session type {name} is not supported yet; "
+                      "use SCREEN_CONTROL or VIEW_ONLY")
+
+
+def can_control(user: User) -> bool:
+    return user.is_admin or "control" in user.permissions
+
+
+def viewing_refusal(user: User | None, organization: str) -> str | None:
+    """Why ``user`` may not view a machine of ``organization`` now, or None if it may."""
+    if user is None or user.disabled:
+        return "the user is disabled or no longer exists"
+    if not (user.is_admin or {"view", "control"} & set(user.permissions)):
+        return "the user may not view sessions"
+    if not (user.is_admin or "*" in user.client_access or organization in user.client_access):
+        return "the user has no access to this machine's organization"
+    return None
+
+
+def initial_consent_state(decision: ConsentDecision | None, attended: bool) -> str:
+    """The session's starting consent state (SPEC 3.1); DENY is the caller's to refuse.
+
+    No verdict means the default policy: attended sessions ask, managed ones need not.
+    """
+    if decision is ConsentDecision.ASK:
+        return CONSENT_PENDING
+    if decision is ConsentDecision.APPROVE:
+        return CONSENT_GRANTED if attended else CONSENT_NOT_REQUIRED
+    return CONSENT_PENDING if attended else CONSENT_NOT_REQUIRED
+
+
+def status_report(agent_id: str, status: Any) -> MachineReport:
+    """An ``AgentStatus`` as a machine update; empty fields mean "not reported"."""
+    def text(value: str) -> str | None:
+        return value[:255] or None
+
+    return MachineReport(
+        agent_id=agent_id, hostname=text(status.hostname), os_version=text(status.os_version),
+        is_elevated=status.is_elevated, agent_version=text(status.agent_version),
+        organization=text(status.organization), site=text(status.site),
+        tags=tuple(t[:64] for t in status.tags[:64]) if status.tags else None,
+        status="online",
+    )
+
+
+def update_status_detail(status: Any) -> dict[str, Any]:
+    """An ``UpdateStatus`` as an audit event's detail."""
+    state = (pb.UpdateState.Name(status.state) if status.state in pb.UpdateState.values()
+             else str(status.state))
+    return {"version": status.current_version[:64], "state": state,
+            "error": status.error_message[:500], "progress": status.progress_percent}

@@ -1,0 +1,61 @@
+"""The relay's small decisions, without sockets."""
+
+from __future__ import annotations
+
+import pytest
+
+from remote_core.protocol import pb
+from remote_core.records import User
+from remote_core.relay import Refused
+from remote_core.relay.identity import clean_id
+from remote_core.relay.rules import (
+    check_session_type,
+    initial_consent_state,
+    status_report,
+    viewing_refusal,
+)
+from remote_core.types import ConsentDecision
+
+
+@pytest.mark.parametrize(("decision", "attended", "state"), [
+    (None, True, "pending"), (None, False, "not_required"),
+    (ConsentDecision.ASK, False, "pending"), (ConsentDecision.ASK, True, "pending"),
+    (ConsentDecision.APPROVE, True, "granted"), (ConsentDecision.APPROVE, False, "not_required"),
+])
+def test_consent_starts_as_the_policy_and_the_session_kind_say(decision, attended,
+                                                               state) -> None:
+    assert initial_consent_state(decision, attended) == state
+
+
+def user(**fields) -> User:
+    return User(id="u", username="u", password_hash="x", **fields)
+
+
+def test_who_may_view_what() -> None:
+    assert viewing_refusal(user(role="admin"), "acme") is None
+    assert viewing_refusal(user(permissions=("view",), client_access=("*",)), "acme") is None
+    assert viewing_refusal(user(permissions=("view",), client_access=("acme",)), "acme") is None
+    assert "organization" in viewing_refusal(user(permissions=("view",),
+                                                  client_access=("globex",)), "acme")
+    assert "may not view" in viewing_refusal(user(permissions=("support_codes",),
+                                                  client_access=("*",)), "acme")
+    assert "disabled" in viewing_refusal(user(role="admin", disabled=True), "acme")
+    assert "disabled" in viewing_refusal(None, "acme")
+
+
+def test_session_types_and_identifiers() -> None:
+    check_session_type(pb.SCREEN_CONTROL)
+    check_session_type(pb.VIEW_ONLY)
+    for unbuilt in (pb.BACKSTAGE, pb.FILE_TRANSFER, 99):
+        with pytest.raises(Refused, match="not supported yet"):
+            check_session_type(unbuilt)
+    assert clean_id("  agent-1 ", "agent_id") == "agent-1"
+    for bad in ("", " ", "x" * 129, "bad\nid"):
+        with pytest.raises(Refused, match="printable"):
+            clean_id(bad, "agent_id")
+
+
+def test_an_agent_status_reports_only_what_it_filled_in() -> None:
+    report = status_report("a-1", pb.AgentStatus(hostname="pc", is_elevated=True))
+    assert (report.hostname, report.is_elevated, report.status) == ("pc", True, "online")
+    assert report.organization is None and report.tags is None and report.site is None
