@@ -2,9 +2,10 @@
 
 Nothing here knows Starlette: a socket is a :class:`Transport` (receive,
 send, close), so the same drivers serve any WebSocket server and tests can
-drive them directly. Each socket has three tasks: the reader (this
-coroutine), the writer draining the link's outbox, and a watchdog closing a
-peer that has been silent longer than the heartbeat timeout.
+drive them directly. Each socket has four tasks: the reader (this
+coroutine), the writer draining the link's outbox, a watchdog closing a peer
+that has been silent longer than the heartbeat timeout, and a reaper cutting
+off a socket that does not finish closing in time.
 """
 
 from __future__ import annotations
