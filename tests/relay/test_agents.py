@@ -169,3 +169,17 @@ async def test_a_keyed_machine_is_reached_only_with_its_key(server, admin: Admin
     assert admin.ok("GET", f"/api/sessions/{session_id}")["agent_id"] == "uid-claimant"
     assert admin.ok("GET", "/api/machines/later-keyed")["machine_uid"] == uid
     assert admin.ok("GET", "/api/machines/uid-claimant")["machine_uid"] is None
+
+
+async def test_a_purged_keyed_machine_comes_back_when_it_really_reconnects(server,
+                                                                           admin: Admin) -> None:
+    agent_id, key = admin.keyed_machine()
+    agent = await Peer.agent(server, key)
+    await agent.accepted()
+    admin.ok("DELETE", f"/api/machines/{agent_id}", 200, params={"purge": "true"})
+    assert (await agent.expect("disconnect")).reason == "removed by an administrator"
+    admin.ok("GET", f"/api/machines/{agent_id}", 404)  # soft-deleted: out of every list
+    again = await Peer.agent(server, key)
+    session_id = await again.accepted()
+    machine = admin.ok("GET", f"/api/machines/{agent_id}")  # revived by the reconnect
+    assert (machine["status"], machine["session_id"]) == ("online", session_id)
