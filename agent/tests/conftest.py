@@ -1,14 +1,8 @@
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from harness import Api, ServerProcess
-
+from remote_core.testing.processes import Api, ServerProcess
 from remote_core.testing.xvfb import shared_xvfb
 
 

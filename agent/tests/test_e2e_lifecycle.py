@@ -6,10 +6,10 @@ import subprocess
 import time
 
 import pytest
-from harness import AgentProcess, Api, ServerProcess
 from remote_viewer.client import open_viewer
 
 from remote_core.protocol import pb
+from remote_core.testing.processes import AgentProcess, Api, ServerProcess
 from remote_core.testing.xvfb import Painter, xvfb
 
 pytestmark = [pytest.mark.xvfb, pytest.mark.slow]

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 
 BIN = Path(sys.executable).parent
-ADMIN_PASSWORD = "e2e-admin-password-0123"
+ADMIN_PASSWORD = "e2e-admin-password-0123"  # noqa: S105 - throwaway test servers only
 
 
 def free_port() -> int:
