@@ -5,7 +5,7 @@ Everything runs side by side in one process tree on 127.0.0.1:
 - **ours**: ``remote-support serve`` (a temporary SQLite database), a keyed
   agent and viewers holding real viewer tokens;
 - **bare**: a bare Starlette pass-through relay (each agent message awaited
-  into every viewer socket) under the same uvicorn settings;
+  into every viewer socket) under the same uvicorn and allocator settings;
 - **websockify**: Debian's websockify relaying the same payloads: agent and
   viewers speak WebSocket to websockify, which bridges each to a tiny TCP
   fan-out hub (length-prefixed frames), so each frame crosses two websockify
@@ -51,6 +51,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from bench.report import report
 from remote_core.protocol import Connection, Role, pb, wrap
 from remote_core.relay.frames import is_keyframe
+from remote_core.server.serving import tune_allocator
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_PASSWORD = "bench-admin-password"
@@ -165,6 +166,7 @@ def serve_bare(port: int, ws: str, loop: str) -> None:
 
     app = Starlette(routes=[WebSocketRoute("/ws/agent", agent),
                             WebSocketRoute("/ws/viewer", viewer)])
+    tune_allocator()  # the same process settings as ours
     uvicorn.run(app, host="127.0.0.1", port=port, ws=ws, loop=loop, log_level="error",
                 ws_max_size=16 * 1024 * 1024, ws_per_message_deflate=False,
                 ws_ping_interval=None, lifespan="off")

@@ -1,0 +1,22 @@
+"""The one uvicorn configuration, and the allocator tuning of the serving process."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from remote_core.server.serving import tune_allocator, uvicorn_config
+from remote_core.settings import Settings
+
+
+def test_the_uvicorn_configuration_the_relay_needs() -> None:
+    config = uvicorn_config(object(), Settings(), port=0)
+    assert config.ws_per_message_deflate is False and config.ws_ping_interval is None
+    assert (config.ws, config.ws_max_size) == ("websockets-sansio", 16 * 1024 * 1024)
+    assert config.proxy_headers is False and config.port == 0
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc tuning is Linux-only")
+def test_the_allocator_is_tuned_on_glibc() -> None:
+    assert tune_allocator() is True
