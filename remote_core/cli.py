@@ -1,4 +1,4 @@
-"""``remote-support``: serve, migrate, plugins, user."""
+"""``remote-support``: serve, migrate, plugins, user, release."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import getpass
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from . import __version__
 from .errors import RemoteSupportError
@@ -42,7 +43,44 @@ def _parser() -> argparse.ArgumentParser:
     user_sub.add_parser("list", help="list users")
     passwd = user_sub.add_parser("set-password", help="set a user's password")
     passwd.add_argument("username")
+    _release_parser(sub)
     return parser
+
+
+def _release_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    release = sub.add_parser("release", help="build and sign the agent's single-file release")
+    release_sub = release.add_subparsers(dest="release_command", required=True)
+    build = release_sub.add_parser("build", help="build remote-agent-<version>.pyz and print "
+                                                 "its SHA-256")
+    build.add_argument("--version", dest="release_version", default=None,
+                       help="version to stamp (default: the installed agent's)")
+    build.add_argument("--output", type=Path, default=None,
+                       help="file to write (default: dist/remote-agent-<version>.pyz)")
+    build.add_argument("--python", default="/usr/bin/env python3",
+                       help="interpreter for the #! line")
+    keygen = release_sub.add_parser("keygen", help="create an Ed25519 publisher key and "
+                                                   "print the public key agents pin")
+    keygen.add_argument("--private-key", type=Path, required=True)
+    sign = release_sub.add_parser("sign", help="write <artifact>.sig with the publisher key")
+    sign.add_argument("artifact", type=Path)
+    sign.add_argument("--private-key", type=Path, required=True)
+
+
+def cmd_release(args: argparse.Namespace) -> int:
+    from . import release
+
+    if args.release_command == "build":
+        built = release.build_agent(args.output, args.release_version, args.python)
+        print(f"built {built.path} (remote-agent {built.version})")
+        print(f"sha256 {built.sha256}")
+    elif args.release_command == "keygen":
+        public = release.generate_keypair(args.private_key)
+        print(f"private key written to {args.private_key} (keep it off the server)")
+        print(f"update_public_key = \"{public}\"")
+    else:
+        signature = release.sign_file(args.artifact, args.private_key)
+        print(f"signature written to {signature}; publish it next to the artifact")
+    return 0
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -110,6 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
+        if args.command == "release":
+            return cmd_release(args)
         settings = _settings(args)
         if args.command == "plugins":
             return cmd_plugins(settings)

@@ -26,6 +26,7 @@ from .devices import open_devices
 from .install import install, uninstall
 from .runner import run_agent
 from .session import AgentSession, Ending, Refused, Timing
+from .update import Updater
 
 __all__ = ["build_parser", "main"]
 
@@ -58,11 +59,19 @@ def _timing() -> Timing:
     """Intervals, overridable by environment (tests and diagnostics)."""
     settings = load_settings()
     status = float(os.environ.get("REMOTE_AGENT_STATUS_INTERVAL", "60"))
+    update_check = float(os.environ.get("REMOTE_AGENT_UPDATE_INTERVAL", "3600"))
     return Timing(heartbeat=settings.heartbeat_interval, silence=settings.heartbeat_timeout,
-                  status=status)
+                  status=status, update_check=update_check)
 
 
-def _run(config: AgentConfig, config_path: Path, token: str, attended: bool) -> int:
+def _restart_argv(post_update: bool) -> list[str]:
+    """This process's command line again, flagged ``--post-update`` after an update."""
+    argv = [arg for arg in sys.orig_argv if arg != "--post-update"]
+    return [*argv, "--post-update"] if post_update else argv
+
+
+def _run(config: AgentConfig, config_path: Path, token: str, attended: bool,
+         post_update: bool = False) -> int:
     plugins = get_plugin_manager(load_settings())
     devices = open_devices(plugins)
     chat = ChatChannel()
@@ -70,9 +79,11 @@ def _run(config: AgentConfig, config_path: Path, token: str, attended: bool) -> 
                                            flush=True))
     uid = machine_uid()
     timing = _timing()
+    updater = Updater.for_this_process(config, attended=attended, post_update=post_update)
 
     def make_session() -> AgentSession:
-        return AgentSession(config, token, devices, machine_uid=uid, timing=timing, chat=chat)
+        return AgentSession(config, token, devices, machine_uid=uid, timing=timing, chat=chat,
+                            updater=updater)
 
     async def serve() -> Ending:
         token = anyio.lowlevel.current_token()
@@ -100,9 +111,10 @@ def _run(config: AgentConfig, config_path: Path, token: str, attended: bool) -> 
         for path in uninstall(config_path):
             log.info("removed %s", path)
         return 0
-    if ending is Ending.RESTART:
-        log.info("restarting")
-        os.execv(sys.executable, sys.orig_argv)  # noqa: S606 - the same command again
+    if ending in (Ending.RESTART, Ending.UPDATE):
+        log.info("restarting%s", " into the update" if ending is Ending.UPDATE else "")
+        os.execv(sys.executable,  # noqa: S606 - the same command again
+                 _restart_argv(post_update=ending is Ending.UPDATE))
     return 0
 
 
@@ -138,7 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("--key must be an agent key starting with cak_")
         config = config.with_identity(config_path)
         token = args.code or config.key
-        return _run(config, config_path, token, attended=bool(args.code))
+        return _run(config, config_path, token, attended=bool(args.code),
+                    post_update=args.post_update)
     except (ValueError, RemoteSupportError, RuntimeError) as exc:
         print(f"remote-agent: {exc}", file=sys.stderr)
         return 2

@@ -49,12 +49,17 @@ class AgentConfig:
     organization: str = ""
     site: str = ""
     tags: tuple[str, ...] = field(default_factory=tuple)
+    ca_bundle: str = ""
+    """PEM file of the authorities trusted for update downloads (default: the system's)."""
+    update_public_key: str = ""
+    """Base64 Ed25519 key of the release publisher; when set, only signed releases install."""
 
     def __repr__(self) -> str:
         shown = "***" if self.key else ""
         return (f"AgentConfig(agent_id={self.agent_id!r}, server={self.server!r}, "
                 f"key={shown!r}, organization={self.organization!r}, site={self.site!r}, "
-                f"tags={self.tags!r})")
+                f"tags={self.tags!r}, ca_bundle={self.ca_bundle!r}, "
+                f"update_public_key={self.update_public_key!r})")
 
     @classmethod
     def load(cls, path: Path) -> AgentConfig:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.abc
 
 from remote_core.protocol import Connection, Dropped, Inbound, RemoteProtocolError, Role, pb
 from remote_core.types import ConsentAsk, DisplayDesc
@@ -27,6 +28,7 @@ from .devices import Devices
 from .status import agent_status, display_info
 from .stream import StreamState
 from .streamer import Streamer
+from .update import Offer, Updater
 
 __all__ = ["AgentSession", "Ending", "Refused", "Timing"]
 
@@ -49,6 +51,8 @@ class Ending(enum.Enum):
     CLOSED = "closed"
     UNINSTALL = "uninstall"
     RESTART = "restart"
+    UPDATE = "update"
+    """A new build is installed: restart into it with ``--post-update``."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,8 @@ class Timing:
     cursor_still: float = 0.1
     """Poll interval once the pointer has been still for a second."""
     clipboard: float = 1.0
+    update_check: float = 3600.0
+    """How often a managed agent asks ``GET /api/version`` while idle (SPEC 8)."""
 
 
 class AgentSession:
@@ -73,13 +79,15 @@ class AgentSession:
 
     def __init__(self, config: AgentConfig, token: str, devices: Devices, *,
                  machine_uid: str | None = None, timing: Timing | None = None,
-                 chat: ChatChannel | None = None, window: int = 3) -> None:
+                 chat: ChatChannel | None = None, window: int = 3,
+                 updater: Updater | None = None) -> None:
         self.config = config
         self.token = token
         self.devices = devices
         self.machine_uid = machine_uid
         self.timing = timing or Timing()
         self.chat = chat or ChatChannel()
+        self.updater = updater
         self.conn = Connection(Role.AGENT, Role.SERVER)
         self.state = StreamState()
         self.displays: list[DisplayDesc] = []
@@ -97,6 +105,7 @@ class AgentSession:
         self._cursor_due = True
         self._pointer_moved_at = 0.0
         self._clipboard_text: str | None = None
+        self._group: anyio.abc.TaskGroup | None = None
 
     # -- sending -------------------------------------------------------------------------
     async def _send_bytes(self, data: bytes) -> None:
@@ -117,11 +126,15 @@ class AgentSession:
             self.displays = await anyio.to_thread.run_sync(self.devices.capture.displays)
             await self.send("display_info", display_info(self.displays))
             await self._report_status()
+            if self.updater is not None:
+                await self.updater.connected(self._send_update_status)
             self.chat.attach(self._send_chat)
             try:
                 async with anyio.create_task_group() as group:
+                    self._group = group
                     for task in (self._heartbeats, self._status_reports, self._display_watch,
-                                 self._cursor_watch, self._clipboard_watch, self.streamer.run):
+                                 self._cursor_watch, self._clipboard_watch, self.streamer.run,
+                                 self._update_checks):
                         group.start_soon(task)
                     await self._read()
                     group.cancel_scope.cancel()
@@ -207,6 +220,8 @@ class AgentSession:
             await self._send_clipboard(force=True)
         elif kind == "admin_command":
             return await self._admin(message)
+        elif kind == "update_info":
+            self._offered(Offer.from_info(message))
         else:
             log.debug("%s from the server is not handled by this agent", kind)
         return False
@@ -259,10 +274,57 @@ class AgentSession:
             log.warning("restart ordered by the server: %s", command.reason or "no reason")
             self.ending = Ending.RESTART
             return True
-        await self.send("update_status", pb.UpdateStatus(
-            current_version=__version__, state=pb.UPDATE_FAILED,
-            error_message="this agent does not update itself"))
+        if command.command == pb.ADMIN_UPDATE:
+            offer = self.updater.offer if self.updater is not None else None
+            if offer is None:
+                await self._send_update_status(pb.UpdateStatus(
+                    current_version=__version__, state=pb.UPDATE_FAILED,
+                    error_message="ADMIN_UPDATE without an UpdateInfo naming the release"))
+            else:
+                log.warning("update to %s ordered by the server", offer.version)
+                self._start_update(offer)
         return False
+
+    # -- self-update -----------------------------------------------------------------------
+    async def _send_update_status(self, status: Any) -> None:
+        await self.send("update_status", status)
+
+    def _offered(self, offer: Offer) -> None:
+        """Remember the release; a mandatory one is installed at once (SPEC 9)."""
+        if self.updater is None:
+            return
+        self.updater.offer = offer
+        if offer.mandatory:
+            self._start_update(offer)
+
+    def _start_update(self, offer: Offer) -> None:
+        if self._group is not None:
+            self._group.start_soon(self._update, offer)
+
+    async def _update(self, offer: Offer) -> None:
+        """Install ``offer``, waiting until nobody watches unless it is mandatory."""
+        assert self.updater is not None
+        if self.updater.busy:
+            return
+        while self.state.active and not offer.mandatory:  # noqa: ASYNC110 - no event to await
+            await anyio.sleep(1)
+        if await self.updater.run(offer, self._send_update_status):
+            self.ending = Ending.UPDATE
+            assert self._group is not None
+            self._group.cancel_scope.cancel()
+
+    async def _update_checks(self) -> None:
+        """A managed agent polls for a newer release while idle (SPEC 8: hourly)."""
+        if self.updater is None or self.updater.attended or self.updater.files is None:
+            return
+        while True:
+            await anyio.sleep(self.timing.update_check)
+            if self.state.active or self.updater.busy:
+                continue
+            offer = await self.updater.check()
+            if offer is not None:
+                log.info("release %s found by the update check", offer.version)
+                await self._update(offer)
 
     # -- clipboard (text) ------------------------------------------------------------------
     async def _paste(self, message: Any) -> None:

@@ -1,0 +1,142 @@
+"""Fetching a release over verified HTTPS into the agent's staging file (blocking; run in a thread).
+
+Only ``https`` is accepted, also after a redirect; certificates are verified
+against the system store or the agent's ``ca_bundle``, never skipped. The
+SHA-256 is computed while the bytes arrive, and a body shorter than its
+``Content-Length`` is an error, not a file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import os
+import ssl
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import urlsplit
+
+__all__ = ["DownloadError", "Transient", "download", "fetch_small", "require_https", "tls_context"]
+
+_CHUNK = 64 * 1024
+_TIMEOUT = 30.0
+
+
+class DownloadError(Exception):
+    """The download cannot succeed; the message is for ``UpdateStatus.error_message``."""
+
+
+class Transient(DownloadError):
+    """A failure worth another attempt (network trouble, a cut-off body, a 5xx)."""
+
+
+def tls_context(ca_bundle: str = "") -> ssl.SSLContext:
+    """Verifying TLS: the system's roots, or only ``ca_bundle`` when one is configured."""
+    return ssl.create_default_context(cafile=ca_bundle or None)
+
+
+def require_https(url: str) -> None:
+    if urlsplit(url).scheme.lower() != "https":
+        shown = url.split("?", 1)[0][:200]
+        raise DownloadError(f"refused {shown}: updates are downloaded over HTTPS only")
+
+
+class _HttpsOnlyRedirects(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any,
+                         newurl: str) -> Any:
+        require_https(newurl)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def _open(url: str, context: ssl.SSLContext) -> Any:
+    require_https(url)
+    opener = urllib.request.OpenerDirector()
+    for handler in (urllib.request.HTTPSHandler(context=context), _HttpsOnlyRedirects(),
+                    urllib.request.HTTPErrorProcessor(), urllib.request.HTTPDefaultErrorHandler()):
+        opener.add_handler(handler)
+    request = urllib.request.Request(  # noqa: S310 - https checked just above
+        url, headers={"User-Agent": "remote-agent"})
+    try:
+        return opener.open(request, timeout=_TIMEOUT)
+    except urllib.error.HTTPError as exc:
+        error = Transient if exc.code >= 500 else DownloadError
+        raise error(f"download failed: HTTP {exc.code} {exc.reason}") from None
+    except urllib.error.URLError as exc:
+        reason = exc.reason
+        if isinstance(reason, ssl.SSLCertVerificationError):
+            raise DownloadError(f"TLS certificate not trusted: {reason.verify_message}") from None
+        if isinstance(reason, ssl.SSLError):
+            raise DownloadError(f"TLS failed: {reason}") from None
+        if isinstance(reason, DownloadError):
+            raise reason from None
+        raise Transient(f"download failed: {reason}") from None
+    except (OSError, http.client.HTTPException) as exc:
+        raise Transient(f"download failed: {exc}") from None
+
+
+def _copy(response: Any, out: IO[bytes], progress: Callable[[int], None]) -> str:
+    """Stream the body into ``out``; the SHA-256 hex of what arrived."""
+    if "text/html" in (response.headers.get("Content-Type") or "").lower():
+        raise DownloadError("the server answered with an HTML page, not the release")
+    length_header = response.headers.get("Content-Length")
+    expected = int(length_header) if length_header and length_header.isdigit() else None
+    digest = hashlib.sha256()
+    received = 0
+    progress(0)
+    try:
+        while chunk := response.read(_CHUNK):
+            out.write(chunk)
+            digest.update(chunk)
+            received += len(chunk)
+            if expected:
+                progress(min(100, received * 100 // expected))
+    except http.client.IncompleteRead as exc:
+        received += len(exc.partial)
+        raise Transient(_incomplete(received, expected)) from None
+    except (OSError, http.client.HTTPException) as exc:
+        raise Transient(f"download interrupted after {received} bytes: {exc}") from None
+    if expected is not None and received != expected:
+        raise Transient(_incomplete(received, expected))
+    progress(100)
+    return digest.hexdigest()
+
+
+def _incomplete(received: int, expected: int | None) -> str:
+    return f"download incomplete: {received} of {expected} bytes arrived"
+
+
+def download(url: str, target: Path, context: ssl.SSLContext,
+             progress: Callable[[int], None]) -> str:
+    """Write ``url``'s body to ``target`` (owner-only); return its SHA-256 hex."""
+    with _open(url, context) as response:
+        fd = _create(target)
+        with open(fd, "wb") as out:
+            return _copy(response, out, progress)
+
+
+def fetch_small(url: str, context: ssl.SSLContext, limit: int = 64 * 1024,
+                allow_http: bool = False) -> bytes:
+    """A small document (a signature, the version poll); larger than ``limit`` is an error."""
+    if allow_http and urlsplit(url).scheme.lower() == "http":
+        opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context))
+        try:
+            with opener.open(url, timeout=_TIMEOUT) as response:
+                data: bytes = response.read(limit + 1)
+        except urllib.error.HTTPError as exc:
+            raise DownloadError(f"HTTP {exc.code} {exc.reason}") from None
+        except (OSError, http.client.HTTPException) as exc:
+            raise Transient(str(exc)) from None
+    else:
+        with _open(url, context) as response:
+            data = response.read(limit + 1)
+    if len(data) > limit:
+        raise DownloadError(f"{urlsplit(url).path} is larger than {limit} bytes")
+    return data
+
+
+def _create(target: Path) -> int:
+    target.unlink(missing_ok=True)
+    return os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
