@@ -233,7 +233,7 @@ class Updater:
 
         def progress(percent: int) -> None:
             nonlocal shown
-            if percent >= shown + 10 or (percent == 100 and shown != 100):
+            if shown < 0 or percent >= shown + 10 or (percent == 100 and shown != 100):
                 shown = percent
                 anyio.from_thread.run(report, self._status(pb.UPDATE_DOWNLOADING,
                                                            progress=percent))

@@ -1,0 +1,254 @@
+"""The update steps against a real HTTPS server with a test CA: what installs, what fails, why.
+
+The "agent" here is an :class:`Updater` over a real file in a temporary
+directory; the end-to-end tests run the same code inside real agent processes.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import zipfile
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from remote_agent.config import AgentConfig
+from remote_agent.update import Offer, Updater
+
+from remote_core.protocol import pb
+from remote_core.testing.release_server import ReleaseServer, Route
+
+
+def build(tag: str) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("__main__.py", f"print({tag!r})\n")
+    return buffer.getvalue()
+
+
+OLD, NEW = build("old"), build("new")
+NEW_SHA = hashlib.sha256(NEW).hexdigest()
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture
+def releases(tmp_path):
+    with ReleaseServer(tmp_path / "releases") as server:
+        yield server
+
+
+@pytest.fixture
+def artifact(tmp_path):
+    path = tmp_path / "agent" / "remote-agent.pyz"
+    path.parent.mkdir()
+    path.write_bytes(OLD)
+    return path
+
+
+class Reports(list):
+    async def __call__(self, status):
+        self.append(status)
+
+    @property
+    def states(self):
+        return [pb.UpdateState.Name(s.state) for s in self]
+
+
+def updater(artifact, releases, **config):
+    config = AgentConfig(server="http://127.0.0.1:9", ca_bundle=str(releases.ca_bundle),
+                         **config)
+    return Updater(config, artifact, current="1.0.0", retry_delay=0.01)
+
+
+async def failure(artifact, releases, offer, **config) -> str:
+    """Run ``offer``; assert it failed and left the old build alone; the reported reason."""
+    reports = Reports()
+    assert await updater(artifact, releases, **config).run(offer, reports) is False
+    assert reports.states[0] == "UPDATE_CHECKING"
+    assert reports.states[-1] == "UPDATE_FAILED"
+    assert artifact.read_bytes() == OLD
+    assert sorted(p.name for p in artifact.parent.iterdir()) == ["remote-agent.pyz"]
+    return reports[-1].error_message
+
+
+@pytest.mark.anyio
+async def test_a_newer_verified_release_replaces_the_file_and_keeps_the_previous(
+        artifact, releases):
+    url = releases.publish("remote-agent-1.0.1.pyz", Route(NEW))
+    reports = Reports()
+    agent = updater(artifact, releases)
+    assert await agent.run(Offer("1.0.1", url, NEW_SHA), reports) is True
+    assert artifact.read_bytes() == NEW
+    assert artifact.with_name("remote-agent.pyz.previous").read_bytes() == OLD
+    states = reports.states
+    assert states[:2] == ["UPDATE_CHECKING", "UPDATE_DOWNLOADING"]
+    assert states[-3:] == ["UPDATE_VERIFYING", "UPDATE_INSTALLING", "UPDATE_RESTARTING"]
+    progress = [s.progress_percent for s in reports if s.state == pb.UPDATE_DOWNLOADING]
+    assert progress[0] == 0 and progress[-1] == 100 and progress == sorted(progress)
+    assert json.loads(agent.files.marker.read_text()) == {"from": "1.0.0", "to": "1.0.1"}
+
+    # The restarted process (now 1.0.1) cleans up and reports COMPLETE once connected.
+    after = Updater(AgentConfig(), artifact, current="1.0.1")
+    after.finish_restart(post_update=True)
+    reports = Reports()
+    await after.connected(reports)
+    assert reports.states == ["UPDATE_COMPLETE"] and reports[0].current_version == "1.0.1"
+    assert not after.files.marker.exists() and not after.files.staging.exists()
+    assert after.files.previous.exists()  # kept for rollback
+    await after.connected(reports)
+    assert len(reports) == 1  # reported once
+
+
+@pytest.mark.anyio
+async def test_restarted_on_the_old_build_reports_failure(artifact, releases):
+    url = releases.publish("a.pyz", Route(NEW))
+    await updater(artifact, releases).run(Offer("1.0.1", url, NEW_SHA), Reports())
+    after = Updater(AgentConfig(), artifact, current="1.0.0")
+    after.finish_restart(post_update=True)
+    reports = Reports()
+    await after.connected(reports)
+    assert reports.states == ["UPDATE_FAILED"]
+    assert "restarted for 1.0.1 but running 1.0.0" in reports[0].error_message
+
+
+@pytest.mark.anyio
+async def test_wrong_checksum(artifact, releases):
+    url = releases.publish("a.pyz", Route(NEW))
+    message = await failure(artifact, releases, Offer("1.0.1", url, "0" * 64))
+    assert message.startswith("checksum mismatch") and NEW_SHA in message
+
+
+@pytest.mark.anyio
+async def test_html_error_page_with_status_200(artifact, releases):
+    url = releases.publish("a.pyz", Route(b"<html>Service down</html>", content_type="text/html"))
+    message = await failure(artifact, releases, Offer("1.0.1", url, NEW_SHA))
+    assert message == "the server answered with an HTML page, not the release"
+
+
+@pytest.mark.anyio
+async def test_not_found(artifact, releases):
+    message = await failure(artifact, releases, Offer("1.0.1", releases.url("gone.pyz"), NEW_SHA))
+    assert message == "download failed: HTTP 404 Not Found"
+    assert releases.hits["/gone.pyz"] == 1  # a 404 is not retried
+
+
+@pytest.mark.anyio
+async def test_truncated_body_is_retried_a_bounded_number_of_times(artifact, releases):
+    url = releases.publish("a.pyz", Route(NEW, cut_after=len(NEW) // 2))
+    message = await failure(artifact, releases, Offer("1.0.1", url, NEW_SHA))
+    assert message.startswith("download incomplete") and "gave up after 3 attempts" in message
+    assert releases.hits["/a.pyz"] == 3
+
+
+@pytest.mark.anyio
+async def test_plain_http_is_refused_before_connecting(artifact, releases):
+    message = await failure(artifact, releases,
+                            Offer("1.0.1", "http://127.0.0.1:9/a.pyz", NEW_SHA))
+    assert message == "refused http://127.0.0.1:9/a.pyz: updates are downloaded over HTTPS only"
+
+
+@pytest.mark.anyio
+async def test_untrusted_certificate(artifact, releases, tmp_path):
+    with ReleaseServer(tmp_path / "other") as stranger:  # its CA is not the agent's
+        url = stranger.publish("a.pyz", Route(NEW))
+        message = await failure(artifact, releases, Offer("1.0.1", url, NEW_SHA))
+    assert message.startswith("TLS certificate not trusted")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("version", ["0.9.0", "1.0.0", "1.0.0+rebuild", "1.0.0-rc.1"])
+async def test_never_a_downgrade_or_the_same_version(artifact, releases, version):
+    url = releases.publish("a.pyz", Route(NEW))
+    message = await failure(artifact, releases, Offer(version, url, NEW_SHA))
+    assert message == f"{version} is not newer than the running 1.0.0; agents never downgrade"
+    assert releases.hits["/a.pyz"] == 0
+
+
+@pytest.mark.anyio
+async def test_not_a_build(artifact, releases):
+    body = b"just bytes, not a zip application"
+    url = releases.publish("a.pyz", Route(body))
+    message = await failure(artifact, releases,
+                            Offer("1.0.1", url, hashlib.sha256(body).hexdigest()))
+    assert message.startswith("the download is not an agent build")
+
+
+@pytest.mark.anyio
+async def test_attended_and_source_installs_do_not_update(artifact, releases):
+    url = releases.publish("a.pyz", Route(NEW))
+    reports = Reports()
+    attended = Updater(AgentConfig(), artifact, current="1.0.0", attended=True)
+    assert await attended.run(Offer("1.0.1", url, NEW_SHA), reports) is False
+    source = Updater(AgentConfig(), None, current="1.0.0")
+    assert await source.run(Offer("1.0.1", url, NEW_SHA), reports) is False
+    assert "attended" in reports[1].error_message
+    assert "does not run from a release build" in reports[3].error_message
+    assert releases.hits["/a.pyz"] == 0
+
+
+def signing_key():
+    key = Ed25519PrivateKey.generate()
+    public = key.public_key().public_bytes(serialization.Encoding.Raw,
+                                           serialization.PublicFormat.Raw)
+    return key, base64.b64encode(public).decode()
+
+
+@pytest.mark.anyio
+async def test_signed_release_installs_when_the_key_is_pinned(artifact, releases):
+    key, public = signing_key()
+    url = releases.publish("a.pyz", Route(NEW))
+    releases.publish("a.pyz.sig", Route(base64.b64encode(key.sign(NEW))))
+    agent = updater(artifact, releases, update_public_key=public)
+    assert await agent.run(Offer("1.0.1", url, NEW_SHA), Reports()) is True
+    assert artifact.read_bytes() == NEW
+
+
+@pytest.mark.anyio
+async def test_bad_signature_when_signing_is_on(artifact, releases):
+    _, public = signing_key()
+    impostor, _ = signing_key()  # a compromised server: right checksum, wrong signer
+    url = releases.publish("a.pyz", Route(NEW))
+    releases.publish("a.pyz.sig", Route(base64.b64encode(impostor.sign(NEW))))
+    message = await failure(artifact, releases, Offer("1.0.1", url, NEW_SHA),
+                            update_public_key=public)
+    assert message == "the release signature does not match the pinned publisher key"
+
+
+@pytest.mark.anyio
+async def test_missing_signature_when_signing_is_on(artifact, releases):
+    _, public = signing_key()
+    url = releases.publish("a.pyz", Route(NEW))
+    message = await failure(artifact, releases, Offer("1.0.1", url, NEW_SHA),
+                            update_public_key=public)
+    assert message.startswith("the release signature could not be fetched")
+
+
+@pytest.mark.anyio
+async def test_the_poll_offers_only_newer_releases_that_have_not_failed_here(
+        artifact, releases):
+    url = releases.publish("a.pyz", Route(NEW))
+    agent = Updater(AgentConfig(server=releases.url(""), ca_bundle=str(releases.ca_bundle)),
+                    artifact, current="1.0.0", retry_delay=0.01)
+
+    def newest(version, checksum=NEW_SHA):
+        body = json.dumps({"version": version, "download_url": url,
+                           "checksum_sha256": checksum, "mandatory": False})
+        releases.publish("api/version", Route(body.encode(), content_type="application/json"))
+
+    assert await agent.check() is None  # 404: no release published
+    newest("0.9.0")
+    assert await agent.check() is None
+    newest("1.0.1-rc.1")
+    assert await agent.check() == Offer("1.0.1-rc.1", url, NEW_SHA)
+    newest("1.0.1", "0" * 64)
+    offer = await agent.check()
+    assert offer is not None and not await agent.run(offer, Reports())
+    assert await agent.check() is None  # failed here once: no update loop
+    assert releases.hits["/a.pyz"] == 1
