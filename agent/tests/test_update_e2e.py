@@ -1,0 +1,284 @@
+"""Self-update end to end: a real server, a release record, an HTTPS host with a test CA,
+and an agent genuinely running from its single-file build (1.0.0) that becomes 1.0.1.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from remote_agent.config import AgentConfig
+
+from remote_core.release import Artifact, build_agent
+from remote_core.testing.processes import Api, ServerProcess
+from remote_core.testing.release_server import ReleaseServer, Route
+
+pytestmark = [pytest.mark.xvfb, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory) -> dict[str, Artifact]:
+    out = tmp_path_factory.mktemp("builds")
+    return {v: build_agent(out / f"remote-agent-{v}.pyz", v) for v in ("1.0.0", "1.0.1")}
+
+
+@pytest.fixture
+def server(tmp_path):
+    process = ServerProcess(tmp_path / "server").start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def api(server):
+    client = Api(server)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def releases(tmp_path):
+    with ReleaseServer(tmp_path / "releases") as host:
+        yield host
+
+
+class Publisher:
+    """The release publisher's Ed25519 key; agents pin its public half."""
+
+    def __init__(self) -> None:
+        self.key = Ed25519PrivateKey.generate()
+        raw = self.key.public_key().public_bytes(serialization.Encoding.Raw,
+                                                 serialization.PublicFormat.Raw)
+        self.public = base64.b64encode(raw).decode()
+
+    def publish(self, host: ReleaseServer, name: str, route: Route,
+                signed: bytes | None = None) -> str:
+        """Serve ``route`` at ``name`` and its signature (over ``signed`` or the body)."""
+        signature = self.key.sign(route.body if signed is None else signed)
+        host.publish(name + ".sig", Route(base64.b64encode(signature)))
+        return host.publish(name, route)
+
+
+class ArtifactAgent:
+    """``python remote-agent.pyz --server ... --key ...``: the agent as a release build runs."""
+
+    def __init__(self, home: Path, display: str, build: Path, server: str, key: str,
+                 config: AgentConfig, **env: str) -> None:
+        self.home = home
+        self.artifact = home / "bin" / "remote-agent.pyz"
+        if not self.artifact.exists():
+            self.artifact.parent.mkdir(parents=True)
+            shutil.copy(build, self.artifact)
+            config.save(home / "config" / "remote-agent" / "agent.toml")
+        self.log = home / "agent.log"
+        self.argv = [sys.executable, str(self.artifact), "--server", server, "--key", key]
+        self.env = {**os.environ, "DISPLAY": display, "XDG_CONFIG_HOME": str(home / "config"),
+                    "HOME": str(home), **env}
+        self.env.pop("REMOTE_SUPPORT_PORT", None)
+        self.process = self.start()
+
+    def start(self) -> subprocess.Popen[bytes]:
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(self.argv, env=self.env, stdout=log, stderr=log)
+        return self.process
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:]
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def wait_for(what, predicate, agent: ArtifactAgent, within: float = 40.0):
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"{what} did not happen; agent log:\n{agent.output()}")
+
+
+def update_events(api: Api, agent_id: str) -> list[dict]:
+    """The agent's ``UpdateStatus`` reports as the server recorded them, oldest first."""
+    r = api.get("/api/events", params={"agent_id": agent_id, "limit": 1000})
+    r.raise_for_status()
+    return [e["detail"] for e in reversed(r.json()) if e["kind"] == "agent.update_status"]
+
+
+def online_at(api: Api, agent_id: str, version: str) -> bool:
+    machine = api.machine(agent_id)
+    return bool(machine and machine["status"] == "online" and machine["agent_version"] == version
+                and machine["session_id"])
+
+
+def release(api: Api, version: str, url: str, checksum: str, mandatory: bool = False) -> None:
+    r = api.post("/api/releases", json={"version": version, "download_url": url,
+                                        "checksum_sha256": checksum, "mandatory": mandatory})
+    assert r.status_code == 201, r.text
+
+
+def start_agent(tmp_path, x_display, builds, server, api, releases, publisher=None, **env):
+    agent_id, key = api.machine_with_key()
+    config = AgentConfig(ca_bundle=str(releases.ca_bundle),
+                         update_public_key=publisher.public if publisher else "")
+    agent = ArtifactAgent(tmp_path / "agent", x_display.display, builds["1.0.0"].path,
+                          server.url, key, config, **env)
+    wait_for("the 1.0.0 agent online", lambda: online_at(api, agent_id, "1.0.0"), agent)
+    return agent_id, agent
+
+
+def assert_updated(api, agent_id, agent, builds, pid):
+    wait_for("agent_version 1.0.1", lambda: online_at(api, agent_id, "1.0.1"), agent)
+    states = wait_for("UPDATE_COMPLETE", lambda: [
+        e["state"] for e in update_events(api, agent_id)
+        if e["state"] == "UPDATE_COMPLETE"] and [e["state"] for e in update_events(
+            api, agent_id)], agent)
+    assert states[:2] == ["UPDATE_CHECKING", "UPDATE_DOWNLOADING"]
+    assert states[-4:] == ["UPDATE_VERIFYING", "UPDATE_INSTALLING", "UPDATE_RESTARTING",
+                           "UPDATE_COMPLETE"]
+    completed = update_events(api, agent_id)[-1]
+    assert completed["version"] == "1.0.1" and completed["error"] == ""
+    assert agent.process.poll() is None and agent.process.pid == pid  # replaced in place
+    assert agent.artifact.read_bytes() == builds["1.0.1"].path.read_bytes()
+    previous = agent.artifact.with_name("remote-agent.pyz.previous")
+    assert previous.read_bytes() == builds["1.0.0"].path.read_bytes()
+    assert sorted(p.name for p in agent.artifact.parent.iterdir()) == [
+        "remote-agent.pyz", "remote-agent.pyz.previous"]
+
+
+def test_push_updates_a_signed_release(tmp_path, x_display, builds, server, api, releases):
+    publisher = Publisher()
+    url = publisher.publish(releases, "remote-agent-1.0.1.pyz",
+                            Route(builds["1.0.1"].path.read_bytes()))
+    release(api, "1.0.1", url, builds["1.0.1"].sha256)
+    agent_id, agent = start_agent(tmp_path, x_display, builds, server, api, releases, publisher)
+    try:
+        pid = agent.process.pid
+        r = api.post(f"/api/machines/{agent_id}/update", json={"version": "1.0.1"})
+        assert r.status_code == 202, r.text
+        assert_updated(api, agent_id, agent, builds, pid)
+    finally:
+        agent.stop()
+
+
+def test_poll_finds_the_newer_release(tmp_path, x_display, builds, server, api, releases):
+    agent_id, agent = start_agent(tmp_path, x_display, builds, server, api, releases,
+                                  REMOTE_AGENT_UPDATE_INTERVAL="1")
+    try:
+        pid = agent.process.pid
+        time.sleep(2)  # polls that find nothing change nothing
+        assert update_events(api, agent_id) == []
+        url = releases.publish("remote-agent-1.0.1.pyz", Route(builds["1.0.1"].path.read_bytes()))
+        release(api, "1.0.1", url, builds["1.0.1"].sha256)
+        assert_updated(api, agent_id, agent, builds, pid)
+        hits = releases.hits["/remote-agent-1.0.1.pyz"]
+        time.sleep(3)  # 1.0.1 polling finds 1.0.1: nothing newer, no loop
+        assert releases.hits["/remote-agent-1.0.1.pyz"] == hits == 1
+    finally:
+        agent.stop()
+
+
+def test_failed_updates_leave_the_old_agent_running(tmp_path, x_display, builds, server, api,
+                                                    releases):
+    publisher = Publisher()
+    new = builds["1.0.1"].path.read_bytes()
+    with ReleaseServer(tmp_path / "stranger") as stranger:
+        cases = [  # version, url, checksum, the reason the agent must give
+            ("1.0.1", publisher.publish(releases, "a.pyz", Route(new)), "0" * 64,
+             "checksum mismatch"),
+            ("1.0.2", publisher.publish(releases, "b.pyz", Route(
+                b"<html>Maintenance</html>", content_type="text/html")), builds["1.0.1"].sha256,
+             "the server answered with an HTML page, not the release"),
+            ("1.0.3", publisher.publish(releases, "c.pyz", Route(b"", status=404), signed=new),
+             builds["1.0.1"].sha256, "download failed: HTTP 404"),
+            ("1.0.4", publisher.publish(releases, "d.pyz", Route(new, cut_after=1000)),
+             builds["1.0.1"].sha256, "download incomplete: 1000 of"),
+            ("1.0.5", stranger.publish("e.pyz", Route(new)), builds["1.0.1"].sha256,
+             "could not be fetched: TLS certificate not trusted"),
+            ("1.0.6", Publisher().publish(releases, "f.pyz", Route(new)), builds["1.0.1"].sha256,
+             "the release signature does not match the pinned publisher key"),
+            ("0.9.0", publisher.publish(releases, "g.pyz", Route(new)), builds["1.0.1"].sha256,
+             "0.9.0 is not newer than the running 1.0.0; agents never downgrade"),
+        ]
+        r = api.post("/api/releases", json={"version": "1.0.7", "checksum_sha256": "0" * 64,
+                                            "download_url": "http://127.0.0.1/h.pyz"})
+        assert r.status_code == 422  # plain http never becomes a release (the agent refuses too)
+        for version, url, checksum, _ in cases:
+            release(api, version, url, checksum)
+        agent_id, agent = start_agent(tmp_path, x_display, builds, server, api, releases,
+                                      publisher)
+        try:
+            pid = agent.process.pid
+            for count, (version, _, _, reason) in enumerate(cases, start=1):
+                r = api.post(f"/api/machines/{agent_id}/update", json={"version": version})
+                assert r.status_code == 202, r.text
+                failures = wait_for(f"UPDATE_FAILED for {version}", lambda n=count: (
+                    lambda f: f if len(f) >= n else None)(
+                        [e for e in update_events(api, agent_id)
+                         if e["state"] == "UPDATE_FAILED"]), agent)
+                assert reason in failures[-1]["error"], (version, failures[-1])
+                assert failures[-1]["version"] == "1.0.0"
+            assert releases.hits["/d.pyz"] == 3  # a cut-off body: bounded retries
+            assert agent.process.poll() is None and agent.process.pid == pid
+            assert online_at(api, agent_id, "1.0.0")
+            assert agent.artifact.read_bytes() == builds["1.0.0"].path.read_bytes()
+            assert [p.name for p in agent.artifact.parent.iterdir()] == ["remote-agent.pyz"]
+            assert not [e for e in update_events(api, agent_id)
+                        if e["state"] in ("UPDATE_INSTALLING", "UPDATE_COMPLETE")]
+        finally:
+            agent.stop()
+
+
+def built_version(path: Path, builds: dict[str, Artifact]) -> str | None:
+    data = path.read_bytes()
+    return next((v for v, b in builds.items() if b.path.read_bytes() == data), None)
+
+
+@pytest.mark.parametrize("moment", ["UPDATE_DOWNLOADING", "UPDATE_INSTALLING"])
+def test_killed_mid_update_comes_back_old_or_new(tmp_path, x_display, builds, server, api,
+                                                 releases, moment):
+    new = builds["1.0.1"].path.read_bytes()
+    slow = moment == "UPDATE_DOWNLOADING"
+    url = releases.publish("remote-agent-1.0.1.pyz",
+                           Route(new, seconds_per_chunk=0.1 if slow else 0.0))
+    release(api, "1.0.1", url, builds["1.0.1"].sha256)
+    agent_id, agent = start_agent(tmp_path, x_display, builds, server, api, releases)
+    try:
+        r = api.post(f"/api/machines/{agent_id}/update", json={"version": "1.0.1"})
+        assert r.status_code == 202, r.text
+        wait_for(moment, lambda: [e for e in update_events(api, agent_id)
+                                  if e["state"] == moment and (not slow or e["progress"] > 0)],
+                 agent)
+        agent.kill()
+        found = built_version(agent.artifact, builds)
+        assert found in ("1.0.0", "1.0.1")  # whole, never neither
+        if slow:
+            assert found == "1.0.0"
+        # The service manager starts it again: it runs, whichever build is in place.
+        agent.start()
+        wait_for(f"the agent back online at {found}", lambda: online_at(api, agent_id, found),
+                 agent)
+        leftovers = sorted(p.name for p in agent.artifact.parent.iterdir())
+        assert leftovers in (["remote-agent.pyz"], ["remote-agent.pyz",
+                                                    "remote-agent.pyz.previous"])
+    finally:
+        agent.stop()
