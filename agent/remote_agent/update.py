@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 import zipfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -106,23 +108,25 @@ class Updater:
 
     # -- after the restart -------------------------------------------------------------------
     def finish_restart(self, post_update: bool) -> None:
-        """Clean what an earlier update left; with ``--post-update`` queue its outcome."""
-        if self.files is None:
+        """Clean what an earlier update left and queue its outcome for the server.
+
+        The outcome is known from the marker even when the process was killed
+        after the swap and started again without ``--post-update``.
+        """
+        pending = self.files.pending() if self.files is not None else None
+        if self.files is not None:
+            self.files.clean()
+        if pending is None:
             if post_update:
                 self._after_restart = self._status(
-                    pb.UPDATE_FAILED, "restarted for an update but not from a release build")
-            return
-        pending = self.files.pending()
-        self.files.clean()
-        if not post_update:
-            return
-        if pending is not None and pending["to"] == self.current:
+                    pb.UPDATE_FAILED, "restarted for an update, but none was installed")
+        elif pending["to"] == self.current:
             log.info("updated from %s to %s", pending["from"], self.current)
             self._after_restart = self._status(pb.UPDATE_COMPLETE, progress=100)
         else:
-            wanted = pending["to"] if pending else "a new version"
             self._after_restart = self._status(
-                pb.UPDATE_FAILED, f"restarted for {wanted} but running {self.current}")
+                pb.UPDATE_FAILED, f"the update to {pending['to']} did not take effect; "
+                                  f"running {self.current}")
 
     async def connected(self, report: Report) -> None:
         """Once connected after a restart, tell the server how the update ended."""
@@ -185,6 +189,7 @@ class Updater:
         await self._download(offer, files, report)
         await report(self._status(pb.UPDATE_VERIFYING, progress=100))
         await anyio.to_thread.run_sync(self._verify, files.staging, signature)
+        await anyio.to_thread.run_sync(self._smoke_test, files.staging, offer.version)
         await report(self._status(pb.UPDATE_INSTALLING, progress=100))
         try:
             await anyio.to_thread.run_sync(files.install, self.current, offer.version)
@@ -235,8 +240,11 @@ class Updater:
             nonlocal shown
             if shown < 0 or percent >= shown + 10 or (percent == 100 and shown != 100):
                 shown = percent
-                anyio.from_thread.run(report, self._status(pb.UPDATE_DOWNLOADING,
-                                                           progress=percent))
+                try:  # progress is a courtesy: a lost report never stops the download
+                    anyio.from_thread.run(report, self._status(pb.UPDATE_DOWNLOADING,
+                                                               progress=percent))
+                except Exception as exc:
+                    log.debug("download progress not reported: %s", exc)
 
         for attempt in range(1, self.attempts + 1):
             shown = -1
@@ -273,6 +281,25 @@ class Updater:
         if "__main__.py" not in names or broken is not None:
             raise UpdateFailed("the download is not an agent build (no __main__.py, or "
                                "a damaged member)")
+
+    def _smoke_test(self, staging: Path, version: str) -> None:
+        """Start the new build once (``--version``): it must run and be the promised release.
+
+        A build labelled with the wrong version would otherwise be installed,
+        restart as the old version, and be offered again at every poll.
+        """
+        try:
+            run = subprocess.run([sys.executable, str(staging), "--version"],
+                                 capture_output=True, text=True, timeout=60, check=False,
+                                 stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise UpdateFailed(f"the new build does not start: {exc}") from None
+        reported = run.stdout.strip()
+        if run.returncode != 0:
+            last = (run.stderr.strip().splitlines() or ["no output"])[-1]
+            raise UpdateFailed(f"the new build does not start: {last[:200]}")
+        if reported != version:
+            raise UpdateFailed(f"the download is version {reported[:64]!r}, not {version}")
 
     def _status(self, state: int, error: str = "", progress: int = 0) -> Any:
         return pb.UpdateStatus(current_version=self.current, state=state,

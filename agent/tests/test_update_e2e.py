@@ -124,6 +124,10 @@ def update_events(api: Api, agent_id: str) -> list[dict]:
     return [e["detail"] for e in reversed(r.json()) if e["kind"] == "agent.update_status"]
 
 
+def reported(api: Api, agent_id: str, state: str) -> list[dict]:
+    return [e for e in update_events(api, agent_id) if e["state"] == state]
+
+
 def online_at(api: Api, agent_id: str, version: str) -> bool:
     machine = api.machine(agent_id)
     return bool(machine and machine["status"] == "online" and machine["agent_version"] == version
@@ -148,10 +152,8 @@ def start_agent(tmp_path, x_display, builds, server, api, releases, publisher=No
 
 def assert_updated(api, agent_id, agent, builds, pid):
     wait_for("agent_version 1.0.1", lambda: online_at(api, agent_id, "1.0.1"), agent)
-    states = wait_for("UPDATE_COMPLETE", lambda: [
-        e["state"] for e in update_events(api, agent_id)
-        if e["state"] == "UPDATE_COMPLETE"] and [e["state"] for e in update_events(
-            api, agent_id)], agent)
+    wait_for("UPDATE_COMPLETE", lambda: reported(api, agent_id, "UPDATE_COMPLETE"), agent)
+    states = [e["state"] for e in update_events(api, agent_id)]
     assert states[:2] == ["UPDATE_CHECKING", "UPDATE_DOWNLOADING"]
     assert states[-4:] == ["UPDATE_VERIFYING", "UPDATE_INSTALLING", "UPDATE_RESTARTING",
                            "UPDATE_COMPLETE"]
@@ -231,10 +233,10 @@ def test_failed_updates_leave_the_old_agent_running(tmp_path, x_display, builds,
             for count, (version, _, _, reason) in enumerate(cases, start=1):
                 r = api.post(f"/api/machines/{agent_id}/update", json={"version": version})
                 assert r.status_code == 202, r.text
-                failures = wait_for(f"UPDATE_FAILED for {version}", lambda n=count: (
-                    lambda f: f if len(f) >= n else None)(
-                        [e for e in update_events(api, agent_id)
-                         if e["state"] == "UPDATE_FAILED"]), agent)
+                wait_for(f"UPDATE_FAILED for {version}",
+                         lambda n=count: len(reported(api, agent_id, "UPDATE_FAILED")) >= n,
+                         agent)
+                failures = reported(api, agent_id, "UPDATE_FAILED")
                 assert reason in failures[-1]["error"], (version, failures[-1])
                 assert failures[-1]["version"] == "1.0.0"
             assert releases.hits["/d.pyz"] == 3  # a cut-off body: bounded retries
@@ -265,9 +267,8 @@ def test_killed_mid_update_comes_back_old_or_new(tmp_path, x_display, builds, se
     try:
         r = api.post(f"/api/machines/{agent_id}/update", json={"version": "1.0.1"})
         assert r.status_code == 202, r.text
-        wait_for(moment, lambda: [e for e in update_events(api, agent_id)
-                                  if e["state"] == moment and (not slow or e["progress"] > 0)],
-                 agent)
+        wait_for(moment, lambda: [e for e in reported(api, agent_id, moment)
+                                  if not slow or e["progress"] > 0], agent)
         agent.kill()
         found = built_version(agent.artifact, builds)
         assert found in ("1.0.0", "1.0.1")  # whole, never neither
@@ -277,6 +278,9 @@ def test_killed_mid_update_comes_back_old_or_new(tmp_path, x_display, builds, se
         agent.start()
         wait_for(f"the agent back online at {found}", lambda: online_at(api, agent_id, found),
                  agent)
+        if found == "1.0.1":  # restarted without --post-update, it still reports the outcome
+            wait_for("UPDATE_COMPLETE", lambda: reported(api, agent_id, "UPDATE_COMPLETE"),
+                     agent)
         leftovers = sorted(p.name for p in agent.artifact.parent.iterdir())
         assert leftovers in (["remote-agent.pyz"], ["remote-agent.pyz",
                                                     "remote-agent.pyz.previous"])

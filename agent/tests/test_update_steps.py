@@ -22,14 +22,15 @@ from remote_core.protocol import pb
 from remote_core.testing.release_server import ReleaseServer, Route
 
 
-def build(tag: str) -> bytes:
+def build(version: str, main: str = "") -> bytes:
+    """A zip application that answers ``--version`` as a release build does."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("__main__.py", f"print({tag!r})\n")
+        archive.writestr("__main__.py", main or f"print({version!r})\n")
     return buffer.getvalue()
 
 
-OLD, NEW = build("old"), build("new")
+OLD, NEW = build("1.0.0"), build("1.0.1")
 NEW_SHA = hashlib.sha256(NEW).hexdigest()
 
 
@@ -115,7 +116,7 @@ async def test_restarted_on_the_old_build_reports_failure(artifact, releases):
     reports = Reports()
     await after.connected(reports)
     assert reports.states == ["UPDATE_FAILED"]
-    assert "restarted for 1.0.1 but running 1.0.0" in reports[0].error_message
+    assert reports[0].error_message == "the update to 1.0.1 did not take effect; running 1.0.0"
 
 
 @pytest.mark.anyio
@@ -178,6 +179,23 @@ async def test_not_a_build(artifact, releases):
     message = await failure(artifact, releases,
                             Offer("1.0.1", url, hashlib.sha256(body).hexdigest()))
     assert message.startswith("the download is not an agent build")
+
+
+@pytest.mark.anyio
+async def test_a_build_that_is_not_the_promised_version(artifact, releases):
+    """Installed, it would restart as 1.0.1 and be offered 1.0.2 again at every poll."""
+    url = releases.publish("a.pyz", Route(NEW))
+    message = await failure(artifact, releases, Offer("1.0.2", url, NEW_SHA))
+    assert message == "the download is version '1.0.1', not 1.0.2"
+
+
+@pytest.mark.anyio
+async def test_a_build_that_does_not_start(artifact, releases):
+    body = build("1.0.1", main="raise SystemExit('ImportError: no module named remote_agent')")
+    url = releases.publish("a.pyz", Route(body))
+    message = await failure(artifact, releases,
+                            Offer("1.0.1", url, hashlib.sha256(body).hexdigest()))
+    assert message == "the new build does not start: ImportError: no module named remote_agent"
 
 
 @pytest.mark.anyio
