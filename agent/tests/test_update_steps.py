@@ -10,13 +10,17 @@ import base64
 import hashlib
 import io
 import json
+import subprocess
+import sys
 import zipfile
 
+import anyio
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from remote_agent.config import AgentConfig
 from remote_agent.update import Offer, Updater
+from remote_agent.update_files import UpdateFiles
 
 from remote_core.protocol import pb
 from remote_core.testing.release_server import ReleaseServer, Route
@@ -270,3 +274,63 @@ async def test_the_poll_offers_only_newer_releases_that_have_not_failed_here(
     assert offer is not None and not await agent.run(offer, Reports())
     assert await agent.check() is None  # failed here once: no update loop
     assert releases.hits["/a.pyz"] == 1
+
+
+_CRASH_AT = """
+import os, signal, sys
+from pathlib import Path
+from remote_agent.update_files import UpdateFiles
+
+crash_at, calls = int(sys.argv[2]), 0
+
+def step(call):
+    def wrapped(*args, **kwargs):
+        global calls
+        if calls == crash_at:
+            os.kill(os.getpid(), signal.SIGKILL)
+        calls += 1
+        return call(*args, **kwargs)
+    return wrapped
+
+for name in ("chmod", "unlink", "link", "fsync", "replace"):
+    setattr(os, name, step(getattr(os, name)))
+Path.write_text = step(Path.write_text)
+UpdateFiles(Path(sys.argv[1])).install("1.0.0", "1.0.1")
+print(calls)
+"""
+
+
+@pytest.mark.parametrize("crash_at", range(8))
+def test_killed_at_any_step_of_the_install_the_file_is_old_or_new(tmp_path, crash_at):
+    """SIGKILL before each file-system call of the install, in a real child process."""
+    artifact = tmp_path / "remote-agent.pyz"
+    artifact.write_bytes(OLD)
+    files = UpdateFiles(artifact)
+    files.staging.write_bytes(NEW)
+    run = subprocess.run([sys.executable, "-c", _CRASH_AT, str(artifact), str(crash_at)],
+                         capture_output=True, text=True, timeout=60)
+    completed = run.returncode == 0
+    assert completed or run.returncode == -9, run.stderr
+    running = {OLD: "1.0.0", NEW: "1.0.1"}[artifact.read_bytes()]  # whole, never neither
+    if completed:
+        assert running == "1.0.1" and files.previous.read_bytes() == OLD
+    # Started again (by the service manager), the agent cleans up and tells what happened.
+    after = Updater(AgentConfig(), artifact, current=running)
+    after.finish_restart(post_update=False)
+    reports = Reports()
+    anyio.run(after.connected, reports)
+    assert not files.staging.exists() and not files.marker.exists()
+    if running == "1.0.1":
+        assert reports.states == ["UPDATE_COMPLETE"]
+    else:
+        assert reports.states in ([], ["UPDATE_FAILED"])
+
+
+def test_the_install_has_seven_steps(tmp_path):
+    """Keeps the crash test above covering every step when the install changes."""
+    artifact = tmp_path / "remote-agent.pyz"
+    artifact.write_bytes(OLD)
+    UpdateFiles(artifact).staging.write_bytes(NEW)
+    run = subprocess.run([sys.executable, "-c", _CRASH_AT, str(artifact), "99"],
+                         capture_output=True, text=True, timeout=60, check=True)
+    assert int(run.stdout) == 7
