@@ -160,6 +160,22 @@ async def test_plain_http_is_refused_before_connecting(artifact, releases):
 
 
 @pytest.mark.anyio
+async def test_a_redirect_must_stay_on_https(artifact, releases):
+    releases.publish("new.pyz", Route(NEW))
+    moved = releases.publish("moved.pyz", Route(b"", status=302, location=releases.url("new.pyz")))
+    assert await updater(artifact, releases).run(Offer("1.0.1", moved, NEW_SHA), Reports())
+    files = UpdateFiles(artifact)  # back to a plain 1.0.0 install
+    files.clean()
+    files.previous.unlink()
+    artifact.write_bytes(OLD)
+    down = releases.publish("down.pyz", Route(b"", status=302,
+                                              location="http://127.0.0.1:9/new.pyz"))
+    message = await failure(artifact, releases, Offer("1.0.2", down, NEW_SHA))
+    assert message == ("refused http://127.0.0.1:9/new.pyz: updates are downloaded over "
+                       "HTTPS only")
+
+
+@pytest.mark.anyio
 async def test_untrusted_certificate(artifact, releases, tmp_path):
     with ReleaseServer(tmp_path / "other") as stranger:  # its CA is not the agent's
         url = stranger.publish("a.pyz", Route(NEW))

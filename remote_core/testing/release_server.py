@@ -31,6 +31,8 @@ class Route:
     """Close the connection after this many bytes, having announced the full length."""
     seconds_per_chunk: float = 0.0
     """Trickle the body in 4 KiB chunks this far apart."""
+    location: str = ""
+    """A ``Location`` header, for redirects."""
 
 
 class ReleaseServer:
@@ -87,6 +89,8 @@ class ReleaseServer:
                 self.send_response(route.status)
                 self.send_header("Content-Type", route.content_type)
                 self.send_header("Content-Length", str(len(route.body)))
+                if route.location:
+                    self.send_header("Location", route.location)
                 self.end_headers()
                 body = route.body if route.cut_after is None else route.body[:route.cut_after]
                 try:
