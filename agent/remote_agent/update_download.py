@@ -70,8 +70,6 @@ def _open(url: str, context: ssl.SSLContext) -> Any:
             raise DownloadError(f"TLS certificate not trusted: {reason.verify_message}") from None
         if isinstance(reason, ssl.SSLError):
             raise DownloadError(f"TLS failed: {reason}") from None
-        if isinstance(reason, DownloadError):
-            raise reason from None
         raise Transient(f"download failed: {reason}") from None
     except (OSError, http.client.HTTPException) as exc:
         raise Transient(f"download failed: {exc}") from None
@@ -119,19 +117,25 @@ def download(url: str, target: Path, context: ssl.SSLContext,
 
 def fetch_small(url: str, context: ssl.SSLContext, limit: int = 64 * 1024,
                 allow_http: bool = False) -> bytes:
-    """A small document (a signature, the version poll); larger than ``limit`` is an error."""
+    """A small document (a signature, the version poll); larger than ``limit`` is an error.
+
+    ``allow_http`` admits the server's own plain-http base URL, for the poll only.
+    """
     if allow_http and urlsplit(url).scheme.lower() == "http":
         opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context))
         try:
-            with opener.open(url, timeout=_TIMEOUT) as response:
-                data: bytes = response.read(limit + 1)
+            response = opener.open(url, timeout=_TIMEOUT)
         except urllib.error.HTTPError as exc:
             raise DownloadError(f"HTTP {exc.code} {exc.reason}") from None
         except (OSError, http.client.HTTPException) as exc:
             raise Transient(str(exc)) from None
     else:
-        with _open(url, context) as response:
-            data = response.read(limit + 1)
+        response = _open(url, context)
+    try:
+        with response:
+            data: bytes = response.read(limit + 1)
+    except (OSError, http.client.HTTPException) as exc:
+        raise Transient(f"{urlsplit(url).path}: {exc}") from None
     if len(data) > limit:
         raise DownloadError(f"{urlsplit(url).path} is larger than {limit} bytes")
     return data
