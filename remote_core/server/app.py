@@ -13,7 +13,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.routing import Mount
+from starlette.responses import RedirectResponse
+from starlette.routing import Mount, Route
 
 from ..plugins import Plugins, get_plugin_manager
 from ..settings import Settings
@@ -43,9 +44,15 @@ def create_app(settings: Settings, plugins: Plugins | None = None, *,
 
     plugins = plugins or get_plugin_manager(settings)
     routes: list[Any] = [*api_routes(), *ws_routes()]
+    web_paths = []
     for spec in plugins.web_apps():
         if spec.factory is not None:
             routes.append(Mount(spec.path, app=spec.factory(settings), name=spec.name))
+            web_paths.append(spec.path.rstrip("/"))
+    if web_paths and "" not in web_paths:
+        # The bare address opens the first mounted web app (the console).
+        home = web_paths[0] + "/"
+        routes.append(Route("/", lambda _request: RedirectResponse(home), name="home"))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -22,7 +22,8 @@ function isAdmin() {
 }
 
 function viewerLink(sessionId, label = "Open viewer") {
-  return h("a", { href: `./viewer.html?session=${encodeURIComponent(sessionId)}`, target: "_blank", className: "open-viewer" }, label);
+  // rel=opener: the new tab gets a copy of this tab's sessionStorage (the login token).
+  return h("a", { href: `./viewer.html?session=${encodeURIComponent(sessionId)}`, target: "_blank", rel: "opener", className: "open-viewer" }, label);
 }
 
 function errorLine() {
@@ -134,7 +135,7 @@ function machinesView(main) {
   every(3000, load);
 
   function machineRow(m) {
-    const actions = h("td", { className: "row" });
+    const actions = h("div", { className: "row" });
     if (m.session_id) actions.append(viewerLink(m.session_id, "Connect"));
     if (isAdmin()) {
       actions.append(
@@ -154,7 +155,7 @@ function machinesView(main) {
       h("td", {}, m.organization || ""), h("td", {}, m.site || ""),
       h("td", {}, ...(m.tags || []).map((t) => h("span", { className: "tag" }, t))),
       h("td", {}, badge(m.status || "offline")), h("td", {}, m.agent_version || ""),
-      h("td", {}, when(m.last_seen)), actions);
+      h("td", {}, when(m.last_seen)), h("td", {}, actions));
   }
 }
 
@@ -256,11 +257,11 @@ function sessionsView(main) {
         h("td", {}, id), h("td", {}, s.hostname || s.agent_id || ""), h("td", {}, s.source || ""),
         h("td", {}, badge(s.consent_state || "", s.consent_state === "pending" ? "pending" : "granted")),
         h("td", {}, when(s.created_at)), h("td", {}, live ? badge("live", "online") : when(s.ended_at)),
-        h("td", { className: "row" }, live && s.consent_state !== "pending" ? viewerLink(id, "View") : "",
+        h("td", {}, h("div", { className: "row" }, live && s.consent_state !== "pending" ? viewerLink(id, "View") : "",
           isAdmin() && live ? h("button", { className: "danger", onclick: () => guarded(error, async () => {
             await api("DELETE", `/api/sessions/${encodeURIComponent(id)}`);
             load();
-          }) }, "Disconnect") : ""));
+          }) }, "Disconnect") : "")));
     }));
   });
   main.append(h("h1", {}, "Sessions"), error,
@@ -333,9 +334,9 @@ function usersView(main) {
       organizations: access.value.split(",").map((s) => s.trim()).filter(Boolean),
     }));
     return h("tr", {},
-      h("td", {}, u.username), h("td", {}, u.role), h("td", { className: "row" }, ...boxes), h("td", {}, access),
+      h("td", {}, u.username), h("td", {}, u.role), h("td", {}, h("div", { className: "row" }, ...boxes)), h("td", {}, access),
       h("td", {}, u.disabled ? badge("disabled", "offline") : badge("active", "online")),
-      h("td", { className: "row" },
+      h("td", {}, h("div", { className: "row" },
         h("button", { onclick: () => guarded(error, async () => {
           await api("PATCH", `/api/users/${encodeURIComponent(u.id)}`, { disabled: !u.disabled });
           load();
@@ -344,7 +345,7 @@ function usersView(main) {
           if (!confirm(`Delete ${u.username}?`)) return;
           await api("DELETE", `/api/users/${encodeURIComponent(u.id)}`);
           load();
-        }) }, "Delete")));
+        }) }, "Delete"))));
   }
   const form = h("form", { className: "card row" },
     h("input", { name: "username", placeholder: "Username", required: true }),

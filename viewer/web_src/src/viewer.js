@@ -23,6 +23,8 @@ const state = {
   decoderCodec: "",
   needKey: true,
   frames: 0,
+  drawn: 0,
+  rawFrames: 0,
   bytes: 0,
   rtt: 0,
   heartbeat: null,
@@ -118,9 +120,11 @@ const handlers = {
   display_info: showDisplays,
   video_frame(frame) {
     const kind = frame.raw ? "raw" : frame.vp9 ? "vp9" : frame.h264 ? "h264" : frame.h265 ? "h265" : null;
-    if (kind === "raw") drawRaw(frame.raw);
+    if (kind === "raw") {
+      state.rawFrames += 1;
+      drawRaw(frame.raw);
+    }
     else if (kind) decodeVideo(kind, frame[kind]);
-    state.frames += 1;
     send("video_ack", { sequence: frame.sequence, timestamp: frame.timestamp });
   },
   heartbeat_ack(ack) {
@@ -195,6 +199,7 @@ function drawRaw(raw) {
     resize(raw.width, raw.height);
     ctx.putImageData(bgraToImage(bytes, 0, raw.width, raw.height), 0, 0);
     state.needKey = false;
+    shown();
     return;
   }
   if (state.needKey) return;
@@ -206,6 +211,13 @@ function drawRaw(raw) {
     ctx.putImageData(bgraToImage(bytes, offset, r.width, r.height), r.x, r.y);
     offset += size;
   }
+  shown();
+}
+
+/** A frame reached the canvas: counted for the status bar (and `drawn` for diagnostics). */
+function shown() {
+  state.frames += 1;
+  state.drawn += 1;
 }
 
 const CODECS = { vp9: "vp09.00.10.08", h264: "avc1.42E01F", h265: "hev1.1.6.L93.B0" };
@@ -221,6 +233,7 @@ function decodeVideo(kind, chunk) {
         resize(frame.displayWidth, frame.displayHeight);
         ctx.drawImage(frame, 0, 0);
         frame.close();
+        shown();
       },
       error(error) {
         console.warn("decoder error", error);
@@ -254,10 +267,14 @@ function applyViewOnly() {
   for (const id of ["cad", "lock", "prtsc", "clip-send"]) $(id).disabled = state.viewOnly;
 }
 
+// The canvas is letterboxed (object-fit: contain): map through the drawn area only.
 function position(event) {
   const box = canvas.getBoundingClientRect();
-  const x = Math.round(((event.clientX - box.left) / box.width) * state.width);
-  const y = Math.round(((event.clientY - box.top) / box.height) * state.height);
+  const scale = Math.min(box.width / state.width, box.height / state.height);
+  const left = box.left + (box.width - state.width * scale) / 2;
+  const top = box.top + (box.height - state.height * scale) / 2;
+  const x = Math.floor((event.clientX - left) / scale);
+  const y = Math.floor((event.clientY - top) / scale);
   return {
     x: Math.max(0, Math.min(state.width - 1, x)),
     y: Math.max(0, Math.min(state.height - 1, y)),
