@@ -92,7 +92,7 @@ def _add(archive: zipfile.ZipFile, name: str, data: bytes) -> None:
 def build_agent(output: Path | None = None, version: str | None = None,
                 interpreter: str = "/usr/bin/env python3") -> Artifact:
     """Write the agent's single-file build; ``version`` defaults to the installed agent's."""
-    from .server.semver import is_semver
+    from .semver import is_semver
 
     version = version or _installed_agent_version()
     if not is_semver(version):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from remote_core.server.semver import is_semver, semver_key
+from remote_core.semver import is_semver, semver_key
 
 __all__ = ["is_newer"]
 
