@@ -49,8 +49,7 @@ import httpx
 from websockets.asyncio.client import ClientConnection, connect
 
 from bench.report import report
-from remote_core.protocol import Connection, Role, pb, wrap
-from remote_core.relay.frames import is_keyframe
+from remote_core.protocol import Connection, Role, is_keyframe, pb, wrap
 from remote_core.server.serving import tune_allocator
 
 ROOT = Path(__file__).resolve().parent.parent

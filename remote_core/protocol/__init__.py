@@ -10,6 +10,7 @@ from ._wire import FIELD_BY_NUMBER, NUMBER_BY_FIELD, pb, peek, wrap
 from .connection import ALLOWED, DEFAULT_MAX_MESSAGE_BYTES, INPUT_KINDS, Connection, Role, State
 from .errors import CloseCode, LocalProtocolError, ProtocolError, RemoteProtocolError
 from .events import Dropped, Inbound, ProtocolEvent
+from .frames import is_keyframe
 
 __all__ = [
     "ALLOWED",
@@ -27,6 +28,7 @@ __all__ = [
     "RemoteProtocolError",
     "Role",
     "State",
+    "is_keyframe",
     "pb",
     "peek",
     "wrap",

@@ -8,23 +8,12 @@ skipping over the pixel data without touching it.
 
 from __future__ import annotations
 
+from ._wire import _varint
+
 __all__ = ["is_keyframe"]
 
 # VideoFrame.encoding field number -> the keyframe flag's field number inside it.
 _FLAG_FIELD = {10: 6, 11: 2, 12: 2, 13: 2}  # raw: RawFrame.is_keyframe; others: EncodedFrame
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-        if shift >= 64:
-            raise ValueError("varint too long")
 
 
 def _skip(data: bytes, pos: int, wire_type: int) -> int:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import anyio
 
-from .frames import is_keyframe
+from ..protocol import is_keyframe
 
 __all__ = ["Close", "Outbox"]
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from remote_core.protocol import NUMBER_BY_FIELD, pb, peek, wrap
+from remote_core.protocol import NUMBER_BY_FIELD, is_keyframe, pb, peek, wrap
 from remote_core.relay.auth import looks_like_jwt, looks_like_support_code
-from remote_core.relay.frames import is_keyframe
 from remote_core.relay.outbox import Close, Outbox
 
 pytestmark = pytest.mark.anyio
