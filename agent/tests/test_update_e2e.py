@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import anyio
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -284,5 +285,34 @@ def test_killed_mid_update_comes_back_old_or_new(tmp_path, x_display, builds, se
         leftovers = sorted(p.name for p in agent.artifact.parent.iterdir())
         assert leftovers in (["remote-agent.pyz"], ["remote-agent.pyz",
                                                     "remote-agent.pyz.previous"])
+    finally:
+        agent.stop()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mandatory", [False, True])
+async def test_a_watched_agent_updates_when_the_viewer_leaves_unless_mandatory(
+        tmp_path, x_display, builds, server, api, releases, mandatory):
+    from remote_viewer.client import open_viewer
+
+    url = releases.publish("remote-agent-1.0.1.pyz", Route(builds["1.0.1"].path.read_bytes()))
+    release(api, "1.0.1", url, builds["1.0.1"].sha256, mandatory=mandatory)
+    agent_id, agent = await anyio.to_thread.run_sync(
+        lambda: start_agent(tmp_path, x_display, builds, server, api, releases))
+    try:
+        pid = agent.process.pid
+        session = api.live_session(agent_id)
+        async with open_viewer(server.url, api.viewer_token(session["id"])) as viewer:
+            await viewer.next_frame(15)  # streaming
+            r = api.post(f"/api/machines/{agent_id}/update", json={})
+            assert r.status_code == 202, r.text
+            if mandatory:  # installs at once, the viewer's stream notwithstanding
+                await anyio.to_thread.run_sync(
+                    assert_updated, api, agent_id, agent, builds, pid)
+                return
+            await anyio.sleep(3)
+            assert update_events(api, agent_id) == []  # waits while someone watches
+            await viewer.next_frame(15)
+        await anyio.to_thread.run_sync(assert_updated, api, agent_id, agent, builds, pid)
     finally:
         agent.stop()
