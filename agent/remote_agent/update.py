@@ -130,9 +130,10 @@ class Updater:
 
     async def connected(self, report: Report) -> None:
         """Once connected after a restart, tell the server how the update ended."""
-        status, self._after_restart = self._after_restart, None
+        status = self._after_restart
         if status is not None:
             await report(status)
+            self._after_restart = None  # kept for the next connection if this one broke
 
     # -- the poll ------------------------------------------------------------------------------
     async def check(self) -> Offer | None:
