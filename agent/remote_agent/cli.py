@@ -27,6 +27,7 @@ from .install import install, uninstall
 from .runner import run_agent
 from .session import AgentSession, Ending, Refused, Timing
 from .update import Updater
+from .update_files import UpdateFiles, running_artifact
 
 __all__ = ["build_parser", "main"]
 
@@ -52,6 +53,10 @@ def build_parser() -> argparse.ArgumentParser:
     inst.add_argument("--site", default="")
     inst.add_argument("--tag", action="append", default=[])
     sub.add_parser("uninstall", help="remove start-up registration and the config")
+    rollback = sub.add_parser("rollback", help="put the build kept by the last update back "
+                                               "(stop the agent first)")
+    rollback.add_argument("artifact", type=Path, nargs="?", default=None,
+                          help="the agent's file (default: the one running this command)")
     return parser
 
 
@@ -118,6 +123,15 @@ def _run(config: AgentConfig, config_path: Path, token: str, attended: bool,
     return 0
 
 
+def _rollback(artifact: Path | None) -> int:
+    artifact = artifact or running_artifact()
+    if artifact is None:
+        raise ValueError("give the agent's file: remote-agent rollback PATH")
+    UpdateFiles(artifact).rollback()
+    print(f"{artifact} is the previous build again")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -134,6 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for path in install(config, config_path):
                 print(f"created {path}")
             return 0
+        if args.command == "rollback":
+            return _rollback(args.artifact)
         if args.command == "uninstall":
             for path in uninstall(config_path):
                 print(f"removed {path}")

@@ -61,6 +61,13 @@ class UpdateFiles:
         os.replace(self.staging, self.artifact)  # the one atomic step
         _fsync_dir(self.artifact.parent)
 
+    def rollback(self) -> None:
+        """Put the kept previous build back in place (one atomic rename)."""
+        if not self.previous.is_file():
+            raise ValueError(f"no previous build to roll back to ({self.previous} is missing)")
+        os.replace(self.previous, self.artifact)
+        _fsync_dir(self.artifact.parent)
+
     def pending(self) -> dict[str, str] | None:
         """The update the marker names, if one was installed and not yet reported."""
         try:

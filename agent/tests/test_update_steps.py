@@ -350,3 +350,18 @@ def test_the_install_has_seven_steps(tmp_path):
     run = subprocess.run([sys.executable, "-c", _CRASH_AT, str(artifact), "99"],
                          capture_output=True, text=True, timeout=60, check=True)
     assert int(run.stdout) == 7
+
+
+def test_rollback_puts_the_previous_build_back(tmp_path, capsys):
+    from remote_agent.cli import main
+
+    artifact = tmp_path / "remote-agent.pyz"
+    artifact.write_bytes(OLD)
+    files = UpdateFiles(artifact)
+    files.staging.write_bytes(NEW)
+    files.install("1.0.0", "1.0.1")
+    assert main(["rollback", str(artifact)]) == 0
+    assert artifact.read_bytes() == OLD and not files.previous.exists()
+    assert main(["rollback", str(artifact)]) == 2  # nothing kept any more
+    assert "no previous build" in capsys.readouterr().err
+    assert artifact.read_bytes() == OLD
