@@ -316,3 +316,55 @@ async def test_a_watched_agent_updates_when_the_viewer_leaves_unless_mandatory(
         await anyio.to_thread.run_sync(assert_updated, api, agent_id, agent, builds, pid)
     finally:
         agent.stop()
+
+
+@pytest.mark.anyio
+async def test_plain_http_from_a_server_that_allows_it_is_refused(tmp_path, x_display, builds):
+    """The API only stores https releases; a server that sent http anyway is refused too.
+
+    A small WebSocket server plays that server's part of the wire.
+    """
+    from websockets.asyncio.server import serve
+
+    from remote_core.protocol import pb, wrap
+
+    statuses: list = []
+    failed, alive = anyio.Event(), anyio.Event()
+
+    async def handler(ws):
+        await ws.recv()  # session_request
+        await ws.send(wrap("session_response", pb.SessionResponse(success=True, session_id="s")))
+        await ws.send(wrap("update_info", pb.UpdateInfo(
+            version="1.0.1", download_url="http://127.0.0.1:9/remote-agent.pyz",
+            checksum_sha256=builds["1.0.1"].sha256)))
+        await ws.send(wrap("admin_command", pb.AdminCommand(command=pb.ADMIN_UPDATE)))
+        async for data in ws:
+            message = pb.Message()
+            message.ParseFromString(data)
+            kind = message.WhichOneof("payload")
+            if kind == "update_status":
+                statuses.append(message.update_status)
+                if message.update_status.state == pb.UPDATE_FAILED:
+                    failed.set()
+            elif kind == "heartbeat" and failed.is_set():
+                alive.set()
+
+    async with serve(handler, "127.0.0.1", 0, compression=None) as ws_server:
+        port = ws_server.sockets[0].getsockname()[1]
+        agent = ArtifactAgent(tmp_path / "agent", x_display.display, builds["1.0.0"].path,
+                              f"http://127.0.0.1:{port}", "cak_test", AgentConfig(),
+                              REMOTE_SUPPORT_HEARTBEAT_INTERVAL="1")
+        try:
+            with anyio.fail_after(30):
+                await failed.wait()
+                await alive.wait()  # still serving after the refusal
+            assert [pb.UpdateState.Name(s.state) for s in statuses] == [
+                "UPDATE_CHECKING", "UPDATE_FAILED"]
+            assert statuses[-1].error_message == (
+                "refused http://127.0.0.1:9/remote-agent.pyz: updates are downloaded over "
+                "HTTPS only")
+            assert statuses[-1].current_version == "1.0.0"
+            assert agent.process.poll() is None
+            assert agent.artifact.read_bytes() == builds["1.0.0"].path.read_bytes()
+        finally:
+            agent.stop()
