@@ -2,7 +2,8 @@
 
 Attended agents serve exactly one session and end with it; managed agents
 come back after every disconnect, refusal or network failure, waiting as
-:class:`Backoff` says, until the server orders an uninstall or a restart.
+:class:`Backoff` says, until the server orders an uninstall or a restart, or
+an update has been installed and the process must restart into it.
 """
 
 from __future__ import annotations
