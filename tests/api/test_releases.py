@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from remote_core.server.semver import semver_key
+from remote_core.semver import semver_key
 from remote_core.testing.liveserver import ApiClient, assert_problem
 
 SUM = "ab" * 32

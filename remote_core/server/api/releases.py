@@ -5,8 +5,8 @@ from __future__ import annotations
 from ...errors import ConflictError
 from ...protocol import pb
 from ...records import Event, Release, utcnow
+from ...semver import is_semver, semver_key
 from ..problem import Problem
-from ..semver import is_semver, semver_key
 from . import schemas as s
 from .endpoint import Call, Endpoint
 from .machines import find_machine

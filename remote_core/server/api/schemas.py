@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from ..semver import SEMVER_PATTERN
+from ...semver import SEMVER_PATTERN
 
 Permission = Literal["view", "control", "support_codes", "manage_machines"]
 Role = Literal["admin", "technician"]
