@@ -162,6 +162,13 @@ def test_code_consent_view_control_and_view_only(tmp_path: Path, display: Xvfb,
         viewer.wait_for_function("window.remoteViewer.rawFrames > 0", timeout=30_000)
         wait_for_screen(viewer)
 
+        # A dropped socket: the viewer mints a fresh token, reconnects and draws again.
+        drawn = viewer.evaluate("window.remoteViewer.drawn")
+        viewer.evaluate("window.remoteViewer.ws.close(4000, 'network dropped')")
+        viewer.wait_for_selector("#state >> text=reconnecting", timeout=10_000)
+        viewer.wait_for_selector("#state >> text=Connected", timeout=30_000)
+        viewer.wait_for_function(f"window.remoteViewer.drawn > {drawn}", timeout=30_000)
+
         click_remote(viewer, 612, 437)
         viewer.wait_for_timeout(300)
         assert _pointer_reaches(display, (612, 437))
