@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
@@ -150,6 +151,22 @@ def _create_private_file(path: str) -> None:
         os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
 
 
+def _enable_wal(cursor: Any) -> None:
+    """Switch the file to WAL (it stays so). The switch needs the file to itself, and
+    SQLite answers "locked" at once, without its busy handler, while another
+    connection opens the same new database: retry within the busy timeout."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            if str(cursor.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except Exception as exc:  # the driver's OperationalError; anything else re-raises
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.005)
+
+
 def _sqlite_setup(engine: Engine) -> None:
     """A private file; WAL, busy timeout, foreign keys; transactions the project controls."""
 
@@ -164,7 +181,7 @@ def _sqlite_setup(engine: Engine) -> None:
         dbapi_conn.isolation_level = None  # the driver must not emit BEGIN on its own
         cursor = dbapi_conn.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode = WAL")
+        _enable_wal(cursor)
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.close()
