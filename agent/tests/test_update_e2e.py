@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from remote_agent.config import AgentConfig
 
 from remote_core.release import Artifact, build_agent
-from remote_core.testing.processes import Api, ServerProcess
+from remote_core.testing.processes import Api, ServerProcess, stop_process
 from remote_core.testing.release_server import ReleaseServer, Route
 
 pytestmark = [pytest.mark.xvfb, pytest.mark.slow]
@@ -100,12 +100,7 @@ class ArtifactAgent:
         self.process.wait(10)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        stop_process(self.process)
 
 
 def wait_for(what, predicate, agent: ArtifactAgent, within: float = 40.0):

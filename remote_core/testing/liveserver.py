@@ -9,10 +9,11 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import anyio
 import httpx
 
 from ..plugins import Plugins
@@ -21,8 +22,8 @@ from ..server.ratelimit import RateLimiter
 from ..server.serving import Server, uvicorn_config
 from ..settings import Settings
 
-__all__ = ["ApiClient", "LiveServer", "ManualClock", "assert_problem", "fresh_ip",
-           "live_server"]
+__all__ = ["ApiClient", "LiveServer", "ManualClock", "assert_problem", "eventually",
+           "fresh_ip", "live_server"]
 
 
 class ManualClock:
@@ -124,3 +125,13 @@ def assert_problem(r: httpx.Response, status: int, *words: str) -> dict[str, Any
     for word in words:
         assert word in body["detail"], (word, body)
     return body
+
+
+async def eventually(check: Callable[[], Any], wait: float = 10) -> Any:
+    """Poll ``check`` until it returns something true (the server works in its own thread)."""
+    with anyio.fail_after(wait):
+        while True:
+            value = check()
+            if value:
+                return value
+            await anyio.sleep(0.05)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -19,6 +19,7 @@ from remote_core.testing.liveserver import (
     LiveServer,
     ManualClock,
     assert_problem,
+    eventually,
     fresh_ip,
     live_server,
 )
@@ -76,15 +77,6 @@ class Agent:
         except ConnectionClosed:
             return True
 
-
-async def eventually(check: Callable[[], Any], wait: float = 10) -> Any:
-    """Poll ``check`` until it is true: the server changes state in its own thread."""
-    with anyio.fail_after(wait):
-        while True:
-            value = check()
-            if value:
-                return value
-            await anyio.sleep(0.05)
 
 
 def keyed(admin: ApiClient, organization: str = "acme") -> tuple[str, str, str]:

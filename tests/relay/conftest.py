@@ -9,9 +9,8 @@ support-code rate limit of one test never reaches another.
 
 from __future__ import annotations
 
-import itertools
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,20 +22,12 @@ from websockets.exceptions import ConnectionClosed
 
 from remote_core.protocol import pb, wrap
 from remote_core.settings import Settings
-from remote_core.testing.liveserver import LiveServer, live_server
+from remote_core.testing.liveserver import LiveServer, fresh_ip, live_server
 
 ADMIN_PASSWORD = "relay-admin-password"
 BUDGET = 1024 * 1024
 MAX_MESSAGE = 2 * 1024 * 1024
 SHARED_KEY = "relay-shared-key-for-tests"
-_ips = itertools.count(1)
-
-
-def fresh_ip() -> str:
-    n = next(_ips)
-    return f"10.77.{n // 256 % 256}.{n % 256}"
-
-
 def relay_settings(path: Path, **changes: Any) -> Settings:
     values: dict[str, Any] = {
         "database_url": f"sqlite:///{path / 'relay.db'}", "admin_password": ADMIN_PASSWORD,
@@ -187,12 +178,3 @@ class Peer:
     async def close(self) -> None:
         await self.ws.close()
 
-
-async def eventually(check: Callable[[], Any], wait: float = 10) -> Any:
-    """Poll ``check`` until it returns something true (the server works in its own thread)."""
-    with anyio.fail_after(wait):
-        while True:
-            value = check()
-            if value:
-                return value
-            await anyio.sleep(0.05)

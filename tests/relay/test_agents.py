@@ -7,8 +7,9 @@ import uuid
 import pytest
 
 from remote_core.protocol import pb
+from remote_core.testing.liveserver import eventually
 
-from .conftest import SHARED_KEY, Admin, Peer, eventually
+from .conftest import SHARED_KEY, Admin, Peer
 
 pytestmark = pytest.mark.anyio
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from remote_core.protocol import pb
+from remote_core.testing.liveserver import eventually
 
-from .conftest import Admin, Peer, eventually
+from .conftest import Admin, Peer
 
 pytestmark = pytest.mark.anyio
 

@@ -6,8 +6,9 @@ import anyio
 import pytest
 
 from remote_core.protocol import pb
+from remote_core.testing.liveserver import eventually
 
-from .conftest import BUDGET, Admin, Peer, eventually
+from .conftest import BUDGET, Admin, Peer
 
 pytestmark = pytest.mark.anyio
 
