@@ -12,6 +12,8 @@ from typing import Any
 
 import httpx
 
+from .deviations import check_deviations
+
 BIN = Path(sys.executable).parent
 ADMIN_PASSWORD = "e2e-admin-password-0123"  # noqa: S105 - throwaway test servers only
 
@@ -34,9 +36,14 @@ def stop_process(process: subprocess.Popen[bytes]) -> None:
 
 
 class ServerProcess:
-    """``remote-support serve`` on a fixed free port with a SQLite file; restartable."""
+    """``remote-support serve`` on a fixed free port with a SQLite file; restartable.
+
+    ``settings`` are deviations from the shipped defaults, each listed with its
+    reason in :mod:`remote_core.testing.deviations`.
+    """
 
     def __init__(self, workdir: Path, **settings: str) -> None:
+        check_deviations(settings)
         self.port = free_port()
         workdir.mkdir(parents=True, exist_ok=True)
         self.workdir = workdir
