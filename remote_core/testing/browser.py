@@ -1,0 +1,82 @@
+"""Debian's Chromium under Playwright, run the way a technician runs the console.
+
+Pages get the headers the server ships (never ``bypass_csp``), and every
+uncaught page error, console error and Content-Security-Policy violation is
+recorded from the first script of every page on: :func:`watched_context`
+fails the test that opened it if any was seen. Page state is awaited by
+polling ``page.evaluate`` from Python (:func:`wait_until`), which needs no
+string evaluation inside the page.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "chromium", "wait_until", "watched_context"]
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+# Runs before any script of every document (a DevTools injection, so the page's
+# own CSP does not apply to it) and reports violations through a binding.
+_RECORD_VIOLATIONS = """
+addEventListener("securitypolicyviolation", (e) => {
+  window.__reportPageProblem(
+    `CSP violation: ${e.violatedDirective} blocked ${e.blockedURI || "inline"} ` +
+    `(${e.sourceFile || location.href}:${e.lineNumber})`);
+});
+"""
+
+
+@contextmanager
+def chromium(**launch: Any) -> Iterator[Any]:
+    """A headless Debian Chromium, started by Playwright."""
+    from playwright.sync_api import sync_playwright
+
+    assert Path(CHROMIUM).exists(), "Chromium is missing: scripts/bootstrap installs it"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                             args=CHROMIUM_ARGS, **launch)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@contextmanager
+def watched_context(browser: Any, **options: Any) -> Iterator[Any]:
+    """A browser context whose pages must stay clean: no page error, console error or
+    CSP violation, from the first script on; asserted when the block ends normally."""
+    assert "bypass_csp" not in options, "tests run the console under its shipped CSP"
+    context = browser.new_context(**options)
+    problems: list[str] = []
+    context.expose_binding("__reportPageProblem", lambda _source, text: problems.append(text))
+    context.add_init_script(_RECORD_VIOLATIONS)
+    context.on("weberror", lambda error: problems.append(f"page error: {error.error}"))
+    context.on("console", lambda message: problems.append(
+        f"console error: {message.text} ({message.location.get('url', '')})")
+        if message.type == "error" else None)
+    try:
+        yield context
+    finally:
+        context.close()
+    assert not problems, "the browser reported problems:\n" + "\n".join(problems)
+
+
+def wait_until(check: Callable[[], Any], timeout: float = 30.0, what: str = "") -> Any:
+    """Poll ``check`` (typically a ``page.evaluate``) until it returns something true."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what or check}")
+        time.sleep(0.05)
