@@ -1,30 +1,25 @@
-// The wire: proto/remote_support.proto, parsed once at load.
-import protobuf from "protobufjs";
-import protoText from "../../../proto/remote_support.proto";
+// The wire: code that build.mjs generates from proto/remote_support.proto
+// (protoc-gen-es). Fields are camelCase, a oneof is {case, value}, and nothing
+// is compiled from strings, so it runs under the console's CSP.
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { MessageSchema } from "../gen/remote_support_pb.js";
 
-const root = protobuf.parse(protoText, { keepCase: true }).root;
-const Message = root.lookupType("remote_support.v1.Message");
+export {
+  ClipboardFormat, CodecPreference, KeyEventType, MouseEventType, SessionType, SpecialKey,
+} from "../gen/remote_support_pb.js";
 
-export const enums = Object.fromEntries(
-  ["SessionType", "MouseEventType", "KeyEventType", "SpecialKey", "ClipboardFormat",
-    "QualityPreset", "CodecPreference"].map((name) => [name, root.lookupEnum(`remote_support.v1.${name}`).values]),
-);
-
-/** Serialize one Message carrying `payload` as its `kind` field. */
+/** Serialize one Message carrying `payload` as its `kind` (camelCase) field. */
 export function encode(kind, payload) {
-  const message = Message.create({ [kind]: payload });
-  return Message.encode(message).finish();
+  return toBinary(MessageSchema, create(MessageSchema, { payload: { case: kind, value: payload } }));
 }
 
 /** Parse one binary WebSocket message into [kind, payload]; throws on garbage. */
 export function decode(bytes) {
-  const message = Message.decode(new Uint8Array(bytes));
-  const kind = message.payload;
-  return [kind, kind ? message[kind] : null];
+  const { payload } = fromBinary(MessageSchema, new Uint8Array(bytes));
+  return [payload.case, payload.value];
 }
 
-/** protobufjs gives int64 as Long or number; the viewer only needs numbers. */
+/** 64-bit fields arrive as BigInt; the viewer only needs numbers. */
 export function toNumber(value) {
-  if (value == null) return 0;
-  return typeof value === "number" ? value : Number(value.toString());
+  return value == null ? 0 : Number(value);
 }

@@ -3,7 +3,10 @@
 import { decompress } from "fzstd";
 import { api, token } from "./api.js";
 import { scanCode } from "./keys.js";
-import { decode, encode, enums, toNumber } from "./proto.js";
+import {
+  ClipboardFormat, CodecPreference, KeyEventType, MouseEventType, SessionType, SpecialKey,
+  decode, encode, toNumber,
+} from "./proto.js";
 
 const $ = (id) => document.getElementById(id);
 const params = new URLSearchParams(location.search);
@@ -25,6 +28,7 @@ const state = {
   frames: 0,
   drawn: 0,
   rawFrames: 0,
+  codecFrames: {},
   bytes: 0,
   rtt: 0,
   heartbeat: null,
@@ -34,8 +38,10 @@ const state = {
 const canvas = $("screen");
 const ctx = canvas.getContext("2d", { alpha: false });
 
-function status(text) {
+/** The status bar's text, and its `data-state` (a stable word tests and styles can use). */
+function status(text, word) {
   $("state").textContent = text;
+  $("state").dataset.state = word;
 }
 
 function send(kind, payload) {
@@ -45,19 +51,19 @@ function send(kind, payload) {
 // ---- connection ----------------------------------------------------------
 
 async function connect() {
-  if (!sessionId) return status("No session given.");
+  if (!sessionId) return status("No session given.", "ended");
   if (!token.get()) {
     location.href = `./index.html#login`;
     return;
   }
-  status("Connecting…");
+  status("Connecting…", "connecting");
   let viewerToken;
   try {
     const me = await api("GET", "/api/auth/me");
     if (!me.permissions.includes("control")) state.viewOnly = true;
     viewerToken = (await api("POST", `/api/sessions/${encodeURIComponent(sessionId)}/viewer-token`)).token;
   } catch (error) {
-    status(`Cannot open the session: ${error.message}`);
+    status(`Cannot open the session: ${error.message}`, "error");
     if (error.status >= 500 || error.status === undefined) scheduleReconnect();
     return;
   }
@@ -66,11 +72,13 @@ async function connect() {
   const ws = new WebSocket(`${scheme}://${location.host}/ws/viewer`);
   ws.binaryType = "arraybuffer";
   state.ws = ws;
+  let opened = false;
   ws.onopen = () => {
-    ws.send(encode("session_request", {
-      session_token: viewerToken,
-      session_type: state.viewOnly ? enums.SessionType.VIEW_ONLY : enums.SessionType.SCREEN_CONTROL,
-      client_version: "web-console",
+    opened = true;
+    ws.send(encode("sessionRequest", {
+      sessionToken: viewerToken,
+      sessionType: state.viewOnly ? SessionType.VIEW_ONLY : SessionType.SCREEN_CONTROL,
+      clientVersion: "web-console",
     }));
   };
   ws.onmessage = (event) => {
@@ -81,13 +89,33 @@ async function connect() {
       console.warn("undecodable message", error);
     }
   };
-  ws.onclose = (event) => {
+  ws.onclose = async (event) => {
     clearInterval(state.heartbeat);
     state.ws = null;
     if (state.closedByUser || state.ended) return;
-    status(`Disconnected (${event.code}${event.reason ? `: ${event.reason}` : ""}); reconnecting…`);
+    const refused = !opened && await refusedOrigin();
+    if (refused) {
+      state.ended = true;
+      status(`Refused by the server (origin ${refused.origin}): the operator can allow it with ` +
+        `${refused.setting}.`, "refused");
+      return;
+    }
+    status(`Disconnected (${event.code}${event.reason ? `: ${event.reason}` : ""}); reconnecting…`,
+      "reconnecting");
     scheduleReconnect();
   };
+}
+
+/** A browser cannot read why a WebSocket upgrade failed; the server says whether it was
+ * this page's origin (the same check the socket makes), so the viewer stops retrying. */
+async function refusedOrigin() {
+  try {
+    const response = await fetch("/api/viewer-origin", { method: "POST" });
+    const answer = response.ok ? await response.json() : null;
+    return answer && answer.allowed === false ? answer : null;
+  } catch {
+    return null;
+  }
 }
 
 function scheduleReconnect() {
@@ -98,56 +126,57 @@ function scheduleReconnect() {
 
 function startHeartbeat() {
   clearInterval(state.heartbeat);
-  state.heartbeat = setInterval(() => send("heartbeat", { timestamp: Date.now() }), 15000);
-  send("heartbeat", { timestamp: Date.now() });
+  state.heartbeat = setInterval(() => send("heartbeat", { timestamp: BigInt(Date.now()) }), 15000);
+  send("heartbeat", { timestamp: BigInt(Date.now()) });
 }
 
 // ---- incoming ------------------------------------------------------------
 
 const handlers = {
-  session_response(response) {
+  sessionResponse(response) {
     if (!response.success) {
       state.ended = true;
-      status(`Refused: ${response.error}`);
+      status(`Refused: ${response.error}`, "refused");
       return;
     }
     state.retries = 0;
     state.needKey = true;
-    status(state.viewOnly ? "Connected (view only)" : "Connected");
-    if (response.display_info) showDisplays(response.display_info);
+    status(state.viewOnly ? "Connected (view only)" : "Connected", "connected");
+    if (response.displayInfo) showDisplays(response.displayInfo);
     startHeartbeat();
   },
-  display_info: showDisplays,
-  video_frame(frame) {
-    const kind = frame.raw ? "raw" : frame.vp9 ? "vp9" : frame.h264 ? "h264" : frame.h265 ? "h265" : null;
+  displayInfo: showDisplays,
+  videoFrame(frame) {
+    const { case: kind, value } = frame.encoding;
+    if (kind) state.codecFrames[kind] = (state.codecFrames[kind] || 0) + 1;
     if (kind === "raw") {
       state.rawFrames += 1;
-      drawRaw(frame.raw);
+      drawRaw(value);
     }
-    else if (kind) decodeVideo(kind, frame[kind]);
-    send("video_ack", { sequence: frame.sequence, timestamp: frame.timestamp });
+    else if (kind) decodeVideo(kind, value);
+    send("videoAck", { sequence: frame.sequence, timestamp: frame.timestamp });
   },
-  heartbeat_ack(ack) {
-    state.rtt = Date.now() - toNumber(ack.client_timestamp);
+  heartbeatAck(ack) {
+    state.rtt = Date.now() - toNumber(ack.clientTimestamp);
   },
-  latency_report(report) {
-    if (toNumber(report.rtt_ms)) state.rtt = toNumber(report.rtt_ms);
+  latencyReport(report) {
+    if (toNumber(report.rttMs)) state.rtt = toNumber(report.rttMs);
   },
-  chat_message(message) {
+  chatMessage(message) {
     addChat(message.sender || "client", message.content);
   },
-  clipboard_data(clip) {
-    if (clip.format !== enums.ClipboardFormat.CLIPBOARD_TEXT) return;
+  clipboardData(clip) {
+    if (clip.format !== ClipboardFormat.CLIPBOARD_TEXT) return;
     const text = new TextDecoder().decode(clip.data);
     $("clipboard").value = text;
     navigator.clipboard?.writeText(text).catch(() => {});
   },
   disconnect(message) {
     state.ended = true;
-    status(`Session ended: ${message.reason || "no reason given"}`);
+    status(`Session ended: ${message.reason || "no reason given"}`, "ended");
   },
-  cursor_position() {},
-  cursor_shape() {},
+  cursorPosition() {},
+  cursorShape() {},
 };
 
 function showDisplays(info) {
@@ -157,11 +186,11 @@ function showDisplays(info) {
     ...state.displays.map((d) => {
       const option = document.createElement("option");
       option.value = String(d.id);
-      option.textContent = `${d.name || `Display ${d.id}`} (${d.width}×${d.height})${d.is_primary ? " ★" : ""}`;
+      option.textContent = `${d.name || `Display ${d.id}`} (${d.width}×${d.height})${d.isPrimary ? " ★" : ""}`;
       return option;
     }),
   );
-  const current = state.displayId || info.primary_display;
+  const current = state.displayId || info.primaryDisplay;
   if (current) select.value = String(current);
 }
 
@@ -194,7 +223,7 @@ function drawRaw(raw) {
     console.warn("bad zstd frame", error);
     return;
   }
-  if (raw.is_keyframe) {
+  if (raw.isKeyframe) {
     if (bytes.length !== raw.width * raw.height * 4) return;
     resize(raw.width, raw.height);
     ctx.putImageData(bgraToImage(bytes, 0, raw.width, raw.height), 0, 0);
@@ -204,7 +233,7 @@ function drawRaw(raw) {
   }
   if (state.needKey) return;
   let offset = 0;
-  for (const r of raw.dirty_rects || []) {
+  for (const r of raw.dirtyRects) {
     const size = r.width * r.height * 4;
     if (r.x < 0 || r.y < 0 || r.x + r.width > state.width || r.y + r.height > state.height ||
       offset + size > bytes.length) return;
@@ -221,6 +250,10 @@ function shown() {
 }
 
 const CODECS = { vp9: "vp09.00.10.08", h264: "avc1.42E01F", h265: "hev1.1.6.L93.B0" };
+// The agent's encoders convert with BT.601, limited range, and say so in the
+// stream; Chromium takes VP9's colours from the codec string's defaults
+// (BT.709) instead, so the decoder is told outright.
+const COLOR_SPACE = { primaries: "smpte170m", transfer: "smpte170m", matrix: "smpte170m", fullRange: false };
 
 function decodeVideo(kind, chunk) {
   state.bytes += chunk.data.length;
@@ -242,7 +275,7 @@ function decodeVideo(kind, chunk) {
       },
     });
     try {
-      state.decoder.configure({ codec: CODECS[kind], optimizeForLatency: true });
+      state.decoder.configure({ codec: CODECS[kind], colorSpace: COLOR_SPACE, optimizeForLatency: true });
     } catch (error) {
       return fallBackToRaw();
     }
@@ -256,7 +289,7 @@ function decodeVideo(kind, chunk) {
 }
 
 function fallBackToRaw() {
-  $("codec").value = String(enums.CodecPreference.CODEC_RAW);
+  $("codec").value = String(CodecPreference.CODEC_RAW);
   sendQuality();
 }
 
@@ -289,7 +322,7 @@ function buttons(mask) {
 
 function mouse(event, type, extra = {}) {
   if (state.viewOnly || !state.width) return;
-  send("mouse_event", { ...position(event), buttons: buttons(event.buttons), event_type: type, ...extra });
+  send("mouseEvent", { ...position(event), buttons: buttons(event.buttons), eventType: type, ...extra });
 }
 
 const BUTTON_BIT = [1, 4, 2, 8, 16];
@@ -298,7 +331,7 @@ canvas.addEventListener("pointermove", (event) => {
     requestAnimationFrame(() => {
       const last = state.pendingMove;
       state.pendingMove = null;
-      mouse(last, enums.MouseEventType.MOUSE_MOVE);
+      mouse(last, MouseEventType.MOUSE_MOVE);
     });
   }
   state.pendingMove = event;
@@ -306,55 +339,55 @@ canvas.addEventListener("pointermove", (event) => {
 canvas.addEventListener("pointerdown", (event) => {
   canvas.focus();
   canvas.setPointerCapture(event.pointerId);
-  mouse(event, enums.MouseEventType.MOUSE_DOWN);
+  mouse(event, MouseEventType.MOUSE_DOWN);
   event.preventDefault();
 });
 canvas.addEventListener("pointerup", (event) => {
   // `buttons` no longer has the released one: report it pressed in this event.
   const mask = event.buttons | (BUTTON_BIT[event.button] ?? 0);
   if (state.viewOnly || !state.width) return;
-  send("mouse_event", {
-    ...position(event), buttons: buttons(mask), event_type: enums.MouseEventType.MOUSE_UP,
+  send("mouseEvent", {
+    ...position(event), buttons: buttons(mask), eventType: MouseEventType.MOUSE_UP,
   });
 });
 canvas.addEventListener("contextmenu", (event) => event.preventDefault());
 canvas.addEventListener("wheel", (event) => {
   event.preventDefault();
-  mouse(event, enums.MouseEventType.MOUSE_WHEEL, {
-    wheel_delta_x: -Math.sign(event.deltaX) * 120,
-    wheel_delta_y: -Math.sign(event.deltaY) * 120,
+  mouse(event, MouseEventType.MOUSE_WHEEL, {
+    wheelDeltaX: -Math.sign(event.deltaX) * 120,
+    wheelDeltaY: -Math.sign(event.deltaY) * 120,
   });
 }, { passive: false });
 
 function key(event, down) {
   if (state.viewOnly) return;
   event.preventDefault();
-  send("key_event", {
+  send("keyEvent", {
     down,
-    key_type: enums.KeyEventType.KEY_SCAN,
-    vk_code: event.keyCode || 0,
-    scan_code: scanCode(event.code),
+    keyType: KeyEventType.KEY_SCAN,
+    vkCode: event.keyCode || 0,
+    scanCode: scanCode(event.code),
     unicode: event.key.length === 1 ? event.key : "",
     modifiers: {
       ctrl: event.ctrlKey, alt: event.altKey, shift: event.shiftKey, meta: event.metaKey,
-      caps_lock: event.getModifierState("CapsLock"), num_lock: event.getModifierState("NumLock"),
+      capsLock: event.getModifierState("CapsLock"), numLock: event.getModifierState("NumLock"),
     },
   });
 }
 canvas.addEventListener("keydown", (event) => key(event, true));
 canvas.addEventListener("keyup", (event) => key(event, false));
 
-$("cad").onclick = () => send("special_key", { key: enums.SpecialKey.CTRL_ALT_DEL });
-$("lock").onclick = () => send("special_key", { key: enums.SpecialKey.LOCK_SCREEN });
-$("prtsc").onclick = () => send("special_key", { key: enums.SpecialKey.PRINT_SCREEN });
+$("cad").onclick = () => send("specialKey", { key: SpecialKey.CTRL_ALT_DEL });
+$("lock").onclick = () => send("specialKey", { key: SpecialKey.LOCK_SCREEN });
+$("prtsc").onclick = () => send("specialKey", { key: SpecialKey.PRINT_SCREEN });
 
 $("display").onchange = () => {
   state.displayId = Number($("display").value);
-  send("switch_display", { display_id: state.displayId });
+  send("switchDisplay", { displayId: state.displayId });
 };
 
 function sendQuality() {
-  send("quality_settings", {
+  send("qualitySettings", {
     preset: Number($("quality").value),
     codec: Number($("codec").value),
   });
@@ -377,25 +410,25 @@ $("chat-form").onsubmit = (event) => {
   event.preventDefault();
   const content = $("chat-input").value.trim();
   if (!content) return;
-  send("chat_message", {
-    id: crypto.randomUUID(), sender: "technician", content, timestamp: Math.floor(Date.now() / 1000),
+  send("chatMessage", {
+    id: crypto.randomUUID(), sender: "technician", content, timestamp: BigInt(Math.floor(Date.now() / 1000)),
   });
   addChat("technician", content);
   $("chat-input").value = "";
 };
 
-$("clip-send").onclick = () => send("clipboard_data", {
-  format: enums.ClipboardFormat.CLIPBOARD_TEXT,
+$("clip-send").onclick = () => send("clipboardData", {
+  format: ClipboardFormat.CLIPBOARD_TEXT,
   data: new TextEncoder().encode($("clipboard").value),
-  mime_type: "text/plain",
+  mimeType: "text/plain",
 });
-$("clip-get").onclick = () => send("clipboard_request", {});
+$("clip-get").onclick = () => send("clipboardRequest", {});
 
 $("leave").onclick = () => {
   state.closedByUser = true;
   send("disconnect", { reason: "technician left" });
   state.ws?.close(1000);
-  status("Left the session.");
+  status("Left the session.", "ended");
 };
 
 // ---- status bar ------------------------------------------------------------------
@@ -405,7 +438,7 @@ setInterval(() => {
   $("fps").textContent = `${state.frames} fps`;
   $("rtt").textContent = `${state.rtt} ms`;
   $("bitrate").textContent = `${kbps} kbit/s`;
-  send("latency_report", { rtt_ms: state.rtt, fps: state.frames, bitrate_kbps: kbps });
+  send("latencyReport", { rttMs: BigInt(state.rtt), fps: state.frames, bitrateKbps: kbps });
   state.frames = 0;
   state.bytes = 0;
 }, 1000);
