@@ -26,6 +26,7 @@ class RateLimiter(ABC):
     CODE_VALIDATION = ("code", 15, 60.0)
     CODE_FAILURES_BEFORE_LOCKOUT = 10
     CODE_LOCKOUT_SECONDS = 15 * 60.0
+    CSP_REPORT = ("csp_report", 60, 60.0)
 
     # -- primitives a backend implements ------------------------------------
     @abstractmethod
@@ -51,6 +52,10 @@ class RateLimiter(ABC):
 
     async def check_change_password(self, client_ip: str) -> float | None:
         return await self.hit(*self._split(self.CHANGE_PASSWORD, client_ip))
+
+    async def check_csp_report(self, client_ip: str) -> float | None:
+        """Browsers' policy-violation reports: public, so capped per client."""
+        return await self.hit(*self._split(self.CSP_REPORT, client_ip))
 
     async def check_code_attempt(self, client_ip: str) -> float | None:
         """``None`` = allowed (and counted against 15/min/IP); else seconds to wait."""

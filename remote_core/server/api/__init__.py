@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from . import auth, codes, events, health, keys, machines, releases, sessions, users
+from . import auth, codes, csp, events, health, keys, machines, releases, sessions, users
 from .endpoint import Endpoint, route
 from .openapi import build_document
 
@@ -25,6 +25,7 @@ ENDPOINTS: list[Endpoint] = [
     *codes.ENDPOINTS,
     *releases.ENDPOINTS,
     *events.ENDPOINTS,
+    *csp.ENDPOINTS,
 ]
 
 
