@@ -51,9 +51,13 @@ def chromium(**launch: Any) -> Iterator[Any]:
 
 
 @contextmanager
-def watched_context(browser: Any, **options: Any) -> Iterator[Any]:
+def watched_context(browser: Any, *, allow: tuple[str, ...] = (),
+                    **options: Any) -> Iterator[Any]:
     """A browser context whose pages must stay clean: no page error, console error or
-    CSP violation, from the first script on; asserted when the block ends normally."""
+    CSP violation, from the first script on; asserted when the block ends normally.
+
+    ``allow`` names the problems a test provokes on purpose (substrings of the report).
+    """
     assert "bypass_csp" not in options, "tests run the console under its shipped CSP"
     context = browser.new_context(**options)
     problems: list[str] = []
@@ -67,16 +71,20 @@ def watched_context(browser: Any, **options: Any) -> Iterator[Any]:
         yield context
     finally:
         context.close()
-    assert not problems, "the browser reported problems:\n" + "\n".join(problems)
+    unexpected = [p for p in problems if not any(word in p for word in allow)]
+    assert not unexpected, "the browser reported problems:\n" + "\n".join(unexpected)
 
 
-def wait_until(check: Callable[[], Any], timeout: float = 30.0, what: str = "") -> Any:
-    """Poll ``check`` (typically a ``page.evaluate``) until it returns something true."""
+def wait_until(check: Callable[[], Any], timeout: float = 30.0,
+               what: str | Callable[[], str] = "") -> Any:
+    """Poll ``check`` (typically a ``page.evaluate``) until it returns something true;
+    ``what`` (or what it returns, asked at the time) says what was awaited."""
     deadline = time.monotonic() + timeout
     while True:
         value = check()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what or check}")
+            said = what() if callable(what) else what
+            raise AssertionError(f"timed out after {timeout} s waiting for {said or check}")
         time.sleep(0.05)

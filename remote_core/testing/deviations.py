@@ -57,7 +57,7 @@ def shortened_timeouts(factor: float) -> dict[str, float | int]:
     return {"heartbeat_interval": defaults.heartbeat_interval * factor,
             "heartbeat_timeout": defaults.heartbeat_timeout * factor,
             "first_message_timeout": defaults.first_message_timeout * factor,
-            "consent_timeout": int(round(consent))}
+            "consent_timeout": round(consent)}
 
 
 def check_deviations(changes: Mapping[str, Any]) -> None:
