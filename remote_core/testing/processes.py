@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,16 @@ def stop_process(process: subprocess.Popen[bytes]) -> None:
             process.wait()
 
 
+def settings_env(settings: Mapping[str, object]) -> dict[str, str]:
+    """Test deviations (checked against the list) as ``REMOTE_SUPPORT_*`` variables.
+
+    The agent reads its heartbeat timing from the same variables, so a test
+    hands an agent the server's shortened timeouts with the same call.
+    """
+    check_deviations(settings)
+    return {f"REMOTE_SUPPORT_{k.upper()}": str(v) for k, v in settings.items()}
+
+
 class ServerProcess:
     """``remote-support serve`` on a fixed free port with a SQLite file; restartable.
 
@@ -42,15 +53,15 @@ class ServerProcess:
     reason in :mod:`remote_core.testing.deviations`.
     """
 
-    def __init__(self, workdir: Path, **settings: str) -> None:
-        check_deviations(settings)
+    def __init__(self, workdir: Path, **settings: object) -> None:
+        deviations = settings_env(settings)
         self.port = free_port()
         workdir.mkdir(parents=True, exist_ok=True)
         self.workdir = workdir
         self.env = {**os.environ, "REMOTE_SUPPORT_ADMIN_PASSWORD": ADMIN_PASSWORD,
                     "REMOTE_SUPPORT_DATABASE_URL": f"sqlite:///{workdir / 'server.db'}",
                     "REMOTE_SUPPORT_HOST": "127.0.0.1", "REMOTE_SUPPORT_PORT": str(self.port),
-                    **{f"REMOTE_SUPPORT_{k.upper()}": v for k, v in settings.items()}}
+                    **deviations}
         self.process: subprocess.Popen[bytes] | None = None
         self.log = workdir / "server.log"
 
