@@ -15,6 +15,7 @@ import pytest
 
 from remote_core.server.ratelimit import MemoryRateLimiter
 from remote_core.settings import Settings
+from remote_core.testing.deviations import test_settings
 from remote_core.testing.liveserver import ApiClient, LiveServer, ManualClock, live_server
 
 ADMIN_PASSWORD = "admin-password-for-tests"
@@ -25,7 +26,7 @@ def server_settings(path: Path, **changes: Any) -> Settings:
     values: dict[str, Any] = {"database_url": f"sqlite:///{path / 'api.db'}",
                               "admin_password": ADMIN_PASSWORD,
                               "trusted_proxies": ("127.0.0.1",)}
-    return Settings().replace(**{**values, **changes})
+    return test_settings(**{**values, **changes})
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from remote_core.settings import Settings
+from remote_core.testing.deviations import test_settings
 from remote_core.testing.liveserver import ApiClient, live_server
 
 
@@ -32,7 +32,7 @@ def test_users_made_on_the_command_line_can_log_in(tmp_path: Path) -> None:
     assert short.returncode == 2 and "at least 8 characters" in short.stderr
     listed = cli("user", "--database-url", url, "list")
     assert "opal" in listed.stdout and "tiny" not in listed.stdout
-    settings = Settings().replace(database_url=url, admin_password="admin-password-cli")
+    settings = test_settings(database_url=url, admin_password="admin-password-cli")
     with live_server(settings) as server:
         opal = ApiClient(server).login("opal", "opal-password")
         me = opal.get("/api/auth/me").json()

@@ -12,7 +12,7 @@ import pytest
 from remote_core.plugins import get_plugin_manager
 from remote_core.server.context import open_store
 from remote_core.server.users import authenticate, ensure_first_admin
-from remote_core.settings import Settings
+from remote_core.testing.deviations import test_settings
 from remote_core.testing.services import POSTGRES_ADMIN_URL, require_service, unique_name
 
 RACE = """
@@ -48,7 +48,7 @@ def race(url: str, processes: int = 4) -> list[str]:
 
 
 async def users_of(url: str) -> list[str]:
-    settings = Settings().replace(database_url=url)
+    settings = test_settings(database_url=url)
     store = open_store(settings, get_plugin_manager(settings))
     await store.open()
     try:
@@ -86,7 +86,7 @@ def test_processes_racing_on_postgresql_create_one_admin() -> None:
 @pytest.mark.parametrize("given", [None, "chosen-admin-password"])
 def test_the_password_is_the_given_one_or_generated(tmp_path: Path, given: str | None) -> None:
     async def check() -> None:
-        settings = Settings().replace(database_url=f"sqlite:///{tmp_path / 'one.db'}")
+        settings = test_settings(database_url=f"sqlite:///{tmp_path / 'one.db'}")
         store = open_store(settings, get_plugin_manager(settings))
         await store.open()
         try:

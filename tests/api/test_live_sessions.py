@@ -34,7 +34,7 @@ def anyio_backend() -> str:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, clock: ManualClock) -> Iterator[LiveServer]:
-    settings = server_settings(tmp_path_factory.mktemp("live"), consent_timeout=60)
+    settings = server_settings(tmp_path_factory.mktemp("live"))
     with live_server(settings, limiter=MemoryRateLimiter(clock=clock)) as live:
         yield live
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from remote_core.settings import Settings
+from remote_core.testing.deviations import test_settings
 from remote_core.testing.liveserver import ApiClient, assert_problem, live_server
 from remote_core.testing.services import POSTGRES_ADMIN_URL, require_service, unique_name
 
@@ -16,7 +16,7 @@ def test_readyz_is_503_when_the_database_is_gone() -> None:
         conn.execute(f'CREATE DATABASE "{name}"')
     url = POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
     try:
-        settings = Settings().replace(database_url=url, admin_password="ready-admin-password")
+        settings = test_settings(database_url=url, admin_password="ready-admin-password")
         with live_server(settings) as server:
             client = ApiClient(server)
             assert client.get("/readyz").json()["status"] == "ready"

@@ -22,6 +22,7 @@ from websockets.exceptions import ConnectionClosed
 
 from remote_core.protocol import pb, wrap
 from remote_core.settings import Settings
+from remote_core.testing.deviations import shortened_timeouts, test_settings
 from remote_core.testing.liveserver import LiveServer, fresh_ip, live_server
 
 ADMIN_PASSWORD = "relay-admin-password"
@@ -29,13 +30,19 @@ BUDGET = 1024 * 1024
 MAX_MESSAGE = 2 * 1024 * 1024
 SHARED_KEY = "relay-shared-key-for-tests"
 def relay_settings(path: Path, **changes: Any) -> Settings:
+    """The shipped settings with the relay suite's deviations (each listed with its reason
+    in remote_core.testing.deviations)."""
     values: dict[str, Any] = {
         "database_url": f"sqlite:///{path / 'relay.db'}", "admin_password": ADMIN_PASSWORD,
-        "trusted_proxies": ("127.0.0.1",), "consent_timeout": 1,
+        "trusted_proxies": ("127.0.0.1",),
         "viewer_buffer_bytes": BUDGET, "max_message_bytes": MAX_MESSAGE,
         "shared_agent_key": SHARED_KEY,
     }
-    return Settings().replace(**{**values, **changes})
+    return test_settings(**{**values, **changes})
+
+
+IMPATIENT = shortened_timeouts(1 / 30)
+"""Heartbeat 0.5 s, silence 1.5 s, first message 0.33 s, consent 2 s: the shipped ratios."""
 
 
 @pytest.fixture
@@ -46,6 +53,13 @@ def anyio_backend() -> str:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     with live_server(relay_settings(tmp_path_factory.mktemp("relay"))) as live:
+        yield live
+
+
+@pytest.fixture(scope="module")
+def impatient(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A server whose timeouts are all shortened together (IMPATIENT)."""
+    with live_server(relay_settings(tmp_path_factory.mktemp("impatient"), **IMPATIENT)) as live:
         yield live
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
 
 from remote_core.protocol import pb
 from remote_core.testing.liveserver import eventually
 
-from .conftest import Admin, Peer
+from .conftest import IMPATIENT, Admin, Peer
 
 pytestmark = pytest.mark.anyio
 
@@ -23,7 +24,7 @@ async def attended(server, admin: Admin, code: str | None = None) -> tuple[Peer,
 async def test_consent_granted_makes_the_session_live(server, admin: Admin) -> None:
     agent, session_id, request = await attended(server, admin)
     assert (request.session_id, request.technician_name) == (session_id, "admin")
-    assert request.access_mode == pb.CONSENT_CONTROL and request.timeout_secs == 1
+    assert request.access_mode == pb.CONSENT_CONTROL and request.timeout_secs == 60
     assert admin.ok("GET", f"/api/sessions/{session_id}")["consent_state"] == "pending"
     # While pending: no viewer token, and nothing the agent streams goes anywhere.
     admin.ok("POST", f"/api/sessions/{session_id}/viewer-token", 409)
@@ -62,9 +63,23 @@ async def test_consent_denied_tears_the_session_down(server, admin: Admin) -> No
     admin.ok("POST", f"/api/sessions/{session_id}/viewer-token", 409)
 
 
-async def test_consent_timeout_tears_the_session_down(server, admin: Admin) -> None:
-    agent, session_id, _ = await attended(server, admin)
-    assert (await agent.expect("disconnect", wait=15)).reason == "consent timed out"
+async def test_consent_timeout_tears_the_session_down(impatient) -> None:
+    """The agent keeps beating while the dialog is open, as a real one does; what ends
+    the session is the consent timeout (2 s), never the silence one (1.5 s)."""
+    admin = Admin(impatient)
+    agent, session_id, request = await attended(impatient, admin)
+    assert request.timeout_secs == IMPATIENT["consent_timeout"]
+    async with anyio.create_task_group() as beats:
+        async def beat() -> None:
+            for i in range(40):
+                await agent.send("heartbeat", pb.Heartbeat(timestamp=i))
+                await anyio.sleep(IMPATIENT["heartbeat_interval"])
+
+        beats.start_soon(beat)
+        disconnect = await agent.expect("disconnect", wait=15,
+                                        skip=frozenset({"heartbeat_ack"}))
+        beats.cancel_scope.cancel()
+    assert disconnect.reason == "consent timed out"
     assert (await agent.closed())[0] == 1000
     assert "session.consent_timeout" in admin.events(session_id)
 

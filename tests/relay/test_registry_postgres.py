@@ -20,7 +20,7 @@ from remote_core.relay import Refused, Registry
 from remote_core.server.audit import Audit
 from remote_core.server.context import open_store
 from remote_core.server.supportcode import generate_support_code
-from remote_core.settings import Settings
+from remote_core.testing.deviations import test_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 
@@ -32,7 +32,7 @@ def anyio_backend() -> str:
 
 async def test_racing_registries_bind_a_code_exactly_once() -> None:
     with postgres_database("relay") as database:
-        settings = Settings().replace(database_url=database.url)
+        settings = test_settings(database_url=database.url)
         plugins = get_plugin_manager(settings)
         stores = [open_store(settings, plugins) for _ in range(2)]
         for store in stores:
