@@ -23,7 +23,7 @@ from .chat import ChatChannel
 from .chat_window import open_chat_window
 from .config import AgentConfig, default_config_path, machine_uid
 from .devices import open_devices
-from .install import install, uninstall
+from .install import install, uninstall, updates_apply
 from .runner import run_agent
 from .session import AgentSession, Ending, Refused, Timing
 from .update import Updater
@@ -147,6 +147,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                              tags=tuple(args.tag) or config.tags)
             for path in install(config, config_path):
                 print(f"created {path}")
+            if not updates_apply():
+                print("remote-agent: warning: installed from the source package, not a "
+                      "release build: this agent will not apply updates (it reports them "
+                      "as failed). To enable updates, run `install` from a build: "
+                      "`python remote-agent.pyz install ...`.", file=sys.stderr)
             return 0
         if args.command == "rollback":
             return _rollback(args.artifact)

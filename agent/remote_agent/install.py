@@ -5,6 +5,11 @@ entry, since capture needs the user's display) and, where a systemd user
 manager runs, also by a user unit that restarts it if it dies. Everything
 created is listed in a manifest beside the config, so uninstall removes
 exactly that and nothing else.
+
+Start-up runs what ``install`` itself ran from: the release build's file when
+installed from one, so a self-update, which replaces that file, is what the
+next start runs; the source package otherwise, which cannot update itself
+(:func:`updates_apply` says which).
 """
 
 from __future__ import annotations
@@ -12,15 +17,15 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shlex
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 from .config import AgentConfig
+from .update_files import running_artifact
 
-__all__ = ["install", "manifest_path", "uninstall"]
+__all__ = ["install", "manifest_path", "startup_command", "uninstall", "updates_apply"]
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +40,49 @@ def _config_home() -> Path:
     return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
 
 
-def _command(config_path: Path) -> list[str]:
-    return [sys.executable, "-m", "remote_agent", "--config", str(config_path)]
+def updates_apply() -> bool:
+    """Whether an agent started the way :func:`startup_command` says can update itself."""
+    return running_artifact() is not None
+
+
+def startup_command(config_path: Path) -> list[str]:
+    """The agent as start-up runs it: this interpreter and the build running now.
+
+    Self-update replaces the release build's file in place, so start-up must
+    run that file; ``-m remote_agent`` would run the source package beside it.
+    """
+    artifact = running_artifact()
+    program = [str(artifact)] if artifact is not None else ["-m", "remote_agent"]
+    return [sys.executable, *program, "--config", str(config_path.absolute())]
+
+
+_DESKTOP_RESERVED = set(" \t\n\"'\\><~|&;$*?#()`")
+
+
+def _desktop_exec(argv: list[str]) -> str:
+    """``argv`` as a desktop entry's ``Exec`` value (Desktop Entry Specification 1.5).
+
+    Arguments with reserved characters are double-quoted with ``"`$\\`` escaped,
+    ``%`` is doubled (field codes), then the string-value escapes apply on top.
+    """
+    words = []
+    for arg in argv:
+        if arg and not _DESKTOP_RESERVED & set(arg):
+            words.append(arg)
+        else:
+            words.append('"' + "".join("\\" + c if c in '"`$\\' else c for c in arg) + '"')
+    line = " ".join(words).replace("%", "%%")
+    return line.replace("\\", "\\\\").replace("\n", "\\n").replace("\t", "\\t")
+
+
+def _systemd_exec(argv: list[str]) -> str:
+    """``argv`` as a systemd ``ExecStart=`` value (systemd.syntax(7) quoting).
+
+    Each word is double-quoted with C escapes; ``%`` (specifiers) and ``$``
+    (environment expansion) are doubled so they stay literal.
+    """
+    escapes = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\t": "\\t", "%": "%%", "$": "$$"}
+    return " ".join('"' + "".join(escapes.get(c, c) for c in arg) + '"' for arg in argv)
 
 
 def _systemd_user_available() -> bool:
@@ -59,15 +105,15 @@ def install(config: AgentConfig, config_path: Path) -> list[Path]:
         raise ValueError("install needs --server and --key")
     config = config.with_identity(config_path)
     config.save(config_path)  # install is where the key is meant to be kept
-    command = shlex.join(_command(config_path))
+    command = startup_command(config_path)
     created = [_write(_config_home() / "autostart" / "remote-agent.desktop", (
         "[Desktop Entry]\nType=Application\nName=Remote support agent\n"
-        f"Exec={command}\nX-GNOME-Autostart-enabled=true\nNoDisplay=true\n"))]
+        f"Exec={_desktop_exec(command)}\nX-GNOME-Autostart-enabled=true\nNoDisplay=true\n"))]
     enabled = False
     if sys.platform.startswith("linux") and _systemd_user_available():
         unit = _write(_config_home() / "systemd" / "user" / UNIT_NAME, (
             "[Unit]\nDescription=Remote support agent\nAfter=graphical-session.target\n\n"
-            f"[Service]\nExecStart={command}\nRestart=on-failure\nRestartSec=5\n\n"
+            f"[Service]\nExecStart={_systemd_exec(command)}\nRestart=on-failure\nRestartSec=5\n\n"
             "[Install]\nWantedBy=graphical-session.target\n"))
         created.append(unit)
         done = subprocess.run(["systemctl", "--user", "enable", UNIT_NAME], check=False,

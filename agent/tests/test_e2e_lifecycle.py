@@ -141,6 +141,7 @@ def test_admin_uninstall_removes_startup_and_config_then_exits(tmp_path, server,
     installer = AgentProcess(home, x_display.display, "install", "--server", server.url,
                              "--key", key)
     assert installer.wait(30) == 0, installer.output()
+    assert "this agent will not apply updates" in installer.output()  # said plainly
     autostart = home / "config" / "autostart" / "remote-agent.desktop"
     assert autostart.exists() and installer.config_path.exists()
     assert "--config" in autostart.read_text()

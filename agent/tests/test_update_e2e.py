@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import anyio
@@ -19,8 +21,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from remote_agent.config import AgentConfig
 
-from remote_core.release import Artifact, build_agent
-from remote_core.testing.processes import Api, ServerProcess, stop_process
+from remote_core.release import Artifact, build_agent, sha256_file
+from remote_core.testing.processes import BIN, Api, ServerProcess, stop_process
 from remote_core.testing.release_server import ReleaseServer, Route
 
 pytestmark = [pytest.mark.xvfb, pytest.mark.slow]
@@ -103,7 +105,7 @@ class ArtifactAgent:
         stop_process(self.process)
 
 
-def wait_for(what, predicate, agent: ArtifactAgent, within: float = 40.0):
+def wait_for(what, predicate, agent: ArtifactAgent | StartedAgent, within: float = 40.0):
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         value = predicate()
@@ -363,3 +365,103 @@ async def test_plain_http_from_a_server_that_allows_it_is_refused(tmp_path, x_di
             assert agent.artifact.read_bytes() == builds["1.0.0"].path.read_bytes()
         finally:
             agent.stop()
+
+
+# -- installed the README way ----------------------------------------------------------------
+def release_build(version: str, output: Path) -> Artifact:
+    """``remote-support release build``, as the README says to make the file to install."""
+    run = subprocess.run([str(BIN / "remote-support"), "release", "build", "--version", version,
+                          "--output", str(output)], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert run.returncode == 0, run.stderr
+    return Artifact(path=output, version=version, sha256=sha256_file(output))
+
+
+def desktop_exec(entry: Path) -> list[str]:
+    """The ``Exec=`` line of a desktop entry, read as the Desktop Entry Specification says.
+
+    String escapes first (``\\\\`` is one backslash), then the quoting rules (double
+    quotes; inside them a backslash escapes the next character), then ``%%`` is ``%``.
+    """
+    value = next(line.removeprefix("Exec=") for line in entry.read_text().splitlines()
+                 if line.startswith("Exec="))
+    escapes = {"\\": "\\", "s": " ", "n": "\n", "t": "\t", "r": "\r"}
+    value = re.sub(r"\\(.)", lambda m: escapes.get(m[1], m[0]), value)
+    argv: list[str] = []
+    word: str | None = None
+    quoted = False
+    chars = iter(value)
+    for char in chars:
+        if quoted and char == "\\":
+            word = (word or "") + next(chars)
+        elif char == '"':
+            quoted, word = not quoted, word or ""
+        elif char == " " and not quoted:
+            if word is not None:
+                argv.append(word)
+            word = None
+        else:
+            word = (word or "") + char
+    if word is not None:
+        argv.append(word)
+    return [arg.replace("%%", "%") for arg in argv]
+
+
+class StartedAgent:
+    """An agent process started from a command line the test did not write."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], log: Path,
+                 artifact: Path) -> None:
+        self.artifact = artifact
+        self.log = log
+        with log.open("ab") as out:
+            self.process = subprocess.Popen(argv, env=env, stdout=out, stderr=out)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:]
+
+    def stop(self) -> None:
+        stop_process(self.process)
+
+
+def test_an_agent_installed_from_a_release_build_updates_itself(tmp_path, x_display, server,
+                                                                 api, releases):
+    """The README way: build, ``python remote-agent.pyz install``, start-up runs it, update.
+
+    Start-up once ran ``python -m remote_agent``: the source package, version
+    0.1.0, which reported every update as failed and never asked the release host.
+    """
+    home = tmp_path / "home of the user"  # empty, and a space the start-up line must quote
+    home.mkdir()
+    builds = {v: release_build(v, tmp_path / "dist" / f"remote-agent-{v}.pyz")
+              for v in ("1.0.0", "1.0.1")}
+    installed = tmp_path / "opt" / "remote agent" / "remote-agent.pyz"
+    installed.parent.mkdir(parents=True)
+    shutil.copy2(builds["1.0.0"].path, installed)
+    env = {**os.environ, "HOME": str(home), "DISPLAY": x_display.display}
+    for name in ("XDG_CONFIG_HOME", "REMOTE_SUPPORT_PORT"):
+        env.pop(name, None)
+    agent_id, key = api.machine_with_key()
+    run = subprocess.run([sys.executable, str(installed), "install", "--server", server.url,
+                          "--key", key], env=env, capture_output=True, text=True, timeout=60,
+                         check=False)
+    assert run.returncode == 0, run.stderr
+    assert "will not apply updates" not in run.stderr
+    config_path = home / ".config" / "remote-agent" / "agent.toml"
+    config = AgentConfig.load(config_path)  # the operator trusts the release host's CA
+    replace(config, ca_bundle=str(releases.ca_bundle)).save(config_path)
+
+    argv = desktop_exec(home / ".config" / "autostart" / "remote-agent.desktop")
+    agent = StartedAgent(argv, env, tmp_path / "agent.log", installed)
+    try:
+        wait_for("the installed agent online at 1.0.0",
+                 lambda: online_at(api, agent_id, "1.0.0"), agent)
+        pid = agent.process.pid
+        url = releases.publish("remote-agent-1.0.1.pyz", Route(builds["1.0.1"].path.read_bytes()))
+        release(api, "1.0.1", url, builds["1.0.1"].sha256)
+        r = api.post(f"/api/machines/{agent_id}/update", json={"version": "1.0.1"})
+        assert r.status_code == 202, r.text
+        assert_updated(api, agent_id, agent, builds, pid)
+        assert releases.hits["/remote-agent-1.0.1.pyz"] == 1
+    finally:
+        agent.stop()
