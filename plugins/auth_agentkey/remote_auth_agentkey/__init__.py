@@ -15,6 +15,7 @@ import secrets
 
 from remote_core import hookimpl
 from remote_core.interfaces import Authenticator
+from remote_core.logsafe import peer_text
 from remote_core.types import AgentCredential, AgentIdentity, AuthContext, AuthMethod, AuthRejected
 
 __all__ = ["KEY_PREFIX", "AgentKeyAuthenticator", "generate_agent_key", "hash_agent_key"]
@@ -53,7 +54,7 @@ class AgentKeyAuthenticator(Authenticator):
             raise AuthRejected("unknown or revoked agent key")
         if credential.agent_id and credential.agent_id != key.agent_id:
             log.warning("keyed agent claimed agent_id %s; its key belongs to machine %s",
-                        credential.agent_id, key.agent_id)
+                        peer_text(credential.agent_id), key.agent_id)
         try:
             await self._store.touch_agent_key(key.id)
         except Exception:

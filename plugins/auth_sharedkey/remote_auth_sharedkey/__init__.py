@@ -13,6 +13,7 @@ import logging
 
 from remote_core import hookimpl
 from remote_core.interfaces import Authenticator
+from remote_core.logsafe import peer_text
 from remote_core.types import AgentCredential, AgentIdentity, AuthContext, AuthMethod
 
 __all__ = ["SharedKeyAuthenticator"]
@@ -31,7 +32,7 @@ class SharedKeyAuthenticator(Authenticator):
         if not self._key or not hmac.compare_digest(credential.token.encode("utf-8"), self._key):
             return None
         log.warning("agent %s (from %s) authenticated with the deprecated shared agent key; "
-                    "issue it a per-agent cak_ key", credential.agent_id or "?",
+                    "issue it a per-agent cak_ key", peer_text(credential.agent_id),
                     credential.client_ip or "?")
         return AgentIdentity(method="sharedkey", agent_id=credential.agent_id,
                              machine_uid=credential.machine_uid, persistent=True)
