@@ -24,7 +24,7 @@ from .chat_window import open_chat_window
 from .config import AgentConfig, default_config_path, machine_uid
 from .devices import open_devices
 from .install import install, uninstall, updates_apply
-from .runner import run_agent
+from .runner import LOST, run_agent
 from .session import AgentSession, Ending, Refused, Timing
 from .update import Updater
 from .update_files import UpdateFiles, running_artifact
@@ -107,8 +107,8 @@ def _run(config: AgentConfig, config_path: Path, token: str, attended: bool,
     except Refused as exc:
         print(f"remote-agent: the server refused the session: {exc}", file=sys.stderr)
         return 1
-    except (OSError, TimeoutError) as exc:
-        print(f"remote-agent: cannot reach {config.server}: {exc}", file=sys.stderr)
+    except LOST as exc:  # one line, never a traceback
+        print(f"remote-agent: no connection to {config.server}: {exc}", file=sys.stderr)
         return 1
     finally:
         devices.close()

@@ -1,9 +1,12 @@
-"""The agent's life: connect, serve, and for managed agents reconnect with backoff.
+"""The agent's life: connect, serve, and reconnect with backoff when a connection is lost.
 
-Attended agents serve exactly one session and end with it; managed agents
-come back after every disconnect, refusal or network failure, waiting as
-:class:`Backoff` says, until the server orders an uninstall or a restart, or
-an update has been installed and the process must restart into it.
+Managed agents come back after every disconnect, refusal or network failure,
+waiting as :class:`Backoff` says, until the server orders an uninstall or a
+restart, or an update has been installed and the process must restart into it.
+Attended agents serve one session: they end when the server ends it or
+refuses them, and a connection lost under them is tried again the same way
+(the server then answers whether the support code still holds). A lost
+connection is one log line, never a traceback.
 """
 
 from __future__ import annotations
@@ -20,41 +23,47 @@ from remote_core.wsclient import ConnectionClosed, HandshakeError
 from .backoff import Backoff
 from .session import AgentSession, Ending, Refused
 
-__all__ = ["run_agent"]
+__all__ = ["LOST", "run_agent"]
 
 log = logging.getLogger(__name__)
 
-_FAILURES = (OSError, ConnectionClosed, HandshakeError, Refused, TimeoutError, ProtocolError)
+LOST = (OSError, ConnectionClosed, HandshakeError, TimeoutError, ProtocolError)
+"""How a connection fails on the way: worth another attempt."""
 
 
 async def run_agent(make_session: Callable[[], AgentSession], *, attended: bool,
                     backoff: Backoff | None = None) -> Ending:
     """Run sessions built by ``make_session()`` until the agent must stop.
 
-    :returns: how the last session ended; an attended agent whose session
-        could not start raises the failure instead.
+    :returns: how the last session ended; an attended agent raises a refusal,
+        or the failure of a first connection that never got through.
     """
     backoff = backoff or Backoff()
+    served = False
     while True:
         session = make_session()
         try:
             ending = await session.run()
-        except _FAILURES as exc:
+            if ending is not Ending.CLOSED or attended:
+                return ending
+        except LOST as exc:
+            connected = session.connected_at is not None
+            if attended and not (served or connected):
+                raise
+            log.warning("connection %s: %s", "lost" if connected else "failed", exc)
+        except Refused as exc:
             if attended:
                 raise
-            log.warning("connection failed: %s", exc)
-            ending = Ending.CLOSED
+            log.warning("the server refused the session: %s", exc)
         except Exception:  # a managed agent outlives any one session's failure
             if attended:
                 raise
             log.exception("the session failed")
-            ending = Ending.CLOSED
         finally:
             if session.connected_at is not None:
+                served = True
                 backoff.connected(session.connected_at)
             backoff.disconnected(time.monotonic())
-        if ending is not Ending.CLOSED or attended:
-            return ending
         delay = backoff.next_delay()
         log.info("reconnecting in %.1f s", delay)
         await anyio.sleep(delay)

@@ -1,9 +1,11 @@
 """One connection of the agent to the server, from ``session_request`` to the end.
 
 The socket is read by one task; heartbeats, status reports, display changes,
-the cursor and the video stream each run in their own task, and every
-message goes out through :meth:`AgentSession.send`. Input is applied in a
-worker thread, one event at a time, in arrival order.
+the cursor, the video stream and the consent question each run in their own
+task, and every message goes out through :meth:`AgentSession.send`. Input is
+applied in a worker thread, one event at a time, in arrival order. Nothing
+the read loop awaits may take long: it is what tells the heartbeat task that
+the server is still there.
 """
 
 from __future__ import annotations
@@ -106,6 +108,7 @@ class AgentSession:
         self._pointer_moved_at = 0.0
         self._clipboard_text: str | None = None
         self._group: anyio.abc.TaskGroup | None = None
+        self._asking = False
 
     # -- sending -------------------------------------------------------------------------
     async def _send_bytes(self, data: bytes) -> None:
@@ -211,7 +214,7 @@ class AgentSession:
         elif kind == "heartbeat_ack":
             self.rtt_ms = max(0.0, time.time() * 1000 - message.client_timestamp)
         elif kind == "consent_request":
-            await self._consent(message)
+            self._ask_consent(message)
         elif kind == "chat_message":
             self.chat.received(message)
         elif kind == "clipboard_data":
@@ -250,16 +253,38 @@ class AgentSession:
         except ValueError as exc:
             log.warning("%s ignored: %s", kind, exc)
 
+    def _ask_consent(self, request: Any) -> None:
+        """Ask beside the read loop, which must go on reading while the user decides.
+
+        Awaited in the read loop, the open dialog stopped the heartbeat acks from
+        being read, so a user who took longer than the heartbeat timeout found
+        the session declared silent and gone when they allowed it.
+        """
+        if self._asking:
+            log.warning("a second ConsentRequest while the question is open ignored")
+            return
+        assert self._group is not None
+        self._asking = True
+        self._group.start_soon(self._consent, request)
+
     async def _consent(self, request: Any) -> None:
-        prompt = self.devices.prompt
-        if prompt is None:
-            granted, reason = False, "nobody at this machine can be asked"
-        else:
-            ask = ConsentAsk(session_id=request.session_id,
-                             technician_name=request.technician_name,
-                             control=request.access_mode == pb.CONSENT_CONTROL,
-                             timeout_secs=max(1, request.timeout_secs or 60))
-            granted, reason = await anyio.to_thread.run_sync(prompt.ask, ask)
+        """Ask the user, send the answer.
+
+        Ending the session waits for an open dialog (it denies itself at
+        ``timeout_secs``) rather than abandoning it, so two never stack up.
+        """
+        try:
+            prompt = self.devices.prompt
+            if prompt is None:
+                granted, reason = False, "nobody at this machine can be asked"
+            else:
+                ask = ConsentAsk(session_id=request.session_id,
+                                 technician_name=request.technician_name,
+                                 control=request.access_mode == pb.CONSENT_CONTROL,
+                                 timeout_secs=max(1, request.timeout_secs or 60))
+                granted, reason = await anyio.to_thread.run_sync(prompt.ask, ask)
+        finally:
+            self._asking = False
         log.info("consent %s%s", "granted" if granted else "denied",
                  f" ({reason})" if reason else "")
         await self.send("consent_response", pb.ConsentResponse(

@@ -5,11 +5,13 @@ from __future__ import annotations
 import subprocess
 import time
 
+import anyio
 import pytest
 from remote_viewer.client import open_viewer
 
 from remote_core.protocol import pb
-from remote_core.testing.processes import AgentProcess, Api, ServerProcess
+from remote_core.testing.deviations import shortened_timeouts
+from remote_core.testing.processes import AgentProcess, Api, ServerProcess, settings_env
 from remote_core.testing.xvfb import Painter, xvfb
 
 pytestmark = [pytest.mark.xvfb, pytest.mark.slow]
@@ -17,12 +19,27 @@ pytestmark = [pytest.mark.xvfb, pytest.mark.slow]
 DIALOG = "Remote support request"
 
 
-def _press_in_dialog(env, keys: str) -> None:
+def _find_dialog(env) -> str:
     found = subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--name", DIALOG],
                            env=env, check=True, capture_output=True, text=True, timeout=20)
-    window = found.stdout.split()[0]
-    subprocess.run(["xdotool", "windowfocus", "--sync", window, "key", keys], env=env,
-                   check=True, timeout=10)
+    return found.stdout.split()[0]
+
+
+def _press_in_dialog(env, keys: str, window: str | None = None) -> None:
+    subprocess.run(["xdotool", "windowfocus", "--sync", window or _find_dialog(env), "key",
+                    keys], env=env, check=True, timeout=10)
+
+
+@pytest.fixture
+def quick(tmp_path):
+    """A server with every timeout a tenth of the shipped one (heartbeat 1.5 s, silence
+    4.5 s, consent 6 s), and the same timing for agents, the way they read it."""
+    timeouts = shortened_timeouts(0.1)
+    server = ServerProcess(tmp_path / "quick-server", **timeouts).start()
+    api = Api(server)
+    yield server, api, timeouts
+    api.close()
+    server.stop()
 
 
 def _ended(api: Api, agent_id: str, within: float = 15) -> dict:
@@ -115,18 +132,74 @@ def test_consent_denied_ends_the_session_and_the_attended_agent(tmp_path, server
         agent.stop()
 
 
-def test_consent_timeout_denies(tmp_path, x_display):
-    server = ServerProcess(tmp_path / "srv", consent_timeout="2").start()
-    api = Api(server)
+def test_consent_timeout_denies(tmp_path, quick, x_display):
+    server, api, timeouts = quick
+    agent = AgentProcess(tmp_path / "agent", x_display.display, "--server", server.url,
+                         "--code", api.support_code(), **settings_env(timeouts))
     try:
-        agent = AgentProcess(tmp_path / "agent", x_display.display, "--server", server.url,
-                             "--code", api.support_code())
         pending = api.live_session(consent="pending")
         assert agent.wait(20) == 0, agent.output()
-        assert "timeout" in agent.output()
+        assert "consent denied (timeout)" in agent.output()
         ended = _ended(api, pending["agent_id"])
         assert "denied" in (ended["end_reason"] or "") or "timed out" in (
             ended["end_reason"] or "")
+    finally:
+        agent.stop()
+
+
+@pytest.mark.anyio
+async def test_consent_answered_after_the_heartbeat_timeout_makes_the_session_live(
+        tmp_path, quick, x_display):
+    """Allow pressed once the heartbeat timeout has passed, before the consent timeout.
+
+    The dialog once blocked the agent's read loop: the heartbeat acks went
+    unread, the agent declared the server silent and left, and the Allow
+    arrived for a session already gone (the viewer token answered 409).
+    """
+    server, api, timeouts = quick
+    agent = AgentProcess(tmp_path / "agent", x_display.display, "--server", server.url,
+                         "--code", api.support_code(), **settings_env(timeouts))
+    try:
+        pending = api.live_session(consent="pending")
+        opened = time.monotonic()  # the session (and the agent's heartbeats) began before
+        window = _find_dialog(x_display.env())
+        late = (timeouts["heartbeat_timeout"] + timeouts["consent_timeout"]) / 2
+        await anyio.sleep(opened + late - time.monotonic())
+        _press_in_dialog(x_display.env(), "alt+a", window)
+        live = api.live_session(pending["agent_id"], consent="granted")
+        r = api.post(f"/api/sessions/{live['id']}/viewer-token")
+        assert r.status_code == 200, (r.text, agent.output())
+        async with open_viewer(server.url, r.json()["token"]) as viewer:
+            await viewer.next_frame(15)
+        await anyio.sleep(timeouts["heartbeat_timeout"])  # live past another timeout
+        assert api.live_session(pending["agent_id"], consent="granted")["id"] == live["id"]
+        assert agent.process.poll() is None and "silent" not in agent.output()
+    finally:
+        agent.stop()
+
+
+def test_an_attended_agent_whose_connection_is_lost_ends_in_one_line(tmp_path, x_display):
+    """The server dies under a live attended session: the agent tries again, learns that
+    its code is used up, and says so in one line (it once died on a traceback)."""
+    server = ServerProcess(tmp_path / "srv").start()
+    api = Api(server)
+    agent = AgentProcess(tmp_path / "agent", x_display.display, "--server", server.url,
+                         "--code", api.support_code())
+    try:
+        pending = api.live_session(consent="pending")
+        _press_in_dialog(x_display.env(), "alt+a")
+        api.live_session(pending["agent_id"], consent="granted")
+        assert server.process is not None
+        server.process.kill()  # no goodbye: the connection is simply lost
+        server.process.wait()
+        server.start()
+        assert agent.wait(30) == 1, agent.output()
+        output = agent.output()
+        assert "Traceback" not in output
+        assert "connection lost" in output and "reconnecting in" in output
+        last = output.strip().splitlines()[-1]
+        assert last == ("remote-agent: the server refused the session: "
+                        "support code already used"), output
     finally:
         agent.stop()
         api.close()

@@ -1,6 +1,9 @@
-"""The reconnect loop: managed agents outlive failures, attended ones end with theirs."""
+"""The reconnect loop: managed agents outlive failures; attended ones end with their session,
+a refusal, or a first connection that never got through, and try a lost one again."""
 
 from __future__ import annotations
+
+import time
 
 import pytest
 from remote_agent.backoff import Backoff
@@ -13,19 +16,22 @@ from remote_core.wsclient import ConnectionClosed
 class _Session:
     """Stands in for a connection whose outcome is scripted."""
 
-    def __init__(self, outcome):
+    def __init__(self, outcome, connects=False):
         self.outcome = outcome
+        self.connects = connects
         self.connected_at = None
 
     async def run(self):
+        if self.connects:
+            self.connected_at = time.monotonic()
         if isinstance(self.outcome, BaseException):
             raise self.outcome
         return self.outcome
 
 
 def _script(*outcomes):
-    pending = list(outcomes)
-    return lambda: _Session(pending.pop(0))
+    pending = [o if isinstance(o, _Session) else _Session(o) for o in outcomes]
+    return lambda: pending.pop(0)
 
 
 @pytest.mark.anyio
@@ -42,3 +48,15 @@ async def test_attended_agent_ends_with_its_session_or_its_failure():
     assert await run_agent(_script(Ending.CLOSED), attended=True) is Ending.CLOSED
     with pytest.raises(Refused):
         await run_agent(_script(Refused("code already used")), attended=True)
+
+
+@pytest.mark.anyio
+async def test_attended_agent_tries_a_lost_connection_again_until_the_server_answers():
+    backoff = Backoff(base=0.001, cap=0.002)
+    with pytest.raises(Refused):  # its code is used up: the end, in one line (cli)
+        await run_agent(_script(_Session(ConnectionClosed(1001), connects=True),
+                                OSError("server down"), Refused("support code already used")),
+                        attended=True, backoff=backoff)
+    assert backoff.attempt == 2
+    with pytest.raises(OSError):  # never got through: the first failure is the answer
+        await run_agent(_script(OSError("refused")), attended=True, backoff=backoff)
