@@ -139,8 +139,8 @@ class Updater:
     async def check(self) -> Offer | None:
         """Ask the server's ``GET /api/version``; a release newer than ours, not failed before."""
         url = urljoin(self.config.server.rstrip("/") + "/", "api/version")
-        context = tls_context(self.config.ca_bundle)
         try:
+            context = tls_context(self.config.ca_bundle)
             body = await anyio.to_thread.run_sync(
                 lambda: fetch_small(url, context, allow_http=True))
             data = json.loads(body)
@@ -148,7 +148,10 @@ class Updater:
                           checksum_sha256=str(data["checksum_sha256"]).lower(),
                           mandatory=bool(data.get("mandatory", False)))
         except DownloadError as exc:
-            log.debug("update check: %s", exc)
+            if exc.status == 404:  # the server has no release: nothing is wrong
+                log.debug("update check: no release published")
+            else:  # an agent that cannot poll never updates: say so where it is seen
+                log.warning("update check failed: %s", exc)
             return None
         except (ValueError, KeyError, TypeError) as exc:
             log.warning("update check: the server's answer is not a release: %s", exc)
@@ -226,15 +229,18 @@ class Updater:
         """The publisher's signature, fetched first when a key is pinned (else ``None``)."""
         if not self.config.update_public_key:
             return None
-        context = tls_context(self.config.ca_bundle)
         try:
+            context = tls_context(self.config.ca_bundle)
             return await anyio.to_thread.run_sync(
                 lambda: fetch_small(offer.download_url + ".sig", context, limit=1024))
         except DownloadError as exc:
             raise UpdateFailed(f"the release signature could not be fetched: {exc}") from None
 
     async def _download(self, offer: Offer, files: UpdateFiles, report: Report) -> None:
-        context = tls_context(self.config.ca_bundle)
+        try:
+            context = tls_context(self.config.ca_bundle)
+        except DownloadError as exc:
+            raise UpdateFailed(str(exc)) from None
         shown = -1
 
         def progress(percent: int) -> None:

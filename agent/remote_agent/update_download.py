@@ -1,7 +1,7 @@
 """Fetching a release over verified HTTPS into the agent's staging file (blocking; run in a thread).
 
 Only ``https`` is accepted, also after a redirect; certificates are verified
-against the system store or the agent's ``ca_bundle``, never skipped. The
+against the system store plus the agent's ``ca_bundle``, never skipped. The
 SHA-256 is computed while the bytes arrive, and a body shorter than its
 ``Content-Length`` is an error, not a file.
 """
@@ -26,7 +26,15 @@ _TIMEOUT = 30.0
 
 
 class DownloadError(Exception):
-    """The download cannot succeed; the message is for ``UpdateStatus.error_message``."""
+    """The download cannot succeed; the message is for ``UpdateStatus.error_message``.
+
+    ``status`` is the HTTP status when the host answered with an error, so the
+    version poll can tell "no release published" (404) from a failure.
+    """
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class Transient(DownloadError):
@@ -34,8 +42,22 @@ class Transient(DownloadError):
 
 
 def tls_context(ca_bundle: str = "") -> ssl.SSLContext:
-    """Verifying TLS: the system's roots, or only ``ca_bundle`` when one is configured."""
-    return ssl.create_default_context(cafile=ca_bundle or None)
+    """Verifying TLS against the system's roots plus, when configured, ``ca_bundle``'s.
+
+    The bundle adds to the system's roots rather than replacing them: the poll
+    goes to the server and the download to a release host, which often carry
+    certificates from different authorities (a public one and a private one),
+    and a bundle that replaced the roots made one of the two fail. What a build
+    must be is decided by the server's checksum and the pinned signature, not
+    by which authority certified the host.
+    """
+    context = ssl.create_default_context()
+    if ca_bundle:
+        try:
+            context.load_verify_locations(cafile=ca_bundle)
+        except (OSError, ssl.SSLError) as exc:
+            raise DownloadError(f"ca_bundle {ca_bundle} cannot be used: {exc}") from None
+    return context
 
 
 def require_https(url: str) -> None:
@@ -63,7 +85,7 @@ def _open(url: str, context: ssl.SSLContext) -> Any:
         return opener.open(request, timeout=_TIMEOUT)
     except urllib.error.HTTPError as exc:
         error = Transient if exc.code >= 500 else DownloadError
-        raise error(f"download failed: HTTP {exc.code} {exc.reason}") from None
+        raise error(f"download failed: HTTP {exc.code} {exc.reason}", exc.code) from None
     except urllib.error.URLError as exc:
         reason = exc.reason
         if isinstance(reason, ssl.SSLCertVerificationError):
@@ -126,7 +148,7 @@ def fetch_small(url: str, context: ssl.SSLContext, limit: int = 64 * 1024,
         try:
             response = opener.open(url, timeout=_TIMEOUT)
         except urllib.error.HTTPError as exc:
-            raise DownloadError(f"HTTP {exc.code} {exc.reason}") from None
+            raise DownloadError(f"HTTP {exc.code} {exc.reason}", exc.code) from None
         except (OSError, http.client.HTTPException) as exc:
             raise Transient(str(exc)) from None
     else:

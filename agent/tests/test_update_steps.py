@@ -10,6 +10,7 @@ import base64
 import hashlib
 import io
 import json
+import logging
 import subprocess
 import sys
 import zipfile
@@ -20,6 +21,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from remote_agent.config import AgentConfig
 from remote_agent.update import Offer, Updater
+from remote_agent.update_download import DownloadError, fetch_small, tls_context
 from remote_agent.update_files import UpdateFiles
 
 from remote_core.protocol import pb
@@ -290,6 +292,37 @@ async def test_the_poll_offers_only_newer_releases_that_have_not_failed_here(
     assert offer is not None and not await agent.run(offer, Reports())
     assert await agent.check() is None  # failed here once: no update loop
     assert releases.hits["/a.pyz"] == 1
+
+
+@pytest.mark.anyio
+async def test_a_failed_poll_is_a_warning_and_no_release_is_not(artifact, releases, caplog):
+    agent = Updater(AgentConfig(server=releases.url(""), ca_bundle=str(releases.ca_bundle)),
+                    artifact, current="1.0.0")
+    caplog.set_level(logging.DEBUG, logger="remote_agent.update")
+    assert await agent.check() is None  # 404: the server has no release, nothing is wrong
+    assert [r.levelno for r in caplog.records] == [logging.DEBUG]
+    caplog.clear()
+    releases.publish("api/version", Route(b"busy", status=503))
+    assert await agent.check() is None
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (logging.WARNING, "update check failed: download failed: HTTP 503 Service Unavailable")]
+
+
+def test_ca_bundle_adds_to_the_system_roots(tmp_path, releases, monkeypatch):
+    """A host certified by the system's roots and one by the bundle's are both trusted;
+    a host certified by neither is not. ``SSL_CERT_FILE`` stands for the system's roots."""
+    with ReleaseServer(tmp_path / "public") as public, \
+            ReleaseServer(tmp_path / "stranger") as stranger:
+        monkeypatch.setenv("SSL_CERT_FILE", str(public.ca_bundle))
+        context = tls_context(str(releases.ca_bundle))
+        for host in (public, releases):
+            host.publish("doc", Route(b"trusted"))
+            assert fetch_small(host.url("doc"), context) == b"trusted"
+        stranger.publish("doc", Route(b"no"))
+        with pytest.raises(DownloadError, match="TLS certificate not trusted"):
+            fetch_small(stranger.url("doc"), context)
+    with pytest.raises(DownloadError, match=r"ca_bundle .* cannot be used"):
+        tls_context(str(tmp_path / "missing.pem"))
 
 
 _CRASH_AT = """
