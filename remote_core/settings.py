@@ -53,6 +53,7 @@ class Settings:
     heartbeat_interval: float = _opt(15.0, "seconds between heartbeats")
     heartbeat_timeout: float = _opt(45.0, "seconds of silence before a peer is dropped")
     first_message_timeout: float = _opt(10.0, "seconds to wait for session_request")
+    request_body_timeout: float = _opt(30.0, "seconds a client has to send a request body")
     consent_timeout: int = _opt(60, "seconds an attended agent has to answer consent")
     viewer_buffer_bytes: int = _opt(8 * 1024 * 1024, "video bytes queued per viewer at most")
     ws_impl: str = _opt("websockets-sansio",

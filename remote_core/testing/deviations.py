@@ -39,6 +39,7 @@ DEVIATIONS: dict[str, str] = {
     "viewer_buffer_bytes": "a 1 MiB outbox, so the slow-viewer tests fill it in a moment",
     "max_message_bytes": "2 MiB in the relay suite, so the size-limit tests need not send "
                          "16 MiB; the shipped 16 MiB cap is tested with real 4K frames",
+    "request_body_timeout": "one second in the slow-sender test, so it does not wait 30",
     "plugins": "only the tests of plugin loading itself",
     "block_plugins": "only the tests of plugin loading itself",
     "autoload_plugins": "only the tests of plugin loading itself",

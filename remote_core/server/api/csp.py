@@ -14,6 +14,7 @@ import json
 import logging
 from typing import Any
 
+from ..bodies import parse_json, read_body
 from ..problem import Problem
 from .endpoint import Call, Endpoint
 
@@ -61,16 +62,8 @@ async def report_violation(call: Call) -> None:
     kind = call.request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind not in CONTENT_TYPES:
         raise Problem(415, f"a CSP report is sent as one of {', '.join(CONTENT_TYPES)}")
-    raw = b""
-    async for chunk in call.request.stream():
-        raw += chunk
-        if len(raw) > MAX_REPORT_BYTES:
-            raise Problem(413, f"a CSP report is at most {MAX_REPORT_BYTES} bytes")
-    try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise Problem(400, f"the report is not valid JSON: {exc}") from None
-    for violation in violations(data):
+    raw = await read_body(call.request, MAX_REPORT_BYTES, call.ctx.settings.request_body_timeout)
+    for violation in violations(parse_json(raw)):
         log.warning("csp violation %s client=%s", json.dumps(violation, sort_keys=True),
                     call.ip, extra={"event": "csp_violation", "client_ip": call.ip,
                                     **{f"csp_{k}": v for k, v in violation.items()}})

@@ -8,7 +8,6 @@ handler starts from a checked :class:`Call`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -19,6 +18,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ...records import User
+from ..bodies import parse_json, read_body
 from ..clientip import client_ip
 from ..context import ServerContext
 from ..problem import Problem, validation_problem
@@ -118,17 +118,13 @@ def _parse(model: type[BaseModel], data: Any, source: str) -> Any:
 
 async def _body(request: Request, endpoint: Endpoint) -> Any:
     assert endpoint.body is not None
-    raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise Problem(413, f"request body is larger than {MAX_BODY_BYTES} bytes")
+    ctx: ServerContext = request.app.state.ctx
+    raw = await read_body(request, MAX_BODY_BYTES, ctx.settings.request_body_timeout)
     if not raw.strip():
         if endpoint.body_optional:
             return endpoint.body()
         raise Problem(400, "a JSON request body is required")
-    try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise Problem(400, f"request body is not valid JSON: {exc}") from None
+    data = parse_json(raw)
     if not isinstance(data, dict):
         raise Problem(422, "body field 'body': expected a JSON object")
     return _parse(endpoint.body, data, "body")
