@@ -19,11 +19,13 @@ import uvicorn
 
 from ..settings import Settings
 
-__all__ = ["SHUTDOWN_REASON", "Server", "serve", "tune_allocator", "uvicorn_config"]
+__all__ = ["MAX_HEADER_BYTES", "SHUTDOWN_REASON", "Server", "serve", "tune_allocator", "uvicorn_config"]
 
 log = logging.getLogger(__name__)
 
 SHUTDOWN_REASON = "server shutting down"
+MAX_HEADER_BYTES = 64 * 1024
+"""The request line and all headers of one request, together."""
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
@@ -59,6 +61,10 @@ def uvicorn_config(app: Any, settings: Settings, **overrides: Any) -> uvicorn.Co
     options: dict[str, Any] = {
         "host": settings.host,
         "port": settings.port,
+        # h11 bounds the request line and headers together (httptools takes a
+        # 100 MB header); after the upgrade, WebSockets never pass through it.
+        "http": "h11",
+        "h11_max_incomplete_event_size": MAX_HEADER_BYTES,
         "ws": settings.ws_impl,
         "loop": settings.loop,
         "ws_max_size": settings.max_message_bytes,

@@ -113,3 +113,20 @@ def test_deeply_nested_json_is_a_400_without_a_traceback(
     problem = json.loads(answer.split(b"\r\n\r\n", 1)[1])
     assert "nested too deeply" in problem["detail"]
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+
+
+def test_a_header_line_past_the_bound_is_refused_early(bounded: LiveServer) -> None:
+    """The request line and headers together are bounded (64 KiB): a 100 MB header line
+    is refused and the connection closed long before it is all sent."""
+    sent = 0
+    with socket.create_connection(("127.0.0.1", bounded.port)) as sock:
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ")
+        try:
+            while sent < 100 * 1024 * 1024:
+                sock.sendall(b"a" * 65536)
+                sent += 65536
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        answer = read_answer(sock, within=5)
+    assert sent < 20 * 1024 * 1024, f"{sent} bytes of one header line were taken in"
+    assert answer == b"" or status_of(answer) in (400, 431)
