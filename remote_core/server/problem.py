@@ -58,7 +58,8 @@ def problem_response(status: int, detail: str, *, headers: Mapping[str, str] | N
     title = HTTPStatus(status).phrase
     body = {"type": "about:blank", "title": title, "status": status, "detail": detail,
             **(extra or {})}
-    return JSONResponse(body, status_code=status, headers=dict(headers or {}),
+    return JSONResponse(body, status_code=status,
+                        headers={"Cache-Control": "no-store", **(headers or {})},
                         media_type=PROBLEM_MEDIA_TYPE)
 
 

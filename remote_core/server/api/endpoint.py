@@ -87,7 +87,10 @@ def route(endpoint: Endpoint) -> Route:
             query = _parse(endpoint.query, dict(request.query_params), "query")
         body = await _body(request, endpoint) if endpoint.body else None
         call = Call(request, ctx, user, body, query, client_ip(request.scope, ctx.settings))
-        return _render(await endpoint.handler(call), endpoint.status)
+        response = _render(await endpoint.handler(call), endpoint.status)
+        # Answers carry accounts, keys shown once and live state: no cache keeps them.
+        response.headers.setdefault("cache-control", "no-store")
+        return response
 
     return Route(endpoint.path, handle, methods=[endpoint.method],
                  name=f"{endpoint.handler.__module__}.{endpoint.handler.__name__}")
