@@ -25,6 +25,9 @@ class RateLimiter(ABC):
     CHANGE_PASSWORD = ("change_password", 5, 60.0)
     CODE_VALIDATION = ("code", 15, 60.0)
     CODE_FAILURES_BEFORE_LOCKOUT = 10
+    CODE_FAILURE_WINDOW = 15 * 60.0
+    """Failures are counted in this window, and a success does not reset them: one valid
+    code every nine guesses would otherwise keep an address guessing forever."""
     CODE_LOCKOUT_SECONDS = 15 * 60.0
     CSP_REPORT = ("csp_report", 60, 60.0)
 
@@ -38,13 +41,10 @@ class RateLimiter(ABC):
         """Seconds left of ``key``'s lockout, or ``None``."""
 
     @abstractmethod
-    async def record_failure(self, bucket: str, key: str, threshold: int,
+    async def record_failure(self, bucket: str, key: str, threshold: int, window: float,
                              lockout: float) -> None:
-        """One more consecutive failure; the ``threshold``-th locks ``key`` out."""
-
-    @abstractmethod
-    async def reset_failures(self, bucket: str, key: str) -> None:
-        """A success: the consecutive-failure count starts again."""
+        """One more failure in ``key``'s fixed ``window``; the ``threshold``-th within it
+        locks ``key`` out for ``lockout`` seconds."""
 
     # -- the policy (SPEC 8) --------------------------------------------------
     async def check_login(self, client_ip: str) -> float | None:
@@ -66,13 +66,12 @@ class RateLimiter(ABC):
         return await self.hit(*self._split(self.CODE_VALIDATION, client_ip))
 
     async def record_code_result(self, client_ip: str, ok: bool) -> None:
-        """10 consecutive failures from one IP lock it out for 15 minutes; a success resets."""
-        bucket = self.CODE_VALIDATION[0]
-        if ok:
-            await self.reset_failures(bucket, client_ip)
-        else:
-            await self.record_failure(bucket, client_ip, self.CODE_FAILURES_BEFORE_LOCKOUT,
-                                      self.CODE_LOCKOUT_SECONDS)
+        """10 failures from one IP within 15 minutes lock it out for 15 minutes, whatever
+        successes came between them."""
+        if not ok:
+            await self.record_failure(self.CODE_VALIDATION[0], client_ip,
+                                      self.CODE_FAILURES_BEFORE_LOCKOUT,
+                                      self.CODE_FAILURE_WINDOW, self.CODE_LOCKOUT_SECONDS)
 
     @staticmethod
     def _split(rule: tuple[str, int, float], key: str) -> tuple[str, str, int, float]:
@@ -92,7 +91,7 @@ class _Window:
 
 @dataclass
 class _Failures:
-    count: int = 0
+    window: _Window
     locked_until: float = 0.0
 
 
@@ -126,26 +125,25 @@ class MemoryRateLimiter(RateLimiter):
         left = state.locked_until - self._clock()
         return left if left > 0 else None
 
-    async def record_failure(self, bucket: str, key: str, threshold: int,
+    async def record_failure(self, bucket: str, key: str, threshold: int, window: float,
                              lockout: float) -> None:
         now = self._clock()
         if len(self._failures) >= self.SWEEP_AT:
             self._sweep(now)
-        state = self._failures.setdefault((bucket, key), _Failures())
-        state.count += 1
-        if state.count >= threshold:
-            state.count = 0
-            state.locked_until = now + lockout
-
-    async def reset_failures(self, bucket: str, key: str) -> None:
         state = self._failures.get((bucket, key))
-        if state is not None:
-            state.count = 0
+        if state is None:
+            state = self._failures[(bucket, key)] = _Failures(_Window(now, window))
+        elif state.window.over(now):
+            state.window = _Window(now, window)
+        state.window.count += 1
+        if state.window.count >= threshold:
+            state.window.count = 0
+            state.locked_until = now + lockout
 
     def _sweep(self, now: float) -> None:
         for slot, window in list(self._windows.items()):
             if window.over(now):
                 del self._windows[slot]
         for slot, state in list(self._failures.items()):
-            if state.locked_until <= now and state.count == 0:
+            if state.locked_until <= now and state.window.over(now):
                 del self._failures[slot]

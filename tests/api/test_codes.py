@@ -83,6 +83,19 @@ def test_unknown_cancelled_and_malformed_codes_are_404(server: LiveServer,
     assert_problem(client.post("/api/codes/validate", json={"code": 123}), 422, "code")
 
 
+def test_failures_are_counted_in_a_window_that_ends(
+        server: LiveServer, tech: ApiClient, clock: ManualClock) -> None:
+    """Nine failures, then a quiet quarter of an hour: the count starts again."""
+    good = tech.post("/api/codes", json={"expires_in": 86_400}).json()["code"]
+    client = ApiClient(server)
+    for _ in range(9):
+        assert client.post("/api/codes/validate", json={"code": "ZZZ-ZZZ-ZZZ"}).status_code == 404
+    clock.advance(15 * 60)
+    for _ in range(9):
+        assert client.post("/api/codes/validate", json={"code": "ZZZ-ZZZ-ZZZ"}).status_code == 404
+    assert client.post("/api/codes/validate", json={"code": good}).status_code == 200
+
+
 def test_sixteenth_validation_in_a_minute_is_429(server: LiveServer, tech: ApiClient,
                                                  clock: ManualClock) -> None:
     code = tech.post("/api/codes").json()["code"]
@@ -104,8 +117,8 @@ def test_ten_failures_lock_the_ip_out_for_fifteen_minutes(
         assert client.post("/api/codes/validate", json={"code": "ZZZ-ZZZ-ZZZ"}).status_code == 404
     assert client.post("/api/codes/validate", json={"code": good}).status_code == 200
     clock.advance(61)  # a fresh 15/min window, so only the lockout can refuse below
-    for _ in range(10):  # the success above reset the count: ten more in a row
-        assert client.post("/api/codes/validate", json={"code": "ZZZ-ZZZ-ZZZ"}).status_code == 404
+    # The success between them does not reset the count: the tenth failure locks.
+    assert client.post("/api/codes/validate", json={"code": "ZZZ-ZZZ-ZZZ"}).status_code == 404
     r = client.post("/api/codes/validate", json={"code": good})
     assert_problem(r, 429)
     assert 14 * 60 < int(r.headers["retry-after"]) <= 15 * 60
