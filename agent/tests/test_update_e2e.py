@@ -22,7 +22,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from remote_agent.config import AgentConfig
 
 from remote_core.release import Artifact, build_agent, sha256_file
-from remote_core.testing.processes import BIN, Api, ServerProcess, stop_process
+from remote_core.testing.deviations import shortened_timeouts
+from remote_core.testing.processes import BIN, Api, ServerProcess, settings_env, stop_process
 from remote_core.testing.release_server import ReleaseServer, Route
 
 pytestmark = [pytest.mark.xvfb, pytest.mark.slow]
@@ -343,14 +344,17 @@ async def test_plain_http_from_a_server_that_allows_it_is_refused(tmp_path, x_di
                 statuses.append(message.update_status)
                 if message.update_status.state == pb.UPDATE_FAILED:
                     failed.set()
-            elif kind == "heartbeat" and failed.is_set():
-                alive.set()
+            elif kind == "heartbeat":
+                await ws.send(wrap("heartbeat_ack", pb.HeartbeatAck(
+                    client_timestamp=message.heartbeat.timestamp)))
+                if failed.is_set():
+                    alive.set()
 
     async with serve(handler, "127.0.0.1", 0, compression=None) as ws_server:
         port = ws_server.sockets[0].getsockname()[1]
         agent = ArtifactAgent(tmp_path / "agent", x_display.display, builds["1.0.0"].path,
                               f"http://127.0.0.1:{port}", "cak_test", AgentConfig(),
-                              REMOTE_SUPPORT_HEARTBEAT_INTERVAL="1")
+                              **settings_env(shortened_timeouts(1 / 15)))  # beats every 1 s
         try:
             with anyio.fail_after(30):
                 await failed.wait()
