@@ -31,6 +31,7 @@ from ..protocol import (
     pb,
     peek,
 )
+from ..records import Event
 from .auth import Refused, looks_like_support_code
 from .link import Link
 from .outbox import Close
@@ -62,7 +63,9 @@ class CodeLimiter(Protocol):
 
     async def check_code_attempt(self, client_ip: str) -> float | None: ...
 
-    async def record_code_result(self, client_ip: str, ok: bool) -> None: ...
+    async def record_code_result(self, client_ip: str, ok: bool) -> bool:
+        """True when this result locked the address out."""
+        ...
 
 
 ViewerVerifier = Callable[[str, str | None], tuple[str, str]]
@@ -228,8 +231,10 @@ async def serve_agent(transport: Transport, registry: Registry, limiter: CodeLim
             session = await registry.open_agent(request, client_ip=client_ip,
                                                 machine_uid=machine_uid)
         except Refused as exc:
-            if limited:
-                await limiter.record_code_result(client_ip, False)
+            if limited and await limiter.record_code_result(client_ip, False):
+                await registry.audit.record(Event(
+                    kind="support_code.lockout", client_ip=client_ip,
+                    detail={"via": "agent socket"}))
             log.info("agent from %s refused: %s", client_ip, exc)
             await _reject(transport, first, str(exc))
             return

@@ -42,9 +42,9 @@ class RateLimiter(ABC):
 
     @abstractmethod
     async def record_failure(self, bucket: str, key: str, threshold: int, window: float,
-                             lockout: float) -> None:
+                             lockout: float) -> bool:
         """One more failure in ``key``'s fixed ``window``; the ``threshold``-th within it
-        locks ``key`` out for ``lockout`` seconds."""
+        locks ``key`` out for ``lockout`` seconds (and answers True)."""
 
     # -- the policy (SPEC 8) --------------------------------------------------
     async def check_login(self, client_ip: str) -> float | None:
@@ -65,13 +65,14 @@ class RateLimiter(ABC):
             return locked
         return await self.hit(*self._split(self.CODE_VALIDATION, client_ip))
 
-    async def record_code_result(self, client_ip: str, ok: bool) -> None:
+    async def record_code_result(self, client_ip: str, ok: bool) -> bool:
         """10 failures from one IP within 15 minutes lock it out for 15 minutes, whatever
-        successes came between them."""
-        if not ok:
-            await self.record_failure(self.CODE_VALIDATION[0], client_ip,
-                                      self.CODE_FAILURES_BEFORE_LOCKOUT,
-                                      self.CODE_FAILURE_WINDOW, self.CODE_LOCKOUT_SECONDS)
+        successes came between them. True when this result started a lockout."""
+        if ok:
+            return False
+        return await self.record_failure(self.CODE_VALIDATION[0], client_ip,
+                                         self.CODE_FAILURES_BEFORE_LOCKOUT,
+                                         self.CODE_FAILURE_WINDOW, self.CODE_LOCKOUT_SECONDS)
 
     @staticmethod
     def _split(rule: tuple[str, int, float], key: str) -> tuple[str, str, int, float]:
@@ -126,7 +127,7 @@ class MemoryRateLimiter(RateLimiter):
         return left if left > 0 else None
 
     async def record_failure(self, bucket: str, key: str, threshold: int, window: float,
-                             lockout: float) -> None:
+                             lockout: float) -> bool:
         now = self._clock()
         if len(self._failures) >= self.SWEEP_AT:
             self._sweep(now)
@@ -136,9 +137,11 @@ class MemoryRateLimiter(RateLimiter):
         elif state.window.over(now):
             state.window = _Window(now, window)
         state.window.count += 1
-        if state.window.count >= threshold:
-            state.window.count = 0
-            state.locked_until = now + lockout
+        if state.window.count < threshold:
+            return False
+        state.window.count = 0
+        state.locked_until = now + lockout
+        return True
 
     def _sweep(self, now: float) -> None:
         for slot, window in list(self._windows.items()):

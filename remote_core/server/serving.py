@@ -19,7 +19,8 @@ import uvicorn
 
 from ..settings import Settings
 
-__all__ = ["MAX_HEADER_BYTES", "SHUTDOWN_REASON", "Server", "serve", "tune_allocator", "uvicorn_config"]
+__all__ = ["MAX_HEADER_BYTES", "SHUTDOWN_REASON", "Server", "serve", "tune_allocator",
+           "uvicorn_config"]
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import secrets
 
-__all__ = ["ALPHABET", "CODE_PATTERN", "generate_support_code", "normalize_support_code"]
+__all__ = ["ALPHABET", "CODE_PATTERN", "generate_support_code", "masked", "normalize_support_code"]
 
 ALPHABET = "23456789ABCDEFGHJKMNPQRSTUVWXYZ"
 CODE_PATTERN = re.compile(rf"^[{ALPHABET}]{{3}}-[{ALPHABET}]{{3}}-[{ALPHABET}]{{3}}$")
@@ -28,3 +28,8 @@ def normalize_support_code(text: str) -> str | None:
     if len(code) == 9 and "-" not in code:
         code = f"{code[0:3]}-{code[3:6]}-{code[6:9]}"
     return code if CODE_PATTERN.match(code) else None
+
+
+def masked(code: str) -> str:
+    """A code as the audit log names it: enough to tell codes apart, never enough to use."""
+    return f"***-***-{code[-3:]}"

@@ -130,3 +130,25 @@ def test_ten_failures_lock_the_ip_out_for_fifteen_minutes(
     assert_problem(client.post("/api/codes/validate", json={"code": good}), 429)
     clock.advance(1)
     assert client.post("/api/codes/validate", json={"code": good}).status_code == 200
+
+
+def audit_events(admin: ApiClient, kind: str) -> list[dict[str, object]]:
+    events = admin.get("/api/events", params={"limit": 500}).json()
+    return [e for e in events if e["kind"] == kind]
+
+
+def test_code_creation_cancellation_and_lockouts_are_audited(
+        server: LiveServer, tech: ApiClient, admin: ApiClient, clock: ManualClock) -> None:
+    code = tech.post("/api/codes").json()["code"]
+    assert tech.delete(f"/api/codes/{code}").status_code == 204
+    for kind in ("support_code.created", "support_code.cancelled"):
+        [event] = [e for e in audit_events(admin, kind) if e["target"] == f"***-***-{code[-3:]}"]
+        assert event["actor"] == "tech" and event["client_ip"] == tech.ip
+    assert code not in str(admin.get("/api/events", params={"limit": 500}).json())
+    client = ApiClient(server)
+    clock.advance(61)
+    for _ in range(10):
+        assert client.post("/api/codes/validate", json={"code": "ZZZ-ZZZ-ZZZ"}).status_code == 404
+    [lockout] = [e for e in audit_events(admin, "support_code.lockout")
+                 if e["client_ip"] == client.ip]
+    assert lockout["detail"]["via"] == "rest"

@@ -123,6 +123,10 @@ async def test_unknown_codes_are_refused_and_rate_limited(server, admin: Admin) 
     # The lockout is shared with the REST validation endpoint.
     r = admin.http.post("/api/codes/validate", json={"code": admin.code()}, headers=ip)
     assert r.status_code == 429
+    events = admin.ok("GET", "/api/events", params={"limit": 500})
+    [lockout] = [e for e in events if e["kind"] == "support_code.lockout"
+                 and e["client_ip"] == "10.99.0.1"]
+    assert lockout["detail"]["via"] == "agent socket"
 
 
 async def test_a_consent_policy_can_decide_without_asking(tmp_path) -> None:

@@ -6,9 +6,9 @@ import time
 from datetime import timedelta
 
 from ...errors import ConflictError
-from ...records import SupportCode, utcnow
+from ...records import Event, SupportCode, utcnow
 from ..problem import Problem
-from ..supportcode import generate_support_code, normalize_support_code
+from ..supportcode import generate_support_code, masked, normalize_support_code
 from . import schemas as s
 from .endpoint import Call, Endpoint
 from .views import code_out, code_status
@@ -31,6 +31,9 @@ async def create_code(call: Call) -> s.CodeOut:
             stored = await call.ctx.store.create_support_code(code)
         except ConflictError:
             continue
+        await call.ctx.audit.record(Event(kind="support_code.created", actor=call.me.username,
+                                          target=masked(stored.code), client_ip=call.ip,
+                                          detail={"expires_at": stored.expires_at.isoformat()}))
         return code_out(stored, time.time())
     raise Problem(503, "could not allocate a support code; try again")
 
@@ -49,6 +52,8 @@ async def cancel_code(call: Call) -> None:
     pending = code_status(code, time.time()) == "pending"
     if not pending or not await call.ctx.store.cancel_support_code(code.code):
         raise Problem(409, "only a pending code can be cancelled")
+    await call.ctx.audit.record(Event(kind="support_code.cancelled", actor=call.me.username,
+                                      target=masked(code.code), client_ip=call.ip))
 
 
 async def validate_code(call: Call) -> s.CodeValidOut:
@@ -60,7 +65,10 @@ async def validate_code(call: Call) -> s.CodeValidOut:
     text = normalize_support_code(body.code)
     code = await call.ctx.store.get_support_code(text) if text else None
     ok = code is not None and code_status(code, time.time()) == "pending"
-    await limiter.record_code_result(call.ip, ok)
+    if await limiter.record_code_result(call.ip, ok):
+        await call.ctx.audit.record(Event(
+            kind="support_code.lockout", client_ip=call.ip,
+            detail={"seconds": limiter.CODE_LOCKOUT_SECONDS, "via": "rest"}))
     if not ok or code is None:
         raise Problem(404, "unknown, used or expired support code")
     return s.CodeValidOut(technician=code.technician_name, expires_at=code.expires_at)
