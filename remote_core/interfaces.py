@@ -211,7 +211,8 @@ class Store(ABC):
 
     @abstractmethod
     async def soft_delete_machine(self, agent_id: str) -> bool:
-        """Set ``deleted_at``; ``False`` if no live machine had that id."""
+        """Set ``deleted_at`` and revoke the machine's keys, together; ``False`` if no live
+        machine had that id."""
 
     @abstractmethod
     async def hard_delete_machine(self, agent_id: str) -> bool:

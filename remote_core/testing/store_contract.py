@@ -192,6 +192,17 @@ class StoreContract:
         assert revived.deleted_at is None
         assert await store.get_machine("a-1") is not None
 
+    async def test_soft_delete_revokes_the_machines_keys(self, store: Store) -> None:
+        await store.create_machine("a-1")
+        await store.create_machine("a-2")
+        mine = await store.add_agent_key("a-1", "a" * 64)
+        other = await store.add_agent_key("a-2", "b" * 64)
+        assert await store.soft_delete_machine("a-1") is True
+        assert await store.find_agent_key(mine.key_hash) is None
+        [revoked] = await store.list_agent_keys("a-1")
+        assert revoked.revoked_at is not None
+        assert await store.find_agent_key(other.key_hash) is not None
+
     async def test_soft_deleted_machine_revived_through_agent_id(self, store: Store) -> None:
         await store.create_machine("a-1")
         await store.soft_delete_machine("a-1")

@@ -177,7 +177,13 @@ def set_all_machines_offline(conn: Connection) -> int:
 def soft_delete_machine(conn: Connection, agent_id: str, now: datetime) -> bool:
     result = conn.execute(sa.update(machines).where(machines.c.agent_id == agent_id, _LIVE)
                           .values(deleted_at=now, status="offline"))
-    return result.rowcount == 1
+    if result.rowcount != 1:
+        return False
+    # A machine purged as compromised must not come back with the key it had.
+    conn.execute(sa.update(agent_keys).where(agent_keys.c.agent_id == agent_id,
+                                             agent_keys.c.revoked_at.is_(None))
+                 .values(revoked_at=now))
+    return True
 
 
 def hard_delete_machine(conn: Connection, agent_id: str) -> bool:
