@@ -1,15 +1,14 @@
 """The two WebSocket endpoints, ``/ws/agent`` and ``/ws/viewer`` (CONTRACT 1).
 
-A thin Starlette edge: check the upgrade (the viewer's ``Origin``), accept,
-and hand the socket to the relay's drivers as a
+A thin Starlette edge: check the upgrade (the viewer's ``Origin``, see
+:mod:`.origin`), accept, and hand the socket to the relay's drivers as a
 :class:`~remote_core.relay.peer.Transport`. Everything else, from the first
 message to the close frame, happens in :mod:`remote_core.relay`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 from starlette.routing import WebSocketRoute
 from starlette.types import Receive, Scope, Send
@@ -17,12 +16,12 @@ from starlette.websockets import WebSocket
 
 from ..relay.auth import Refused
 from ..relay.peer import ViewerVerifier, serve_agent, serve_viewer
-from ..settings import Settings
 from .clientip import client_ip
 from .context import ServerContext
+from .origin import check_origin
 from .tokens import TokenError, TokenService
 
-__all__ = ["origin_allowed", "routes"]
+__all__ = ["routes"]
 
 
 class AsgiTransport:
@@ -53,17 +52,6 @@ class AsgiTransport:
         await self._send({"type": "websocket.close", "code": code, "reason": reason})
 
 
-def origin_allowed(origin: str, scope: Mapping[str, Any], settings: Settings) -> bool:
-    """The configured public origins, else the server's own (scheme and Host header)."""
-    origin = origin.strip().rstrip("/").lower()
-    if settings.public_origins:
-        return origin in {o.strip().rstrip("/").lower() for o in settings.public_origins}
-    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
-    host = headers.get("host", "").strip().lower()
-    scheme = "https" if scope.get("scheme") in ("wss", "https") else "http"
-    return bool(host) and origin == f"{scheme}://{host}"
-
-
 def _verifier(tokens: TokenService) -> ViewerVerifier:
     def verify(token: str, session_id: str | None) -> tuple[str, str]:
         try:
@@ -92,8 +80,7 @@ async def agent_socket(scope: Scope, receive: Receive, send: Send) -> None:
 async def viewer_socket(scope: Scope, receive: Receive, send: Send) -> None:
     websocket = WebSocket(scope, receive, send)
     ctx = _context(websocket)
-    origin = websocket.headers.get("origin")
-    if origin is not None and not origin_allowed(origin, scope, ctx.settings):
+    if not check_origin(websocket.headers.get("origin"), scope, ctx.settings):
         await websocket.close(code=1008)  # before accept: the upgrade is refused with 403
         return
     await websocket.accept()

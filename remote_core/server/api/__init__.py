@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from . import auth, codes, csp, events, health, keys, machines, releases, sessions, users
+from . import auth, codes, csp, events, health, keys, machines, origin, releases, sessions, users
 from .endpoint import Endpoint, route
 from .openapi import build_document
 
@@ -26,6 +26,7 @@ ENDPOINTS: list[Endpoint] = [
     *releases.ENDPOINTS,
     *events.ENDPOINTS,
     *csp.ENDPOINTS,
+    *origin.ENDPOINTS,
 ]
 
 

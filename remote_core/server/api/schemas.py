@@ -326,6 +326,14 @@ class HealthOut(Out):
     version: str
 
 
+class ViewerOriginOut(Out):
+    """Whether ``/ws/viewer`` would accept this request's ``Origin`` (null: none sent)."""
+
+    origin: str | None
+    allowed: bool
+    setting: Literal["REMOTE_SUPPORT_PUBLIC_ORIGINS"]
+
+
 class FieldError(Out):
     field: str
     message: str
