@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+import httpx
+import pytest
 
 from remote_core.server.clientip import client_ip
 from remote_core.settings import Settings
+from remote_core.testing.processes import ServerProcess
 
 
 def scope(peer: str, *forwarded: str) -> dict[str, Any]:
@@ -46,3 +51,24 @@ def test_garbage_in_the_header_is_not_believed() -> None:
 def test_ipv6_networks() -> None:
     settings = Settings().replace(trusted_proxies=("::1", "fd00::/8"))
     assert client_ip(scope("::1", "2001:db8::5, fd00::2"), settings) == "2001:db8::5"
+
+
+@pytest.mark.slow
+def test_a_proxy_nobody_trusts_is_named_once_in_the_log(tmp_path: Path) -> None:
+    """Shipped defaults, clients "behind a proxy": they share its limits, and the log says
+    so once, with the setting that fixes it."""
+    server = ServerProcess(tmp_path).start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=10) as http:
+            answers = [http.post("/api/auth/login", headers={"X-Forwarded-For": f"198.51.100.{n}"},
+                                 json={"username": "admin", "password": "wrong"}).status_code
+                       for n in range(1, 10)]
+            assert answers == [401] * 8 + [429]  # nine clients, one address: 8/min
+            assert http.get("/healthz", headers={"X-Forwarded-For": "198.51.100.99"}).is_success
+    finally:
+        server.stop()
+    log = server.log.read_text()
+    warnings = [line for line in log.splitlines() if "X-Forwarded-For" in line]
+    assert len(warnings) == 1, warnings
+    assert "WARNING" in warnings[0] and "REMOTE_SUPPORT_TRUSTED_PROXIES" in warnings[0]
+    assert "127.0.0.1" in warnings[0] and "rate limits and lockouts" in warnings[0]
