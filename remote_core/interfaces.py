@@ -171,7 +171,9 @@ class Store(ABC):
     @abstractmethod
     async def upsert_machine(self, report: MachineReport) -> Machine:
         """Register or update a machine: conflict on ``machine_uid`` when given, else on
-        ``agent_id``. A soft-deleted machine is revived (``deleted_at`` cleared)."""
+        ``agent_id``. A soft-deleted machine is revived (``deleted_at`` cleared).
+        ``organization``, ``site`` and ``tags`` of an existing machine are the operator's:
+        a report fills each only where it is empty."""
 
     @abstractmethod
     async def create_machine(self, agent_id: str, organization: str = "", site: str = "",

@@ -40,6 +40,7 @@ from .rules import (
     can_control,
     check_session_type,
     initial_consent_state,
+    reported_text,
     status_report,
     update_status_detail,
     viewing_refusal,
@@ -175,7 +176,7 @@ class Registry:
                 raise Refused("support code already used")
         machine = await self.store.upsert_machine(MachineReport(
             agent_id=agent_id, machine_uid=uid, status="online",
-            agent_version=credential.client_version or None,
+            agent_version=reported_text(credential.client_version),
             is_persistent=identity.persistent,
         ))
         agent_id = machine.agent_id
@@ -242,6 +243,25 @@ class Registry:
                                           agent_id=session.agent_id))
             await self._end(session, "consent timed out")
 
+    async def _agent_status(self, session: Session, status: Any) -> None:
+        """Store what the agent reports. Placement (organization, site, tags) is the
+        operator's: a report fills it only where none is assigned (the store's rule), and
+        what it does fill is audited, so one endpoint cannot move itself elsewhere."""
+        report, refused = status_report(session.agent_id, status)
+        if refused:
+            log.warning("agent %s reported %s breaking the text rule (control characters, "
+                        "or too long); ignored", session.agent_id, ", ".join(refused))
+        before = await self.store.get_machine(session.agent_id)
+        machine = await self.store.upsert_machine(report)
+        session.organization = machine.organization
+        placed = {name: getattr(machine, name) for name in ("organization", "site", "tags")
+                  if before is not None and getattr(before, name) != getattr(machine, name)}
+        if placed:
+            await self.audit.record(Event(
+                "machine.placement_reported", session_id=session.session_id,
+                agent_id=session.agent_id, detail={k: v if isinstance(v, str) else list(v)
+                                                   for k, v in placed.items()}))
+
     async def on_agent_message(self, session: Session, event: Inbound) -> str | None:
         """Act on a non-video message from the agent; return why it was dropped, if it was."""
         kind = event.kind
@@ -252,9 +272,7 @@ class Registry:
         if kind == "display_info":
             session.set_display_info(event)
         elif kind == "agent_status":
-            machine = await self.store.upsert_machine(status_report(session.agent_id,
-                                                                    event.payload()))
-            session.organization = machine.organization
+            await self._agent_status(session, event.payload())
         elif kind == "update_status":
             await self.audit.record(Event("agent.update_status", session_id=session.session_id,
                                           agent_id=session.agent_id,

@@ -16,6 +16,7 @@ from ..records import (
     MachineReport,
     User,
 )
+from ..textrules import MAX_TAGS, acceptable
 from ..types import ConsentDecision
 from .auth import Refused
 
@@ -23,6 +24,7 @@ __all__ = [
     "can_control",
     "check_session_type",
     "initial_consent_state",
+    "reported_text",
     "status_report",
     "update_status_detail",
     "viewing_refusal",
@@ -69,18 +71,30 @@ def initial_consent_state(decision: ConsentDecision | None, attended: bool) -> s
     return CONSENT_PENDING if attended else CONSENT_NOT_REQUIRED
 
 
-def status_report(agent_id: str, status: Any) -> MachineReport:
-    """An ``AgentStatus`` as a machine update; empty fields mean "not reported"."""
-    def text(value: str) -> str | None:
-        return value[:255] or None
+def reported_text(value: str) -> str | None:
+    """An agent-reported text as stored: ``None`` ("not reported") when it is empty or
+    breaks the one rule every stored text follows (remote_core.textrules)."""
+    return value if value and acceptable(value) else None
 
-    return MachineReport(
-        agent_id=agent_id, hostname=text(status.hostname), os_version=text(status.os_version),
-        is_elevated=status.is_elevated, agent_version=text(status.agent_version),
-        organization=text(status.organization), site=text(status.site),
-        tags=tuple(t[:64] for t in status.tags[:64]) if status.tags else None,
-        status="online",
-    )
+
+def status_report(agent_id: str, status: Any) -> tuple[MachineReport, list[str]]:
+    """An ``AgentStatus`` as a machine update, and the fields refused by the text rule.
+
+    Empty fields mean "not reported"; so do refused ones, which the caller logs.
+    """
+    texts = {name: getattr(status, name) for name in
+             ("hostname", "os_version", "agent_version", "organization", "site")}
+    kept = {name: reported_text(value) for name, value in texts.items()}
+    refused = [name for name, value in texts.items() if value and kept[name] is None]
+    tags: tuple[str, ...] | None = tuple(status.tags) if status.tags else None
+    if tags is not None and (len(tags) > MAX_TAGS or not all(map(acceptable, tags))):
+        refused.append("tags")
+        tags = None
+    report = MachineReport(
+        agent_id=agent_id, hostname=kept["hostname"], os_version=kept["os_version"],
+        agent_version=kept["agent_version"], organization=kept["organization"],
+        site=kept["site"], tags=tags, is_elevated=status.is_elevated, status="online")
+    return report, refused
 
 
 def update_status_detail(status: Any) -> dict[str, Any]:

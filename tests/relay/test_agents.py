@@ -118,9 +118,54 @@ async def test_agent_status_updates_the_machine_and_update_status_is_recorded(
     machine = admin.ok("GET", f"/api/machines/{agent_id}")
     assert (machine["hostname"], machine["os_version"], machine["is_elevated"]) == (
         "pc-17", "Debian 13", True)
+    # The operator placed it in "acme": that stays; what the operator left empty is filled.
     assert (machine["agent_version"], machine["organization"], machine["site"],
-            machine["tags"]) == ("1.2.4", "globex", "berlin", ["kiosk", "floor-2"])
+            machine["tags"]) == ("1.2.4", "acme", "berlin", ["kiosk", "floor-2"])
     assert "agent.update_status" in admin.events(session_id)
+    assert "machine.placement_reported" in admin.events(session_id)
+
+
+async def test_a_keyed_agent_cannot_move_its_machine_to_another_organization(
+        server, admin: Admin) -> None:
+    """Finding 3: an AgentStatus used to overwrite the operator's placement at every report,
+    so one compromised endpoint could put itself in another organization's list."""
+    agent_id, key = admin.keyed_machine()  # pre-registered in "acme"
+    agent = await Peer.agent(server, key)
+    session_id = await agent.accepted()
+
+    async def report(**placement: object) -> None:
+        await agent.send("agent_status", pb.AgentStatus(hostname="pc", **placement))
+        await agent.send("heartbeat", pb.Heartbeat(timestamp=1))
+        await agent.expect("heartbeat_ack")
+
+    await report(organization="victim-corp", site="hq", tags=["finance"])
+    machine = admin.ok("GET", f"/api/machines/{agent_id}")
+    assert machine["organization"] == "acme"
+    # The operator's correction sticks through the agent's next reports.
+    admin.ok("PATCH", f"/api/machines/{agent_id}", json={"site": "lab", "tags": ["qa"]})
+    await report(organization="victim-corp", site="hq", tags=["finance"])
+    machine = admin.ok("GET", f"/api/machines/{agent_id}")
+    assert (machine["organization"], machine["site"], machine["tags"]) == ("acme", "lab", ["qa"])
+    assert admin.ok("GET", f"/api/sessions/{session_id}")["agent_id"] == agent_id
+
+
+async def test_agent_reported_text_follows_the_stores_one_rule(server, admin: Admin,
+                                                               caplog) -> None:
+    """Finding 6: control characters and NUL in an AgentStatus were stored (SQLite) or broke
+    the upsert (PostgreSQL); now such a field is ignored, the rest is stored."""
+    agent_id, key = admin.keyed_machine()
+    agent = await Peer.agent(server, key)
+    await agent.accepted()
+    await agent.send("agent_status", pb.AgentStatus(
+        hostname="evil\x00host", os_version="Debian\n13\x1b[2J", agent_version="1.2.5",
+        site="s" * 201, tags=["ok", "bad\ttag"]))
+    await agent.send("heartbeat", pb.Heartbeat(timestamp=1))
+    await agent.expect("heartbeat_ack")
+    machine = admin.ok("GET", f"/api/machines/{agent_id}")
+    assert machine["agent_version"] == "1.2.5"  # the good field of the same report is kept
+    assert machine["hostname"] in ("", None) and machine["os_version"] in ("", None)
+    assert machine["site"] == "" and machine["tags"] == []
+    assert "breaking the text rule" in caplog.text
 
 
 async def test_admin_command_reaches_the_agent(server, admin: Admin) -> None:

@@ -52,3 +52,20 @@ async def test_support_code_consent_and_single_use_on_postgres(pg_server: LiveSe
     await agent.expect("heartbeat_ack")
     assert admin.ok("GET", f"/api/sessions/{session_id}")["consent_state"] == "granted"
     assert pg_server.ctx.registry.agent_for_uid("pg-uid-1") is not None
+
+
+async def test_a_nul_in_agent_status_does_not_lose_the_status_on_postgres(
+        pg_server: LiveServer) -> None:
+    """PostgreSQL refuses NUL in text: the one text rule keeps it from the upsert, so the
+    rest of the report is stored instead of the whole status failing."""
+    admin = Admin(pg_server)
+    agent_id, key = admin.keyed_machine()
+    agent = await Peer.agent(pg_server, key)
+    await agent.accepted()
+    await agent.send("agent_status", pb.AgentStatus(hostname="nul\x00host", agent_version="2.0.1",
+                                                    os_version="Debian 13"))
+    await agent.send("heartbeat", pb.Heartbeat(timestamp=1))
+    await agent.expect("heartbeat_ack")
+    machine = admin.ok("GET", f"/api/machines/{agent_id}")
+    assert (machine["agent_version"], machine["os_version"]) == ("2.0.1", "Debian 13")
+    assert "\x00" not in str(machine)

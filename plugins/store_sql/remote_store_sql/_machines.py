@@ -64,12 +64,31 @@ def _report_values(report: MachineReport) -> dict[str, Any]:
     return values
 
 
+_PLACEMENT = ("organization", "site", "tags")
+
+
+def _unassigned_only(conn: Connection, report: MachineReport,
+                     values: dict[str, Any]) -> dict[str, Any]:
+    """Placement is the operator's: a report fills organization, site and tags only where
+    the stored machine has none, so an agent cannot move itself into another list."""
+    if not any(name in values for name in _PLACEMENT):
+        return values
+    match = (machines.c.machine_uid == report.machine_uid if report.machine_uid
+             else machines.c.agent_id == report.agent_id)
+    row = conn.execute(sa.select(*(machines.c[n] for n in _PLACEMENT)).where(match)).first()
+    if row is None:
+        return values
+    return {k: v for k, v in values.items() if k not in _PLACEMENT or not row._mapping[k]}
+
+
 def upsert_machine(conn: Connection, report: MachineReport, now: datetime) -> Machine:
     """Insert or update; the conflict target is ``machine_uid`` when given, else ``agent_id``.
 
     Either way the row is revived (``deleted_at`` cleared): the machine really connected.
+    Reported placement only fills what the operator left empty (:func:`_unassigned_only`).
     """
-    changes = {**_report_values(report), "updated_at": now, "last_seen": now, "deleted_at": None}
+    changes = {**_unassigned_only(conn, report, _report_values(report)), "updated_at": now,
+               "last_seen": now, "deleted_at": None}
     new_row = {"tags": [], "status": "offline", "created_at": now,
                "tenant_id": DEFAULT_TENANT_ID, **changes,
                "agent_id": report.agent_id, "machine_uid": report.machine_uid}

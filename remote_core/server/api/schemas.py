@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from ...semver import SEMVER_PATTERN
+from ...textrules import MAX_TAGS, MAX_TEXT, printable
 
 Permission = Literal["view", "control", "support_codes", "manage_machines"]
 Role = Literal["admin", "technician"]
@@ -20,15 +21,15 @@ CodeStatus = Literal["pending", "connected", "cancelled", "expired"]
 
 
 def _printable(text: str) -> str:
-    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+    if not printable(text):
         raise ValueError("control characters are not allowed")
     return text
 
 
-Text = Annotated[str, Field(max_length=200), AfterValidator(_printable)]
+Text = Annotated[str, Field(max_length=MAX_TEXT), AfterValidator(_printable)]
 Secret = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(_printable)]
 Username = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.@-]{1,64}$")]
-Tags = Annotated[list[Text], Field(max_length=64)]
+Tags = Annotated[list[Text], Field(max_length=MAX_TAGS)]
 
 
 class Body(BaseModel):

@@ -1,0 +1,24 @@
+"""One rule for the short texts stored about machines, whoever writes them.
+
+The REST API refuses text that breaks it with a 422 naming the field; the
+relay drops an agent-reported field that breaks it and says so in the log.
+Either way a control character or a NUL never reaches the store, on any path
+(PostgreSQL refuses a NUL outright, SQLite would keep it and serve it back).
+"""
+
+from __future__ import annotations
+
+__all__ = ["MAX_TAGS", "MAX_TEXT", "acceptable", "printable"]
+
+MAX_TEXT = 200
+MAX_TAGS = 64
+
+
+def printable(text: str) -> bool:
+    """No C0 control character (NUL, newline, escape ...) and no DEL."""
+    return not any(ord(c) < 32 or ord(c) == 127 for c in text)
+
+
+def acceptable(text: str) -> bool:
+    """Short enough and printable: what the store takes."""
+    return len(text) <= MAX_TEXT and printable(text)
