@@ -28,6 +28,7 @@ class Link:
         self.client_ip = client_ip
         self.last_heard = time.monotonic()
         self.actor: str | None = None  # the viewer's username, for the audit log
+        self.user_id: str | None = None  # the viewer's user, whose standing it keeps
         self.next_keyframe_request = 0.0
 
     @property

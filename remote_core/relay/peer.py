@@ -68,8 +68,9 @@ class CodeLimiter(Protocol):
         ...
 
 
-ViewerVerifier = Callable[[str, str | None], tuple[str, str]]
-"""``(token, session_id or None) -> (user_id, session_id)``; raises :class:`Refused`."""
+ViewerVerifier = Callable[[str, str | None], tuple[str, str, str]]
+"""``(token, session_id or None) -> (user_id, session_id, password fingerprint)``; raises
+:class:`Refused`."""
 
 
 # -- the first message ---------------------------------------------------------------------
@@ -303,9 +304,10 @@ async def serve_viewer(transport: Transport, registry: Registry, verify: ViewerV
         if request is None:
             return
         try:
-            user_id, session_id = verify(request.session_token, session_hint)
+            user_id, session_id, minted_for = verify(request.session_token, session_hint)
             session, link = await registry.join_viewer(
-                session_id=session_id, user_id=user_id, request=request, client_ip=client_ip)
+                session_id=session_id, user_id=user_id, password_version=minted_for,
+                request=request, client_ip=client_ip)
         except Refused as exc:
             log.info("viewer from %s refused: %s", client_ip, exc)
             await _reject(transport, first, str(exc))

@@ -13,6 +13,7 @@ every removal path calls :meth:`purge_machine`, which purges the uid index.
 
 from __future__ import annotations
 
+import hmac
 import logging
 import uuid
 from typing import Any
@@ -31,6 +32,7 @@ from ..records import (
     utcnow,
 )
 from ..server.audit import Audit
+from ..server.tokens import password_version as password_fingerprint
 from ..settings import Settings
 from ..types import AgentCredential, AgentIdentity, AuthContext, ConsentDecision, SessionContext
 from .auth import Refused, authenticate
@@ -307,9 +309,12 @@ class Registry:
         await self._end(session, reason)
 
     # -- viewers ---------------------------------------------------------------------------
-    async def join_viewer(self, *, session_id: str, user_id: str, request: Any,
-                          client_ip: str | None = None) -> tuple[Session, Link]:
+    async def join_viewer(self, *, session_id: str, user_id: str, password_version: str,
+                          request: Any, client_ip: str | None = None) -> tuple[Session, Link]:
         """Admit a viewer whose token names ``session_id``; its link holds the response.
+
+        ``password_version`` is the user's password fingerprint when the token was minted:
+        a token from before a password change is refused.
 
         :raises Refused: with the reason to show the viewer.
         """
@@ -328,12 +333,15 @@ class Registry:
         if refusal is not None:
             raise Refused(refusal)
         assert user is not None
+        if not hmac.compare_digest(password_fingerprint(user), password_version):
+            raise Refused("the viewer token was issued before a password change")
         view_only = (request.session_type == pb.VIEW_ONLY or not can_control(user)
                      or not session.control_consented)
         viewer_id = uuid.uuid4().hex
         conn = Connection(Role.SERVER, Role.VIEWER, self.settings.max_message_bytes)
         link = Link(conn, self.settings.viewer_buffer_bytes, viewer_id, client_ip)
         link.actor = user.username
+        link.user_id = user.id
         link.outbox.put(conn.accept(session_id, session.display_info, view_only=view_only))
         session.viewers[viewer_id] = link
         session.agent.send("start_stream", pb.StartStream(viewer_id=viewer_id,
@@ -343,6 +351,25 @@ class Registry:
                                       client_ip=client_ip,
                                       detail={"viewer_id": viewer_id, "view_only": view_only}))
         return session, link
+
+    async def user_changed(self, user_id: str, *, password_changed: bool = False) -> None:
+        """Apply a change to a user's standing to their live viewers at once: a deleted or
+        disabled user, or one who lost ``view`` or the machine's organization, is closed
+        out; one who lost ``control`` continues view-only; a changed password closes every
+        viewer, as it voids every token."""
+        user = await self.store.get_user(user_id)
+        for session in list(self._sessions.values()):
+            for viewer in [v for v in session.viewers.values() if v.user_id == user_id]:
+                refusal = ("the user's password was changed" if password_changed
+                           else viewing_refusal(user, session.organization))
+                if refusal is not None:
+                    await self.leave_viewer(session, viewer, f"access withdrawn: {refusal}")
+                elif user is not None and not can_control(user) and not viewer.conn.view_only:
+                    viewer.conn.view_only = True
+                    await self.audit.record(Event(
+                        "viewer.downgraded", session_id=session.session_id,
+                        agent_id=session.agent_id, actor=viewer.actor,
+                        detail={"viewer_id": viewer.id, "reason": "control withdrawn"}))
 
     async def leave_viewer(self, session: Session, viewer: Link, reason: str) -> None:
         if session.viewers.pop(viewer.id, None) is None:

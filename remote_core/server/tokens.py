@@ -47,6 +47,8 @@ class ViewerClaims:
     user_id: str
     session_id: str
     tenant_id: str | None
+    password_version: str
+    """The user's password fingerprint when minted: a later password change voids it."""
 
 
 def password_version(user: User) -> str:
@@ -103,14 +105,16 @@ class TokenService:
     # -- viewer (SPEC 5.3) ------------------------------------------------------
     def mint_viewer(self, session_id: str, user: User, tenant_id: str | None) -> str:
         return self._mint(VIEWER, self.viewer_ttl,
-                          {"sub": user.id, "session_id": session_id, "tenant_id": tenant_id})
+                          {"sub": user.id, "session_id": session_id, "tenant_id": tenant_id,
+                           "pwv": password_version(user)})
 
     def verify_viewer(self, token: str, session_id: str | None = None) -> ViewerClaims:
         """Raises :class:`TokenError` for any other kind, another session's token, or expiry."""
-        claims = self._verify(VIEWER, token, ["sub", "session_id"])
+        claims = self._verify(VIEWER, token, ["sub", "session_id", "pwv"])
         if session_id is not None and not hmac.compare_digest(
                 str(claims["session_id"]), session_id):
             raise TokenError("viewer token belongs to another session")
         tenant = claims.get("tenant_id")
         return ViewerClaims(user_id=str(claims["sub"]), session_id=str(claims["session_id"]),
-                            tenant_id=str(tenant) if tenant is not None else None)
+                            tenant_id=str(tenant) if tenant is not None else None,
+                            password_version=str(claims["pwv"]))

@@ -53,12 +53,12 @@ class AsgiTransport:
 
 
 def _verifier(tokens: TokenService) -> ViewerVerifier:
-    def verify(token: str, session_id: str | None) -> tuple[str, str]:
+    def verify(token: str, session_id: str | None) -> tuple[str, str, str]:
         try:
             claims = tokens.verify_viewer(token, session_id)
         except TokenError as exc:
             raise Refused(f"viewer token refused: {exc}") from None
-        return claims.user_id, claims.session_id
+        return claims.user_id, claims.session_id, claims.password_version
 
     return verify
 

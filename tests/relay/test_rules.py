@@ -56,6 +56,15 @@ def test_session_types_and_identifiers() -> None:
 
 
 def test_an_agent_status_reports_only_what_it_filled_in() -> None:
-    report = status_report("a-1", pb.AgentStatus(hostname="pc", is_elevated=True))
+    report, refused = status_report("a-1", pb.AgentStatus(hostname="pc", is_elevated=True))
     assert (report.hostname, report.is_elevated, report.status) == ("pc", True, "online")
     assert report.organization is None and report.tags is None and report.site is None
+    assert refused == []
+
+
+def test_an_agent_status_field_that_breaks_the_text_rule_is_not_reported() -> None:
+    report, refused = status_report("a-1", pb.AgentStatus(
+        hostname="pc\x00", site="s" * 201, organization="acme", tags=["ok", "x\ny"]))
+    assert (report.hostname, report.site, report.tags) == (None, None, None)
+    assert report.organization == "acme"
+    assert refused == ["hostname", "site", "tags"]
