@@ -41,6 +41,7 @@ from .link import Link
 from .rules import (
     can_control,
     check_session_type,
+    consent_refusal,
     initial_consent_state,
     reported_text,
     status_report,
@@ -333,6 +334,9 @@ class Registry:
         if refusal is not None:
             raise Refused(refusal)
         assert user is not None
+        refusal = consent_refusal(user.id, session.technician_id, session.technician_name)
+        if refusal is not None:
+            raise Refused(refusal)
         if not hmac.compare_digest(password_fingerprint(user), password_version):
             raise Refused("the viewer token was issued before a password change")
         view_only = (request.session_type == pb.VIEW_ONLY or not can_control(user)

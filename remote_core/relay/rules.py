@@ -23,6 +23,7 @@ from .auth import Refused
 __all__ = [
     "can_control",
     "check_session_type",
+    "consent_refusal",
     "initial_consent_state",
     "reported_text",
     "status_report",
@@ -57,6 +58,16 @@ def viewing_refusal(user: User | None, organization: str) -> str | None:
     if not (user.is_admin or "*" in user.client_access or organization in user.client_access):
         return "the user has no access to this machine's organization"
     return None
+
+
+def consent_refusal(user_id: str, technician_id: str | None,
+                    technician_name: str) -> str | None:
+    """Why ``user_id`` may not join an attended session, or None. The end user consented to
+    the technician the request named, and to nobody else."""
+    if technician_id is None or user_id == technician_id:
+        return None
+    return (f"the end user consented to {technician_name or 'another technician'} only; "
+            "another technician needs a new support code")
 
 
 def initial_consent_state(decision: ConsentDecision | None, attended: bool) -> str:

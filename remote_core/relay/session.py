@@ -50,6 +50,7 @@ class LiveSession:
     created_at: datetime
     viewer_count: int
     organization: str
+    technician_name: str = ""
 
 
 class Session:
@@ -86,6 +87,7 @@ class Session:
             consent_state=self.consent_state, is_managed=self.is_managed, source=self.source,
             technician_id=self.technician_id, created_at=self.created_at,
             viewer_count=len(self.viewers), organization=self.organization,
+            technician_name=self.technician_name,
         )
 
     @property

@@ -69,6 +69,7 @@ class Admin:
     def __init__(self, server: LiveServer, username: str = "admin",
                  password: str = ADMIN_PASSWORD) -> None:
         self.server = server
+        self.username = username
         self.http = httpx.Client(base_url=server.base_url, timeout=30,
                                  headers={"X-Forwarded-For": fresh_ip()})
         r = self.http.post("/api/auth/login", json={"username": username, "password": password})

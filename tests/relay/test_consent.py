@@ -170,3 +170,27 @@ async def test_a_consent_policy_can_decide_without_asking(tmp_path) -> None:
         await agent.close()
         await eventually(lambda: len(policy.seen) == 2)
         assert policy.seen == [("opened", "granted"), ("closed", "peer disconnected")]
+
+
+async def test_consent_admits_only_the_technician_it_named(server, admin: Admin) -> None:
+    """Finding 2: the end user allowed "techa"; another technician whose access covered the
+    organization (or an admin) could mint a viewer token and take control unseen."""
+    techa = admin.technician("view", "control", "support_codes")
+    other = admin.technician("view", "control")
+    code = techa.code()
+    agent, session_id, request = await attended(server, techa, code)
+    assert request.technician_name == techa.username
+    await agent.send("consent_response", pb.ConsentResponse(session_id=session_id, granted=True))
+    await agent.send("heartbeat", pb.Heartbeat(timestamp=1))
+    await agent.expect("heartbeat_ack")
+    for outsider in (other, admin):
+        refused = outsider.ok("POST", f"/api/sessions/{session_id}/viewer-token", 403)
+        assert "consented to " + techa.username in refused["detail"]
+    # A token for the outsider minted past the REST check is refused by the relay as well.
+    stranger = await server.ctx.store.get_user_by_username(other.username)
+    token = server.ctx.tokens.mint_viewer(session_id, stranger, None)
+    sneaking = await Peer.viewer(server, token)
+    response = await sneaking.response()
+    assert not response.success and "consented to " + techa.username in response.error
+    viewer = await Peer.viewer(server, techa.viewer_token(session_id))
+    await viewer.accepted()

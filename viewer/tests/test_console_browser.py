@@ -244,31 +244,39 @@ def test_a_click_moves_the_remote_pointer(attended: Attended, display: Xvfb) -> 
     attended.page.screenshot(path=str(DOCS / "console-machines.png"))
 
 
-def test_a_view_only_technician_cannot_move_the_pointer(attended: Attended, display: Xvfb,
-                                                        server: ServerProcess,
-                                                        browser: Any) -> None:
+def test_a_view_only_technician_cannot_move_the_pointer(
+        tmp_path: Path, attended: Attended, display: Xvfb, server: ServerProcess,
+        browser: Any) -> None:
+    """On a managed machine (an attended session admits only the technician the end user
+    consented to), a technician with only ``view`` watches and cannot move the pointer."""
     api = Api(server)
     try:
         created = api.post("/api/users", json={
             "username": "viewer-tech", "password": TECH_PASSWORD, "role": "technician",
             "permissions": ["view"], "client_access": ["*"]})
         assert created.status_code == 201, created.text
+        agent_id, key = api.machine_with_key()
+        managed = AgentProcess(tmp_path / "managed", display.display, "--server", server.url,
+                               "--key", key)
+        session_id = api.live_session(agent_id)["id"]
     finally:
         api.close()
-    session_id = attended.viewer.evaluate("new URLSearchParams(location.search).get('session')")
-    with watched_context(browser, viewport=VIEWPORT) as context:
-        page = context.new_page()
-        log_in(page, server, "viewer-tech", TECH_PASSWORD)
-        page.goto(f"{server.url}/console/viewer.html?session={session_id}")
-        page.wait_for_selector("#state[data-state=connected] >> text=view only")
-        wait_for_blocks(page, PATTERN[1:3], tolerance=16)
-        before = pointer(display)
-        # Even a tampered page that sends input is refused by the server.
-        page.evaluate("window.remoteViewer.viewOnly = false")
-        click_remote(page, 150, 150)
-        page.mouse.move(10, 10)
-        page.wait_for_timeout(1000)
-        assert pointer(display) == before
+    try:
+        with watched_context(browser, viewport=VIEWPORT) as context:
+            page = context.new_page()
+            log_in(page, server, "viewer-tech", TECH_PASSWORD)
+            page.goto(f"{server.url}/console/viewer.html?session={session_id}")
+            page.wait_for_selector("#state[data-state=connected] >> text=view only")
+            wait_for_blocks(page, PATTERN[1:3], tolerance=16)
+            before = pointer(display)
+            # Even a tampered page that sends input is refused by the server.
+            page.evaluate("window.remoteViewer.viewOnly = false")
+            click_remote(page, 150, 150)
+            page.mouse.move(10, 10)
+            page.wait_for_timeout(1000)
+            assert pointer(display) == before
+    finally:
+        managed.stop()
 
 
 def test_agent_reported_text_is_shown_as_text(server: ServerProcess, browser: Any) -> None:

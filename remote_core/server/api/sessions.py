@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...records import CONSENT_PENDING, DEFAULT_TENANT_ID, Event, SessionRecord
+from ...relay.rules import consent_refusal
 from ..problem import Problem
 from . import schemas as s
 from .endpoint import Call, Endpoint
@@ -90,6 +91,9 @@ async def viewer_token(call: Call) -> s.ViewerTokenOut:
         raise Problem(409, "the session is not live")
     if live.consent_state == CONSENT_PENDING:
         raise Problem(409, "the session is still awaiting the end user's consent")
+    refusal = consent_refusal(call.me.id, live.technician_id, live.technician_name)
+    if refusal is not None:
+        raise Problem(403, refusal)
     tenant = record.tenant_id if record else DEFAULT_TENANT_ID
     token = call.ctx.tokens.mint_viewer(session_id, call.me, tenant)
     await call.ctx.audit.record(Event(kind="viewer.token_issued", session_id=session_id,
