@@ -56,6 +56,14 @@ class Encoder(ABC):
         :returns: the frame, or ``None`` when nothing changed and nothing need be sent.
         """
 
+    @property
+    def pending(self) -> bool:
+        """True while the viewers lack part of the picture: the last frame was too large
+        for one message and went in parts. Call :meth:`encode` again, without waiting
+        for the screen to change, until this is False; encoders that always send whole
+        pictures keep this default."""
+        return False
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release native resources."""
 
