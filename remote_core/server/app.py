@@ -67,6 +67,9 @@ def create_app(settings: Settings, plugins: Plugins | None = None, *,
             audit = Audit(store, plugins)
             registry = Registry(settings=settings, store=store, plugins=plugins, audit=audit)
             await registry.restore()
+            log.info("viewer sockets accept pages from %s", ", ".join(settings.public_origins)
+                     or "the host the browser names in Host, http or https (set "
+                        "REMOTE_SUPPORT_PUBLIC_ORIGINS to name the console's origins instead)")
             app.state.ctx = ServerContext(
                 settings=settings, plugins=plugins, store=store, audit=audit,
                 tokens=TokenService(await jwt_secret(settings, store),
