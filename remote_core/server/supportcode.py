@@ -23,8 +23,16 @@ def generate_support_code() -> str:
 
 
 def normalize_support_code(text: str) -> str | None:
-    """The canonical form of what a person typed (case and spaces forgiven), or ``None``."""
-    code = text.strip().upper().replace(" ", "")
+    """The canonical form of what a person typed (case and spaces forgiven), or ``None``.
+
+    ASCII only: Unicode upper-casing turns other letters into the alphabet's
+    (the long s U+017F upper-cases to S, the ligature U+FB00 to FF), which the socket's rate
+    limiter (``relay.auth.looks_like_support_code``) does not take for a code.
+    """
+    code = text.strip()
+    if not code.isascii():
+        return None
+    code = code.upper().replace(" ", "")
     if len(code) == 9 and "-" not in code:
         code = f"{code[0:3]}-{code[3:6]}-{code[6:9]}"
     return code if CODE_PATTERN.match(code) else None
