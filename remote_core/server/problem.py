@@ -13,7 +13,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from ..errors import ConflictError, NotFoundError
+from ..errors import ConflictError, NotFoundError, StoreError
 
 __all__ = [
     "PROBLEM_MEDIA_TYPE",
@@ -96,6 +96,14 @@ async def _on_store_error(_request: Request, exc: Exception) -> Response:
     return problem_response(409, "the change conflicts with the current state; retry")
 
 
+async def _on_store_unavailable(request: Request, exc: Exception) -> Response:
+    """The database failed or cannot be reached: the client may retry, and it gets the
+    API's one error shape rather than a 500 (the store's message never carries statement
+    parameters, so it is logged as it is, on one line)."""
+    log.error("database unavailable on %s %s: %s", request.method, request.url.path, exc)
+    return problem_response(503, "the database is unavailable; try again shortly")
+
+
 async def _on_unexpected(request: Request, exc: Exception) -> Response:
     log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
     return problem_response(500, "internal server error")
@@ -106,6 +114,7 @@ exception_handlers: dict[Any, Any] = {
     HTTPException: _on_http_exception,
     NotFoundError: _on_store_error,
     ConflictError: _on_store_error,
+    StoreError: _on_store_unavailable,
     Exception: _on_unexpected,
 }
 """Starlette ``exception_handlers`` for the whole app."""
