@@ -122,19 +122,22 @@ class Packed:
 def pack_rects(image: npt.NDArray[np.uint8], rects: Sequence[Rect],
                compressor: zstandard.ZstdCompressor, budget: int = PART_BYTES) -> Packed:
     """As many of ``rects`` as fit ``budget`` (the last one cut between rows if need be),
-    compressed, or raw when that is smaller; the first slice always goes."""
+    compressed, or raw when that is smaller; the first slice always goes.
+
+    What fits is measured by compressing slice by slice; the part is then compressed
+    again in one go, so that its frame declares its size as every other one does.
+    """
     stream = compressor.compressobj()
-    out: list[bytes] = []
+    total = 0
     raw: list[npt.NDArray[np.uint8]] = []
     taken: list[Rect] = []
-    total = 0
     for index, rect in enumerate(rects):
         rows = 0
         for part in _slices(image, rect, budget):
             if raw and total + _worst(part.nbytes) > budget:
                 break
-            out += [stream.compress(part), stream.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)]
-            total += len(out[-1]) + len(out[-2])
+            total += len(stream.compress(part))
+            total += len(stream.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK))
             raw.append(part)
             rows += part.shape[0]
         if rows:
@@ -145,9 +148,9 @@ def pack_rects(image: npt.NDArray[np.uint8], rects: Sequence[Rect],
             break
     else:
         rest = []
-    out.append(stream.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH))
-    data = b"".join(out)
     raw_bytes = sum(part.nbytes for part in raw)
+    final = compressor.compressobj(size=raw_bytes)
+    data = b"".join([*(final.compress(part) for part in raw), final.flush()])
     if len(data) >= raw_bytes:
         return Packed(b"".join(part.tobytes() for part in raw), False, taken, rest)
     return Packed(data, True, taken, rest)

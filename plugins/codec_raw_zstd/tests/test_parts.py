@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import numpy as np
 import numpy.typing as npt
 import pytest
+import zstandard
 from remote_codec_raw_zstd.decoder import RawZstdDecoder
 from remote_codec_raw_zstd.encoder import RawZstdEncoder
 from remote_codec_raw_zstd.parts import MESSAGE_LIMIT, PART_BYTES, PLACEHOLDER
@@ -65,7 +66,21 @@ def test_a_keyframe_arrives_exactly_with_every_message_under_the_cap(
         assert max(sizes) <= PART_BYTES + 4096, sizes
     for frame in frames:
         shown = dec.decode(frame)
+        assert declared_size(frame) in (None, pixels(frame) * 4)
     assert np.array_equal(shown, image)
+
+
+def pixels(frame: object) -> int:
+    raw = frame.raw  # type: ignore[attr-defined]
+    if raw.is_keyframe:
+        return int(raw.width * raw.height)
+    return sum(r.width * r.height for r in raw.dirty_rects)
+
+
+def declared_size(frame: object) -> int | None:
+    """The size a compressed frame's Zstandard header declares (every one declares it)."""
+    raw = frame.raw  # type: ignore[attr-defined]
+    return int(zstandard.frame_content_size(raw.data)) if raw.compressed else None
 
 
 def test_a_keyframe_part_is_a_whole_display_with_the_rest_opaque_black() -> None:
@@ -91,6 +106,7 @@ def test_an_incremental_frame_too_large_for_one_message_goes_in_parts() -> None:
     assert max(len(wrap("video_frame", f)) for f in frames) <= PART_BYTES + 4096
     for frame in frames:
         shown = dec.decode(frame)
+        assert declared_size(frame) in (None, pixels(frame) * 4)
     assert np.array_equal(shown, changed)
 
 
