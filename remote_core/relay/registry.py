@@ -34,6 +34,7 @@ from ..records import (
 from ..server.audit import Audit
 from ..server.tokens import password_version as password_fingerprint
 from ..settings import Settings
+from ..textrules import escaped
 from ..types import AgentCredential, AgentIdentity, AuthContext, ConsentDecision, SessionContext
 from .auth import Refused, authenticate
 from .identity import MAX_ID, resolve_unkeyed
@@ -139,7 +140,7 @@ class Registry:
             identity = await authenticate(self._authenticators, credential)
         except Refused as exc:
             await self.audit.record(Event(
-                "agent.auth_failed", agent_id=credential.agent_id[:MAX_ID] or None,
+                "agent.auth_failed", agent_id=escaped(credential.agent_id, MAX_ID) or None,
                 client_ip=client_ip, detail={"error": str(exc)}))
             raise
         session_id = str(uuid.uuid4())
@@ -298,7 +299,7 @@ class Registry:
                                           agent_id=session.agent_id))
             log.info("consent granted for session %s", session.session_id)
         else:
-            reason = response.reason[:200]
+            reason = escaped(response.reason)
             await self.audit.record(Event("session.consent_denied", session_id=session.session_id,
                                           agent_id=session.agent_id,
                                           detail={"by": "end user", "reason": reason}))
@@ -378,6 +379,7 @@ class Registry:
     async def leave_viewer(self, session: Session, viewer: Link, reason: str) -> None:
         if session.viewers.pop(viewer.id, None) is None:
             return
+        reason = escaped(reason)  # may quote the viewer's own goodbye
         viewer.close(reason)
         if not session.ended:
             session.agent.send("stop_stream", pb.StopStream(viewer_id=viewer.id))
@@ -385,7 +387,7 @@ class Registry:
             await self.audit.record(Event(
                 "viewer.left", session_id=session.session_id, agent_id=session.agent_id,
                 actor=viewer.actor, client_ip=viewer.client_ip,
-                detail={"viewer_id": viewer.id, "reason": reason[:200],
+                detail={"viewer_id": viewer.id, "reason": reason,
                         "dropped_frames": viewer.outbox.dropped_frames,
                         "dropped_messages": sum(viewer.conn.dropped.values())}))
 
@@ -448,6 +450,7 @@ class Registry:
         if session.ended:
             return
         session.ended = True
+        reason = escaped(reason)  # may quote the peer's own goodbye or denial
         self._sessions.pop(session.session_id, None)
         if session.support_code is not None:
             # Single use from now on rests on the database (consumed_at): nothing to keep.
@@ -463,7 +466,7 @@ class Registry:
             ended = utcnow()
             try:
                 await self.store.update_session(session.session_id, ended_at=ended,
-                                                end_reason=reason[:200])
+                                                end_reason=reason)
                 if mark_offline:
                     await self.store.set_machine_status(session.agent_id, "offline", ended)
             except Exception:
@@ -472,10 +475,10 @@ class Registry:
                 id=session.session_id, agent_id=session.agent_id, is_managed=session.is_managed,
                 source=session.source, consent_state=session.consent_state,
                 technician=session.technician_name or None, created_at=session.created_at,
-                ended_at=ended, end_reason=reason[:200])
+                ended_at=ended, end_reason=reason)
             self.plugins.session_closed(record, reason)
             await self.audit.record(Event("session.closed", session_id=session.session_id,
                                           agent_id=session.agent_id,
-                                          detail={"reason": reason[:200],
+                                          detail={"reason": reason,
                                                   "viewers": len(session.viewers)}))
         log.info("session %s of agent %s ended: %s", session.session_id, session.agent_id, reason)

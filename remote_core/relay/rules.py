@@ -16,7 +16,7 @@ from ..records import (
     MachineReport,
     User,
 )
-from ..textrules import MAX_TAGS, acceptable
+from ..textrules import MAX_TAGS, acceptable, escaped
 from ..types import ConsentDecision
 from .auth import Refused
 
@@ -109,8 +109,10 @@ def status_report(agent_id: str, status: Any) -> tuple[MachineReport, list[str]]
 
 
 def update_status_detail(status: Any) -> dict[str, Any]:
-    """An ``UpdateStatus`` as an audit event's detail."""
+    """An ``UpdateStatus`` as an audit event's detail; a progress outside 0-100 (SPEC 8) is
+    recorded as unknown (``None``)."""
     state = (pb.UpdateState.Name(status.state) if status.state in pb.UpdateState.values()
              else str(status.state))
-    return {"version": status.current_version[:64], "state": state,
-            "error": status.error_message[:500], "progress": status.progress_percent}
+    progress = status.progress_percent if 0 <= status.progress_percent <= 100 else None
+    return {"version": escaped(status.current_version, 64), "state": state,
+            "error": escaped(status.error_message, 500), "progress": progress}
