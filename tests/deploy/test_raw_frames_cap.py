@@ -6,8 +6,8 @@ viewer. Desktop content compresses far below the cap; noise does not: a raw
 3840x2160 keyframe of it is 33 MB, which the server used to answer by closing
 the agent's socket with 1009, so the session ended and began again forever.
 Now such a picture goes in parts that each fit (``remote_codec_raw_zstd.parts``)
-and the viewer must show it exactly, on the same session, the agent never
-dropped.
+and the viewer, the Python one and the console's in Chromium, must show it
+exactly, on the same session, the agent never dropped.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ import pytest
 from remote_viewer.client import open_viewer
 
 from remote_core.protocol import pb
+from remote_core.testing.browser import chromium, wait_until, watched_context
 from remote_core.testing.codec_contract import Desktop
-from remote_core.testing.processes import AgentProcess, Api, ServerProcess
+from remote_core.testing.processes import ADMIN_PASSWORD, AgentProcess, Api, ServerProcess
 from remote_core.testing.xvfb import Painter, Xvfb
 
 pytestmark = [pytest.mark.slow, pytest.mark.xvfb]
@@ -96,6 +97,52 @@ def test_a_raw_screen_arrives_exactly_through_the_shipped_cap(
               f"{received / 1e6:.1f} MB received")
         assert api.live_session(agent_id)["id"] == session["id"]  # never dropped
         assert "1009" not in agent.output() and "connection lost" not in agent.output()
+    finally:
+        agent.stop()
+        display.stop()
+
+
+PIXELS = """(points) => { const c = document.getElementById("screen").getContext("2d");
+  return points.map(([x, y]) => Array.from(c.getImageData(x, y, 1, 1).data.slice(0, 3))); }"""
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("size", [(1920, 1080), (3840, 2160)], ids=["1080p", "2160p"])
+def test_the_browser_viewer_draws_a_noisy_raw_screen_exactly(
+        tmp_path: Path, server: ServerProcess, api: Api, size: tuple[int, int]) -> None:
+    """The console's viewer draws parts as it draws any raw frame: sample points all over
+    the screen, the last rows included, show the screen's exact colours."""
+    pytest.importorskip("playwright.sync_api")
+    width, height = size
+    image = content("noise", width, height)
+    rng = np.random.default_rng(9)
+    points = [[int(x), int(y)] for x, y in zip(rng.integers(0, width, 60),
+                                               rng.integers(0, height, 60), strict=True)]
+    points += [[0, 0], [width - 1, height - 1], [width // 2, height - 1]]
+    expected = [[int(image[y, x, 2]), int(image[y, x, 1]), int(image[y, x, 0])]
+                for x, y in points]
+    display = Xvfb(width, height).start()
+    agent_id, key = api.machine_with_key()
+    agent = AgentProcess(tmp_path / "agent", display.display,
+                         "--server", server.url, "--key", key)
+    try:
+        show(display, image)
+        session = api.live_session(agent_id)
+        with chromium() as browser, \
+                watched_context(browser, viewport={"width": 1280, "height": 800}) as context:
+            page = context.new_page()
+            page.goto(f"{server.url}/console/")
+            page.fill("input[name=username]", "admin")
+            page.fill("input[name=password]", ADMIN_PASSWORD)
+            page.click("button[type=submit]")
+            page.wait_for_selector("nav .who")
+            page.goto(f"{server.url}/console/viewer.html?session={session['id']}")
+            page.wait_for_selector("#state[data-state=connected]", timeout=30_000)
+            page.select_option("#codec", "1")  # raw
+            wait_until(lambda: page.evaluate(PIXELS, points) == expected, timeout=60,
+                       what=lambda: f"the screen's colours; the viewer counts "
+                                    f"{page.evaluate('window.remoteViewer.codecFrames')}")
+        assert api.live_session(agent_id)["id"] == session["id"]
     finally:
         agent.stop()
         display.stop()
