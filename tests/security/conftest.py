@@ -9,7 +9,9 @@ suites do. Every setting that differs from the shipped defaults goes through
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import socket
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 
 import pytest
 
@@ -17,7 +19,8 @@ from remote_core.testing.liveserver import LiveServer, live_server
 
 from ..relay.conftest import ADMIN_PASSWORD, SHARED_KEY, Admin, Peer, relay_settings
 
-__all__ = ["ADMIN_PASSWORD", "SHARED_KEY", "Admin", "Peer", "relay_settings"]
+__all__ = ["ADMIN_PASSWORD", "SHARED_KEY", "Admin", "Peer", "RawResponse", "raw_request",
+           "relay_settings"]
 
 
 @pytest.fixture
@@ -35,3 +38,32 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 @pytest.fixture(scope="module")
 def admin(server: LiveServer) -> Admin:
     return Admin(server)
+
+
+@dataclass(frozen=True)
+class RawResponse:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+
+def raw_request(server: LiveServer, method: str, target: str, *,
+                headers: Mapping[str, str] | None = None, body: bytes = b"") -> RawResponse:
+    """One HTTP/1.1 request whose target goes on the wire exactly as written.
+
+    HTTP clients normalise ``..``, ``//`` and percent-escapes before sending;
+    an attacker's request does not, and neither does this one.
+    """
+    lines = [f"{method} {target} HTTP/1.1", f"Host: 127.0.0.1:{server.port}",
+             "Connection: close", f"Content-Length: {len(body)}",
+             *(f"{k}: {v}" for k, v in (headers or {}).items())]
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as conn:
+        conn.sendall("\r\n".join(lines).encode("latin-1") + b"\r\n\r\n" + body)
+        data = b""
+        while chunk := conn.recv(65536):
+            data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    parsed = dict(line.split(":", 1) for line in header_lines if ":" in line)
+    return RawResponse(int(status_line.split()[1]),
+                       {k.strip().lower(): v.strip() for k, v in parsed.items()}, rest)
