@@ -50,8 +50,8 @@ class AgentConfig:
     site: str = ""
     tags: tuple[str, ...] = field(default_factory=tuple)
     ca_bundle: str = ""
-    """PEM file of authorities trusted for the version poll and update downloads, in
-    addition to the system's."""
+    """PEM file of authorities trusted for the server's ``wss://`` socket, the version poll
+    and update downloads, in addition to the system's."""
     update_public_key: str = ""
     """Base64 Ed25519 key of the release publisher; when set, only signed releases install."""
 

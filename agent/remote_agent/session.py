@@ -31,6 +31,7 @@ from .status import agent_status, display_info
 from .stream import StreamState
 from .streamer import Streamer
 from .update import Offer, Updater
+from .update_download import tls_context
 
 __all__ = ["AgentSession", "Ending", "Refused", "Timing"]
 
@@ -122,7 +123,8 @@ class AgentSession:
     async def run(self) -> Ending:
         """Serve one connection; raise :class:`Refused` or a transport error when it fails."""
         headers = [("X-Machine-UID", self.machine_uid)] if self.machine_uid else []
-        ws = await connect(ws_url(self.config.server, "/ws/agent"), headers)
+        ws = await connect(ws_url(self.config.server, "/ws/agent"), headers,
+                           ssl_context=tls_context(self.config.ca_bundle))
         self._ws = ws
         try:
             await self._handshake()

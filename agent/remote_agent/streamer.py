@@ -166,7 +166,9 @@ class Streamer:
                     sequence: int) -> tuple[bytes, bool, float] | None:
         """In a worker thread: wait for a change (unless a keyframe is due), grab, encode
         and frame it; ``None`` when nothing changed. One thread hop per frame."""
-        if not keyframe and not self.devices.capture.wait_for_change(_CHANGE_WAIT):
+        # A frame too big for one message goes in parts: send the rest before waiting.
+        if (not keyframe and not encoder.pending
+                and not self.devices.capture.wait_for_change(_CHANGE_WAIT)):
             return None
         started = self._clock()
         timestamp = time.time_ns() // 1000
