@@ -372,3 +372,33 @@ def test_every_view_renders_and_admin_forms_work(server: ServerProcess, browser:
         page.click("nav >> text=Audit log")
         page.wait_for_selector("td:text-is('release.created')")
         assert [e.inner_text() for e in page.query_selector_all("main .error")] == [""]
+
+
+def test_a_refused_origin_is_said_plainly_not_retried_forever(
+        tmp_path: Path, display: Xvfb, browser: Any) -> None:
+    """A console served from an origin the server does not list: the viewer's socket is
+    refused (403, which a browser reads as 1006), and the page says why and stops."""
+    server = ServerProcess(tmp_path / "server", public_origins="https://console.example").start()
+    api = Api(server)
+    agent = None
+    try:
+        agent_id, key = api.machine_with_key()
+        agent = AgentProcess(tmp_path / "agent", display.display, "--server", server.url,
+                             "--key", key)
+        session_id = api.live_session(agent_id)["id"]
+        # The browser reports the refused upgrade itself; that one error is the point.
+        with watched_context(browser, allow=("WebSocket connection to",)) as context:
+            page = context.new_page()
+            log_in(page, server, "admin", ADMIN_PASSWORD)
+            page.goto(f"{server.url}/console/viewer.html?session={session_id}")
+            state = page.wait_for_selector("#state[data-state=refused]", timeout=30_000)
+            text = state.inner_text()
+            assert "Refused by the server (origin" in text and server.url in text
+            assert "REMOTE_SUPPORT_PUBLIC_ORIGINS" in text
+            page.wait_for_timeout(3000)  # and it stays so: no reconnect loop
+            assert page.evaluate("document.getElementById('state').dataset.state") == "refused"
+    finally:
+        if agent is not None:
+            agent.stop()
+        api.close()
+        server.stop()
