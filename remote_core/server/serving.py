@@ -8,6 +8,7 @@ then hands over to uvicorn.
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import ctypes.util
 import logging
@@ -19,8 +20,8 @@ import uvicorn
 
 from ..settings import Settings
 
-__all__ = ["MAX_HEADER_BYTES", "SHUTDOWN_REASON", "Server", "serve", "tune_allocator",
-           "uvicorn_config"]
+__all__ = ["MAX_HEADER_BYTES", "SHUTDOWN_REASON", "HideQueryStrings", "Server", "log_config",
+           "serve", "tune_allocator", "uvicorn_config"]
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,37 @@ def tune_allocator() -> bool:
     return ok
 
 
+class HideQueryStrings(logging.Filter):
+    """Keeps query strings out of uvicorn's request lines (its access log, and the
+    ``"WebSocket /ws/viewer?..." 403`` line it writes even for a refused upgrade).
+
+    No credential of this server travels in a URL, but clients that put one
+    there (``?token=...``) are common, and the operator's log is no place for
+    it: the query is replaced by its length.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(_without_query(arg) for arg in record.args)
+        return True
+
+
+def _without_query(value: object) -> object:
+    if isinstance(value, str) and value.startswith("/") and "?" in value:
+        path, _, query = value.partition("?")
+        return f"{path}?[{len(query)} characters not logged]"
+    return value
+
+
+def log_config() -> dict[str, Any]:
+    """uvicorn's own logging configuration, with :class:`HideQueryStrings` on its handlers."""
+    config: dict[str, Any] = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    config["filters"] = {"hide_query_strings": {"()": HideQueryStrings}}
+    for handler in config["handlers"].values():
+        handler["filters"] = [*handler.get("filters", []), "hide_query_strings"]
+    return config
+
+
 def uvicorn_config(app: Any, settings: Settings, **overrides: Any) -> uvicorn.Config:
     """The one uvicorn configuration of the server (the CLI, tests and benchmarks share it)."""
     options: dict[str, Any] = {
@@ -72,6 +104,7 @@ def uvicorn_config(app: Any, settings: Settings, **overrides: Any) -> uvicorn.Co
         "ws_per_message_deflate": False,  # video is already compressed (see README)
         "ws_ping_interval": None,  # the protocol has its own heartbeat
         "log_level": settings.log_level,
+        "log_config": log_config(),
         "proxy_headers": False,  # client IP: trusted proxies only, handled by the app
         "lifespan": "on",
     }
