@@ -111,13 +111,18 @@ class Session:
                                                        display_id=self.display_id))
 
     def from_agent(self, event: Inbound) -> bool:
-        """Relay what the agent sent to the viewers; False if the kind is not relayed."""
+        """Relay what the agent sent to the viewers; False if the kind is not relayed.
+
+        :raises RemoteProtocolError: (1007) the payload does not parse.
+        """
         if event.kind in _TO_VIEWERS_LOSSY:
+            data = _parsable(event)
             for viewer in self.viewers.values():
-                viewer.forward(event.data, lossy=True)
+                viewer.forward(data, lossy=True)
         elif event.kind in _TO_VIEWERS:
+            data = _parsable(event)
             for viewer in self.viewers.values():
-                viewer.forward(event.data)
+                viewer.forward(data)
         else:
             return False
         return True
@@ -129,22 +134,40 @@ class Session:
 
     # -- viewers -> agent ------------------------------------------------------------
     def from_viewer(self, viewer: Link, event: Inbound) -> str | None:
-        """Relay what a viewer sent; return why it was dropped, or None if relayed."""
+        """Relay what a viewer sent; return why it was dropped, or None if relayed.
+
+        :raises RemoteProtocolError: (1007) the payload does not parse.
+        """
         kind = event.kind
         if kind in _TO_AGENT_LOSSY:
-            self.agent.forward(event.data, lossy=True)
+            self.agent.forward(_parsable(event), lossy=True)
         elif kind in _TO_AGENT:
             if kind in _STREAM_SETTINGS:
                 if viewer.conn.view_only:
                     return "view-only viewers do not change the shared stream"
                 if kind == "switch_display":
                     self.display_id = event.payload().display_id
-            self.agent.forward(event.data)
+            self.agent.forward(_parsable(event))
         elif kind == "chat_message":
-            self.agent.forward(event.data)
+            data = _parsable(event)
+            self.agent.forward(data)
             for other in self.viewers.values():
                 if other is not viewer:
-                    other.forward(event.data)
+                    other.forward(data)
         else:
             return f"a viewer's {kind} is not relayed"
         return None
+
+
+def _parsable(event: Inbound) -> bytes:
+    """``event.data``, once its payload is known to parse.
+
+    The framing peek reads only the outer tag, so a message's inner bytes could be
+    anything; relayed unchecked, they would break the receiving agent or viewer
+    instead of the sender's own socket. Video is the one exception, forwarded as it
+    came (the relay's hot path; viewers treat a frame that does not decode as lost).
+
+    :raises RemoteProtocolError: (1007) they do not.
+    """
+    event.payload()
+    return event.data
