@@ -146,3 +146,18 @@ async def test_t31_an_agents_malformed_bytes_never_reach_its_viewers(
     if close_code is not None:
         assert (await agent.closed())[0] == close_code
 
+
+async def test_t31_a_video_frame_that_does_not_parse_is_lost_not_fatal_to_the_viewer(
+        server: LiveServer, admin: Admin) -> None:
+    """Video is relayed unparsed (the hot path), so the viewer itself must survive a frame
+    whose inner bytes are garbage, as an attended agent's end user could send."""
+    from remote_viewer.client import open_viewer
+
+    agent = await Peer.agent(server, admin.keyed_machine()[1])
+    session_id = await agent.accepted()
+    async with open_viewer(server.base_url, admin.viewer_token(session_id)) as viewer:
+        await agent.expect("start_stream", skip=frozenset({"heartbeat_ack", "quality_settings"}))
+        await agent.ws.send(field(10, b"\xff\xff\xff\xff"))
+        await agent.send("chat_message", CHAT)
+        kind, message = await viewer.receive("chat_message")
+        assert (kind, message.content) == ("chat_message", "hello")

@@ -20,7 +20,7 @@ from anyio.abc import TaskGroup
 
 from remote_core.codecs import FrameDecoder, viewer_preference
 from remote_core.plugins import Plugins, get_plugin_manager
-from remote_core.protocol import Connection, Dropped, Inbound, Role, pb
+from remote_core.protocol import Connection, Dropped, Inbound, RemoteProtocolError, Role, pb
 from remote_core.settings import load_settings
 from remote_core.wsclient import ConnectionClosed, WebSocketClient, connect, ws_url
 
@@ -115,7 +115,14 @@ class ViewerClient:
                 assert isinstance(event, Inbound)
                 if event.kind == "video_frame":
                     self.bytes_received += len(data)
-                    await self._video(event.payload(), received, len(data))
+                    try:
+                        frame = event.payload()
+                    except RemoteProtocolError as exc:
+                        # The relay forwards video unparsed: a frame that does not parse is
+                        # lost, like one that does not decode, never the end of the viewer.
+                        log.warning("unparsable video frame dropped: %s", exc.reason)
+                        continue
+                    await self._video(frame, received, len(data))
                 elif event.kind == "display_info":
                     self.display_info = event.payload()
                     await self._send_stream.send((event.kind, self.display_info))
