@@ -17,10 +17,10 @@ import pytest
 
 from remote_core.testing.liveserver import LiveServer, live_server
 
-from ..relay.conftest import ADMIN_PASSWORD, SHARED_KEY, Admin, Peer, relay_settings
+from ..relay.conftest import ADMIN_PASSWORD, IMPATIENT, SHARED_KEY, Admin, Peer, relay_settings
 
-__all__ = ["ADMIN_PASSWORD", "SHARED_KEY", "Admin", "Peer", "RawResponse", "raw_request",
-           "relay_settings"]
+__all__ = ["ADMIN_PASSWORD", "IMPATIENT", "SHARED_KEY", "Admin", "Peer", "RawResponse",
+           "raw_request", "relay_settings"]
 
 
 @pytest.fixture
@@ -38,6 +38,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 @pytest.fixture(scope="module")
 def admin(server: LiveServer) -> Admin:
     return Admin(server)
+
+
+@pytest.fixture(scope="module")
+def impatient(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A server whose timeouts are all shortened together (the relay suite's IMPATIENT)."""
+    with live_server(relay_settings(tmp_path_factory.mktemp("impatient"), **IMPATIENT)) as live:
+        yield live
 
 
 @dataclass(frozen=True)
