@@ -100,9 +100,13 @@ def test_t51_twenty_logins_at_once_leave_the_relay_responsive(process: ServerPro
         started = time.perf_counter()
         for thread in threads:
             thread.start()
-        watcher = threading.Thread(target=lambda: [t.join() for t in threads] and None)
-        watcher.start()
-        threading.Thread(target=lambda: (watcher.join(), done.set())).start()
+
+        def all_answered() -> None:
+            for thread in threads:
+                thread.join()
+            done.set()
+
+        threading.Thread(target=all_answered).start()
         during = round_trips(ws, done, 20)
         burst = time.perf_counter() - started
     hwm_after = peak_rss_mib(process)
