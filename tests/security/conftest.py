@@ -28,9 +28,10 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    """One live server per module, with the relay suite's deviations (its own IP per client)."""
+    """One live server for the suite, with the relay suite's deviations: every client speaks
+    from its own address (``fresh_ip``), so no attack's limits or lockouts reach another."""
     with live_server(relay_settings(tmp_path_factory.mktemp("security"))) as live:
         yield live
 
