@@ -41,7 +41,7 @@ DEVIATIONS: dict[str, str] = {
                          "16 MiB; the shipped 16 MiB cap is tested with real 4K frames",
     "request_body_timeout": "one second in the slow-sender test, so it does not wait 30",
     "ws_impl": "only the message-size test of the security suite (T32), which holds the cap "
-               "under every WebSocket implementation the setting offers",
+               "under wsproto as well as the shipped websockets-sansio",
     "plugins": "only the tests of plugin loading itself",
     "block_plugins": "only the tests of plugin loading itself",
     "autoload_plugins": "only the tests of plugin loading itself",
