@@ -63,7 +63,7 @@ def server_log(deployed: Deployment) -> list[str]:
 def viewer_upgrade(deployed: Deployment, origin: str) -> Any:
     """``/ws/viewer`` through the terminator, as a browser page of ``origin`` opens it."""
     return connect(f"{deployed.terminator.ws_url}/ws/viewer", origin=Origin(origin),
-                   ssl=deployed.ca.client_context(), open_timeout=10)
+                   ssl=deployed.ca.client_context(), open_timeout=30)
 
 
 def decision(deployed: Deployment, origin: str) -> dict[str, Any]:
