@@ -17,12 +17,12 @@ decision in a form it can read.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from ..logsafe import peer_text
 from ..settings import Settings
 from .logonce import Once
 
@@ -86,7 +86,7 @@ def check_origin(origin: str | None, scope: Mapping[str, Any], settings: Setting
 
 
 def _warn_refused(origin: str, host: str, settings: Settings) -> None:
-    shown, shown_host = json.dumps(origin[:MAX_SHOWN]), json.dumps(host[:MAX_SHOWN])
+    shown, shown_host = peer_text(origin, MAX_SHOWN), peer_text(host, MAX_SHOWN)
     if _refused.first(origin.strip().rstrip("/").lower()[:MAX_SHOWN]):
         if settings.public_origins:
             why = f"it is not one of {PUBLIC_ORIGINS_SETTING} {list(settings.public_origins)}"

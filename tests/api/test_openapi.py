@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
-import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
@@ -20,6 +18,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from remote_core.server.api import ENDPOINTS
+from remote_core.testing.apifuzz import admin_schema
 from remote_core.testing.liveserver import ApiClient, LiveServer, fresh_ip, live_server
 
 from .conftest import ADMIN_PASSWORD, server_settings
@@ -71,20 +70,7 @@ def fuzzed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServ
 
 @pytest.fixture(scope="module")
 def api_schema(fuzzed_server: LiveServer) -> Any:
-    loaded = schemathesis.openapi.from_url(f"{fuzzed_server.base_url}/api/openapi.json")
-    token = httpx.post(f"{fuzzed_server.base_url}/api/auth/login",
-                       json={"username": "admin", "password": ADMIN_PASSWORD}).json()
-
-    @loaded.auth()
-    class AdminToken:
-        def get(self, case: Any, context: Any) -> str:
-            return str(token["access_token"])
-
-        def set(self, case: Any, data: str, context: Any) -> None:
-            case.headers = {**(case.headers or {}), "Authorization": f"Bearer {data}"}
-
-    # Changing the admin's password would log the fuzzer out half-way.
-    return loaded.exclude(path="/api/auth/change-password")
+    return admin_schema(fuzzed_server.base_url, ADMIN_PASSWORD)
 
 
 @pytest.mark.slow

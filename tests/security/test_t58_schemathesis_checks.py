@@ -12,15 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 import pytest
-import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import ignored_auth, negative_data_rejection
 
+from remote_core.testing.apifuzz import admin_schema
 from remote_core.testing.liveserver import LiveServer
 
 from .conftest import ADMIN_PASSWORD
@@ -33,20 +32,7 @@ CHECKS = [not_a_server_error, negative_data_rejection, ignored_auth]
 
 @pytest.fixture(scope="module")
 def api_schema(server: LiveServer) -> Any:
-    loaded = schemathesis.openapi.from_url(f"{server.base_url}/api/openapi.json")
-    token = httpx.post(f"{server.base_url}/api/auth/login", timeout=30,
-                       json={"username": "admin", "password": ADMIN_PASSWORD}).json()
-
-    @loaded.auth()
-    class AdminToken:
-        def get(self, case: Any, context: Any) -> str:
-            return str(token["access_token"])
-
-        def set(self, case: Any, data: str, context: Any) -> None:
-            case.headers = {**(case.headers or {}), "Authorization": f"Bearer {data}"}
-
-    # Changing the admin's password would log the run out half-way.
-    return loaded.exclude(path="/api/auth/change-password")
+    return admin_schema(server.base_url, ADMIN_PASSWORD)
 
 
 def test_t58_invalid_input_is_refused_and_auth_is_never_ignored(api_schema: Any,
