@@ -36,6 +36,17 @@ def test_preregister_get_and_patch(admin: ApiClient) -> None:
     assert_problem(admin.get("/api/machines/no-such-machine"), 404)
 
 
+def test_an_optional_body_is_none_or_json(admin: ApiClient) -> None:
+    # No body pre-registers with nothing assigned; white space alone is a body
+    # that is not JSON, and creates nothing.
+    assert admin.post("/api/machines").status_code == 201
+    before = len(admin.get("/api/machines", params={"limit": 1000}).json())
+    for junk in (b"\n", b"  ", b"\r\n\t"):
+        r = admin.post("/api/machines", content=junk, headers={"Content-Type": "application/json"})
+        assert_problem(r, 400, "not valid JSON")
+    assert len(admin.get("/api/machines", params={"limit": 1000}).json()) == before
+
+
 def test_list_filters(admin: ApiClient) -> None:
     a = _machine(admin, organization="filt-org", site="s1", tags=["red"])
     b = _machine(admin, organization="filt-org", site="s2", tags=["blue"])

@@ -123,7 +123,7 @@ async def _body(request: Request, endpoint: Endpoint) -> Any:
     assert endpoint.body is not None
     ctx: ServerContext = request.app.state.ctx
     raw = await read_body(request, MAX_BODY_BYTES, ctx.settings.request_body_timeout)
-    if not raw.strip():
+    if not raw:  # no body at all; white space alone is a body that is not JSON
         if endpoint.body_optional:
             return endpoint.body()
         raise Problem(400, "a JSON request body is required")
