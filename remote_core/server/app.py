@@ -21,6 +21,7 @@ from ..settings import Settings
 from .api import routes as api_routes
 from .audit import Audit
 from .context import ServerContext, jwt_secret, open_store
+from .origin import accepted_origins_text
 from .problem import exception_handlers
 from .ratelimit import MemoryRateLimiter, RateLimiter
 from .tokens import TokenService
@@ -67,9 +68,7 @@ def create_app(settings: Settings, plugins: Plugins | None = None, *,
             audit = Audit(store, plugins)
             registry = Registry(settings=settings, store=store, plugins=plugins, audit=audit)
             await registry.restore()
-            log.info("viewer sockets accept pages from %s", ", ".join(settings.public_origins)
-                     or "the host the browser names in Host, http or https (set "
-                        "REMOTE_SUPPORT_PUBLIC_ORIGINS to name the console's origins instead)")
+            log.info("viewer sockets accept %s", accepted_origins_text(settings))
             app.state.ctx = ServerContext(
                 settings=settings, plugins=plugins, store=store, audit=audit,
                 tokens=TokenService(await jwt_secret(settings, store),

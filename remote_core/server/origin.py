@@ -9,6 +9,14 @@ through one. The host and port the browser used reach the server in the
 passes it on. ``REMOTE_SUPPORT_PUBLIC_ORIGINS``, when set, is the exact list
 instead, for consoles served from elsewhere.
 
+``Host`` is chosen by whoever names the server, so by default it must also
+name *this* server: the listening address, a loopback name, the machine's
+own name when listening on every interface, or an IP address. Otherwise a
+DNS-rebinding page (``attacker.example`` resolved to this server's address)
+would have an origin equal to its own ``Host`` and pass. An IP address can
+be trusted as it stands because a page at an address involved no name to
+rebind. Any port is accepted: a terminator listens on its own.
+
 A refused origin is logged once, naming the origin and the setting, because
 the browser itself cannot tell its user why (a refused WebSocket upgrade
 reads as close code 1006); ``POST /api/viewer-origin`` gives a page the same
@@ -17,8 +25,11 @@ decision in a form it can read.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
+import socket
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -26,12 +37,15 @@ from ..logsafe import peer_text
 from ..settings import Settings
 from .logonce import Once
 
-__all__ = ["PUBLIC_ORIGINS_SETTING", "check_origin", "origin_allowed", "same_host"]
+__all__ = ["PUBLIC_ORIGINS_SETTING", "accepted_origins_text", "check_origin", "origin_allowed",
+           "own_host_names", "same_host"]
 
 log = logging.getLogger(__name__)
 
 PUBLIC_ORIGINS_SETTING: Final = "REMOTE_SUPPORT_PUBLIC_ORIGINS"
 DEFAULT_PORTS = {"http": 80, "https": 443}
+LOOPBACK_NAMES: Final = frozenset({"localhost"})
+WILDCARDS: Final = frozenset({"", "0.0.0.0", "::"})  # noqa: S104 (names, not a bind)
 MAX_SHOWN = 200  # characters of a client-chosen header that reach the log
 
 _refused = Once(limit=100)
@@ -64,6 +78,48 @@ def same_host(origin: str, host: str) -> bool:
         return False
 
 
+def _is_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+@lru_cache(maxsize=8)  # the machine's names are looked up once, not per upgrade
+def own_host_names(listen_host: str) -> frozenset[str]:
+    """The names (not addresses) a browser may use for this server by default.
+
+    The listening host itself when it is a name, ``localhost``, and, when the
+    server listens on every interface, the machine's own host name and FQDN.
+    """
+    names = {listen_host.strip("[]").lower()} | LOOPBACK_NAMES
+    if listen_host.strip("[]") in WILDCARDS:
+        names |= {socket.gethostname().lower(), socket.getfqdn().lower()}
+    return frozenset(n for n in names if n and not _is_address(n))
+
+
+def names_this_server(host: str, settings: Settings) -> bool:
+    """``host`` (a ``Host`` header) is an IP address or one of :func:`own_host_names`."""
+    try:
+        name = urlsplit("//" + host.strip()).hostname
+    except ValueError:
+        return False
+    if not name:
+        return False
+    return _is_address(name) or name in own_host_names(settings.host)
+
+
+def accepted_origins_text(settings: Settings) -> str:
+    """What start-up says the viewer socket accepts (so an operator knows what to set)."""
+    if settings.public_origins:
+        return ", ".join(settings.public_origins)
+    names = ", ".join(sorted(own_host_names(settings.host)))
+    return (f"pages from this server's own host, http or https, named by an IP address or "
+            f"as {names} (set {PUBLIC_ORIGINS_SETTING} to the console's origins when it is "
+            f"reached by another name)")
+
+
 def _headers(scope: Mapping[str, Any]) -> dict[str, str]:
     return {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
 
@@ -73,7 +129,8 @@ def origin_allowed(origin: str, scope: Mapping[str, Any], settings: Settings) ->
     if settings.public_origins:
         wanted = origin.strip().rstrip("/").lower()
         return wanted in {o.strip().rstrip("/").lower() for o in settings.public_origins}
-    return same_host(origin, _headers(scope).get("host", ""))
+    host = _headers(scope).get("host", "")
+    return same_host(origin, host) and names_this_server(host, settings)
 
 
 def check_origin(origin: str | None, scope: Mapping[str, Any], settings: Settings) -> bool:
@@ -91,7 +148,8 @@ def _warn_refused(origin: str, host: str, settings: Settings) -> None:
         if settings.public_origins:
             why = f"it is not one of {PUBLIC_ORIGINS_SETTING} {list(settings.public_origins)}"
         else:
-            why = (f"it is not the server's own host (Host {shown_host}) and "
+            why = (f"it is not the server's own host (Host {shown_host}; by default an IP "
+                   f"address or one of {sorted(own_host_names(settings.host))}) and "
                    f"{PUBLIC_ORIGINS_SETTING} is not set")
         log.warning("viewer socket refused for origin %s: %s; if the console is served from "
                     "there, add that origin to %s", shown, why, PUBLIC_ORIGINS_SETTING,

@@ -11,18 +11,20 @@ proxy adds ``X-Forwarded-Proto``. The real terminators are in
 from __future__ import annotations
 
 import logging
+import socket
 import uuid
 from collections.abc import Iterator
 
 import httpx
 import pytest
+from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from remote_core.protocol import pb
-from remote_core.server.origin import same_host
+from remote_core.server.origin import accepted_origins_text, own_host_names, same_host
 from remote_core.testing.liveserver import LiveServer, live_server
 
-from .conftest import Peer, relay_settings
+from .conftest import Peer, fresh_ip, relay_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -38,10 +40,20 @@ def foreign() -> str:
     return f"https://console-{uuid.uuid4().hex[:8]}.example"
 
 
-async def admitted(server: LiveServer, origin: str, **headers: str) -> bool:
-    """True when the upgrade succeeds (the token is judged after, and refused)."""
+async def admitted(server: LiveServer, origin: str, host_header: str | None = None,
+                   **headers: str) -> bool:
+    """True when the upgrade succeeds (the token is judged after, and refused).
+
+    ``host_header`` is the name the page used for the server; the socket still
+    goes to the live server's own address, as it does after a DNS lookup.
+    """
     try:
-        peer = await Peer.open(server, "/ws/viewer", origin=origin, headers=headers)
+        if host_header is None:
+            peer = await Peer.open(server, "/ws/viewer", origin=origin, headers=headers)
+        else:
+            peer = Peer(await connect(f"ws://{host_header}/ws/viewer", host="127.0.0.1",
+                                      port=server.port, origin=origin, open_timeout=10,
+                                      additional_headers={"X-Forwarded-For": fresh_ip()}))
     except InvalidStatus as refused:
         assert refused.response.status_code == 403
         return False
@@ -87,6 +99,40 @@ async def test_the_servers_own_plain_origin_still_works(server) -> None:
 async def test_another_hosts_page_is_refused(server, page: str) -> None:
     assert not await admitted(server, page)
     assert decision(server, page) == {"origin": page, "allowed": False, "setting": SETTING}
+
+
+@pytest.mark.parametrize("name", ["rebound.example", "127.0.0.1.nip.example", "localhost.example"])
+async def test_a_rebound_name_is_not_the_servers_host(server, name: str) -> None:
+    # DNS rebinding: the attacker's name resolves to this server, so the page's
+    # origin equals the Host header it sends. By default Host must name this server.
+    page_host = f"{name}:{server.port}"
+    origin = f"http://{page_host}"
+    assert not await admitted(server, origin, host_header=page_host)
+    assert decision(server, origin, Host=page_host)["allowed"] is False
+
+
+@pytest.mark.parametrize("page_host",
+                         ["localhost:8443", "LOCALHOST", "[::1]:8443", "10.1.2.3:8443"])
+async def test_loopback_names_and_addresses_on_any_port_are_the_servers_host(
+        server, page_host: str) -> None:
+    # A terminator listens on a port of its own; an address involves no name to rebind.
+    origin = f"https://{page_host}"
+    assert await admitted(server, origin, host_header=page_host)
+    assert decision(server, origin, Host=page_host)["allowed"] is True
+
+
+def test_own_names_follow_the_listening_address() -> None:
+    assert own_host_names("127.0.0.1") == {"localhost"}
+    assert own_host_names("support.example.com") == {"localhost", "support.example.com"}
+    everywhere = own_host_names("0.0.0.0")
+    assert socket.gethostname().lower() in everywhere and "localhost" in everywhere
+
+
+def test_start_up_says_what_is_accepted(tmp_path) -> None:
+    text = accepted_origins_text(relay_settings(tmp_path))
+    assert "localhost" in text and "IP address" in text and SETTING in text
+    listed = relay_settings(tmp_path, public_origins=("https://console.example.com",))
+    assert accepted_origins_text(listed) == "https://console.example.com"
 
 
 async def test_a_client_that_sends_no_origin_is_not_a_browser_and_is_admitted(server) -> None:
