@@ -224,6 +224,10 @@ class Plugins:
         return sorted(self._collect("register_auth_methods", AuthMethod),
                       key=lambda m: (m.order, m.name))
 
+    def key_issuer(self) -> Callable[[], tuple[str, str]] | None:
+        """``issue_key`` of the first authentication method (by order) that has one."""
+        return next((m.issue_key for m in self.auth_methods() if m.issue_key is not None), None)
+
     def stores(self) -> list[StoreSpec]:
         return self._collect("register_stores", StoreSpec)
 

@@ -221,10 +221,18 @@ class AuthMethod(Registration):
     """An agent-authentication method, tried in ascending ``order``.
 
     Built-ins: ``agentkey`` (10), ``supportcode`` (20), ``sharedkey`` (90).
+
+    ``issue_key``, where given, mints a new agent key as ``(plain, stored)``:
+    the plain key is shown to the operator once, ``stored`` is what
+    ``Store.add_agent_key`` keeps (a hash) and what the method's authenticator
+    later finds with ``Store.find_agent_key``. The REST API asks the first
+    loaded method (by ``order``) that has one, so a key is only ever issued by a
+    method that will accept it; with none loaded, issuing answers 501.
     """
 
     order: int = 50
     factory: Callable[[AuthContext], Authenticator] | None = None
+    issue_key: Callable[[], tuple[str, str]] | None = None
 
 
 @dataclass(frozen=True)

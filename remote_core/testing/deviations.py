@@ -43,7 +43,8 @@ DEVIATIONS: dict[str, str] = {
     "ws_impl": "only the message-size test of the security suite (T32), which holds the cap "
                "under wsproto as well as the shipped websockets-sansio",
     "plugins": "only the tests of plugin loading itself",
-    "block_plugins": "only the tests of plugin loading itself",
+    "block_plugins": "only the tests of plugin loading itself and of a deployment that "
+                     "blocks a built-in to replace it",
     "autoload_plugins": "only the tests of plugin loading itself",
     **{name: "shortened with the others by one factor (shortened_timeouts), keeping the "
              "shipped ratios, so a test of silence or consent takes seconds, not minutes"

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 
 import anyio
 
-from remote_core.testing.liveserver import ApiClient, assert_problem
+from remote_core.testing.liveserver import ApiClient, assert_problem, live_server
+
+from .conftest import ADMIN_PASSWORD, server_settings
 
 
 def test_issue_list_and_revoke(admin: ApiClient) -> None:
@@ -35,3 +38,18 @@ def test_issue_list_and_revoke(admin: ApiClient) -> None:
 def test_keys_of_an_unknown_machine_are_404(admin: ApiClient) -> None:
     assert_problem(admin.post("/api/machines/nope/keys", json={}), 404)
     assert_problem(admin.get("/api/machines/nope/keys"), 404)
+
+
+def test_without_a_key_issuing_method_issuing_is_a_clear_501(tmp_path: Path) -> None:
+    # A deployment that blocks auth_agentkey (to replace it, say) is never handed a
+    # key that no loaded method would accept.
+    settings = server_settings(tmp_path, block_plugins=("auth_agentkey",))
+    with live_server(settings) as server:
+        admin = ApiClient(server).login("admin", ADMIN_PASSWORD)
+        agent_id = admin.post("/api/machines", json={}).json()["agent_id"]
+        r = admin.post(f"/api/machines/{agent_id}/keys", json={"label": "laptop"})
+        assert_problem(r, 501, "issues agent keys")
+        assert "supportcode" in r.json()["detail"]
+        assert admin.get(f"/api/machines/{agent_id}/keys").json() == []
+        kinds = {e["kind"] for e in admin.get("/api/events", params={"agent_id": agent_id}).json()}
+        assert "agent_key.issued" not in kinds

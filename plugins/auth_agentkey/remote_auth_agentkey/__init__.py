@@ -65,4 +65,5 @@ class AgentKeyAuthenticator(Authenticator):
 
 @hookimpl
 def register_auth_methods() -> list[AuthMethod]:
-    return [AuthMethod(name="agentkey", order=10, factory=AgentKeyAuthenticator)]
+    return [AuthMethod(name="agentkey", order=10, factory=AgentKeyAuthenticator,
+                       issue_key=generate_agent_key)]

@@ -13,11 +13,15 @@ __all__ = ["ENDPOINTS"]
 
 
 async def issue_key(call: Call) -> s.IssuedKeyOut:
-    from remote_auth_agentkey import generate_agent_key
-
     body: s.KeyCreateIn = call.body
     machine = await find_machine(call)
-    plain, key_hash = generate_agent_key()
+    issuer = call.ctx.plugins.key_issuer()
+    if issuer is None:
+        loaded = ", ".join(m.name for m in call.ctx.plugins.auth_methods()) or "none"
+        raise Problem(501, "no loaded authentication method issues agent keys "
+                           f"(loaded methods: {loaded}); load auth_agentkey or a plugin "
+                           "whose AuthMethod has issue_key")
+    plain, key_hash = issuer()
     key = await call.ctx.store.add_agent_key(machine.agent_id, key_hash, body.label)
     await call.ctx.audit.record(Event(kind="agent_key.issued", agent_id=machine.agent_id,
                                       actor=call.me.username, target=key.id,
@@ -48,7 +52,8 @@ ENDPOINTS = [
     Endpoint("POST", _KEYS, issue_key, "Issue an agent key; the plain key is in this "
              "response only", access="admin", body=s.KeyCreateIn, body_optional=True,
              result=s.IssuedKeyOut, status=201, tag="keys",
-             responses=((404, "no such machine"),)),
+             responses=((404, "no such machine"),
+                        (501, "no loaded authentication method issues agent keys"))),
     Endpoint("GET", _KEYS, list_keys, "List a machine's keys (never their hashes)",
              access="admin", result=list[s.KeyOut], tag="keys",
              responses=((404, "no such machine"),)),
