@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from remote_core.server.supportcode import ALPHABET, generate_support_code
+from remote_core.supportcode import ALPHABET, generate_support_code
 from remote_core.testing.liveserver import ApiClient, LiveServer, ManualClock, assert_problem
 
 from .conftest import MakeUser

@@ -19,7 +19,7 @@ from remote_core.records import SupportCode, User, utcnow
 from remote_core.relay import Refused, Registry
 from remote_core.server.audit import Audit
 from remote_core.server.context import open_store
-from remote_core.server.supportcode import generate_support_code
+from remote_core.supportcode import generate_support_code
 from remote_core.testing.deviations import test_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from remote_core.relay.auth import looks_like_support_code
-from remote_core.server.supportcode import ALPHABET, normalize_support_code
+from remote_core.supportcode import ALPHABET, normalize_support_code
 from remote_core.testing.liveserver import LiveServer, fresh_ip
 
 from .conftest import Admin, Peer

@@ -12,7 +12,7 @@ from __future__ import annotations
 from remote_core import hookimpl
 from remote_core.interfaces import Authenticator
 from remote_core.records import utcnow
-from remote_core.server.supportcode import normalize_support_code
+from remote_core.supportcode import normalize_support_code
 from remote_core.types import AgentCredential, AgentIdentity, AuthContext, AuthMethod, AuthRejected
 
 __all__ = ["SupportCodeAuthenticator"]

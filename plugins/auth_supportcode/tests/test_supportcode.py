@@ -12,8 +12,8 @@ from remote_store_sql import make_store
 
 from remote_core.interfaces import Store
 from remote_core.records import SupportCode, User, utcnow
-from remote_core.server.supportcode import generate_support_code
 from remote_core.settings import Settings
+from remote_core.supportcode import generate_support_code
 from remote_core.types import AgentCredential, AuthContext, AuthRejected
 
 pytestmark = pytest.mark.anyio

@@ -7,8 +7,8 @@ from datetime import timedelta
 
 from ...errors import ConflictError
 from ...records import Event, SupportCode, utcnow
+from ...supportcode import generate_support_code, masked, normalize_support_code
 from ..problem import Problem
-from ..supportcode import generate_support_code, masked, normalize_support_code
 from . import schemas as s
 from .endpoint import Call, Endpoint
 from .views import code_out, code_status
