@@ -7,10 +7,10 @@ from typing import ClassVar
 from remote_core.codecs import profile_for
 from remote_core.types import EncoderConfig
 
+from ._base import PyAVDecoder, PyAVEncoder, vbv_cap
 from .annexb import H264_SEI_HEADER
-from .pyav import PyAVDecoder, PyAVEncoder
 
-__all__ = ["ENCODER", "FAST_PIXEL_RATE", "H264Decoder", "H264Encoder", "vbv_cap"]
+__all__ = ["ENCODER", "FAST_PIXEL_RATE", "H264Decoder", "H264Encoder"]
 
 ENCODER = "libx264"
 
@@ -38,13 +38,6 @@ class H264Encoder(PyAVEncoder):
                    "crf": str(profile_for(config.preset).crf),
                    "x264-params": "bframes=0:scenecut=0"}
         return options | vbv_cap(config)
-
-
-def vbv_cap(config: EncoderConfig) -> dict[str, str]:
-    """Constant quality capped at the bitrate; a one-second buffer lets keyframes through."""
-    if not config.bitrate_kbps:
-        return {}
-    return {"maxrate": f"{config.bitrate_kbps}k", "bufsize": f"{config.bitrate_kbps}k"}
 
 
 class H264Decoder(PyAVDecoder):

@@ -1,4 +1,4 @@
-"""Video codecs on PyAV (FFmpeg), shared by the H.264, H.265 and VP9 plugins.
+"""The FFmpeg machinery the H.264, H.265 and VP9 plugins share.
 
 An encoder converts BGRA to YUV 4:2:0 with one cached swscale context (reading
 the numpy buffer in place: ``from_ndarray`` copied first and took 4x longer), skips
@@ -41,10 +41,17 @@ from remote_core.types import EncoderConfig, Rect
 
 from .annexb import find_size, size_sei
 
-__all__ = ["PyAVDecoder", "PyAVEncoder", "encoder_available"]
+__all__ = ["PyAVDecoder", "PyAVEncoder", "encoder_available", "vbv_cap"]
 
 _SMPTE170M = 6  # AVCOL_SPC/PRI/TRC_SMPTE170M: BT.601 as used by swscale's default matrix
 _LIMITED_RANGE = 1  # AVCOL_RANGE_MPEG
+
+
+def vbv_cap(config: EncoderConfig) -> dict[str, str]:
+    """Constant quality capped at the bitrate; a one-second buffer lets keyframes through."""
+    if not config.bitrate_kbps:
+        return {}
+    return {"maxrate": f"{config.bitrate_kbps}k", "bufsize": f"{config.bitrate_kbps}k"}
 
 
 def encoder_available(codec_name: str) -> bool:

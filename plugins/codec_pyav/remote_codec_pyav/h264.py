@@ -1,0 +1,22 @@
+"""Plugin ``codec_h264``: H.264 (libx264 encoder, FFmpeg decoder).
+
+The default of ``CODEC_AUTO``: fast to encode, decoded by every browser.
+"""
+
+from __future__ import annotations
+
+from remote_core import hookimpl
+from remote_core.protocol import pb
+from remote_core.types import CodecSpec
+
+from . import pyav_codec
+
+__all__ = ["SPEC", "register_codecs"]
+
+SPEC = pyav_codec("h264", module="._h264", encoder="H264Encoder", decoder="H264Decoder",
+                  preference=pb.CODEC_H264, frame_field="h264", auto_rank=40)
+
+
+@hookimpl
+def register_codecs() -> list[CodecSpec]:
+    return [SPEC]

@@ -1,0 +1,23 @@
+"""Plugin ``codec_h265``: H.265/HEVC (libx265 encoder, FFmpeg decoder).
+
+Smaller streams than H.264 for more encoder CPU; browsers decode it only where
+the platform has a decoder, so ``CODEC_AUTO`` ranks it below H.264 and VP9.
+"""
+
+from __future__ import annotations
+
+from remote_core import hookimpl
+from remote_core.protocol import pb
+from remote_core.types import CodecSpec
+
+from . import pyav_codec
+
+__all__ = ["SPEC", "register_codecs"]
+
+SPEC = pyav_codec("h265", module="._h265", encoder="H265Encoder", decoder="H265Decoder",
+                  preference=pb.CODEC_H265, frame_field="h265", auto_rank=20)
+
+
+@hookimpl
+def register_codecs() -> list[CodecSpec]:
+    return [SPEC]
