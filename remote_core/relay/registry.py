@@ -30,6 +30,7 @@ from ..records import (
     Event,
     MachineReport,
     SessionRecord,
+    User,
     utcnow,
 )
 from ..server.audit import Audit
@@ -387,11 +388,7 @@ class Registry:
             raise Refused("the viewer token is for another session")
         if session.pending:
             raise Refused("the session is awaiting the end user's consent")
-        user = await self.store.get_user(user_id)
-        refusal = viewing_refusal(user, session.organization)
-        if refusal is not None:
-            raise Refused(refusal)
-        assert user is not None
+        user = await self._viewing_user(session, user_id)
         refusal = consent_refusal(session.standing(user.id), session.technician_name)
         if refusal is not None:
             raise Refused(refusal)
@@ -415,6 +412,18 @@ class Registry:
                                       detail={"viewer_id": viewer_id, "view_only": view_only}))
         return session, link
 
+    async def _viewing_user(self, session: Session, user_id: str) -> User:
+        """The user, if they may view this session's machine at all now.
+
+        :raises Refused: they may not (gone, disabled, no ``view``, another organization).
+        """
+        user = await self.store.get_user(user_id)
+        refusal = viewing_refusal(user, session.organization)
+        if refusal is not None:
+            raise Refused(refusal)
+        assert user is not None
+        return user
+
     async def admission(self, session_id: str, user_id: str) -> Standing:
         """Where ``user_id`` stands with the end user of a live, consented session; a first
         request of a technician the end user has not been asked about asks them now.
@@ -429,11 +438,7 @@ class Registry:
             raise NotReady("the session is not live")
         if session.pending:
             raise NotReady("the session is still awaiting the end user's consent")
-        user = await self.store.get_user(user_id)
-        refusal = viewing_refusal(user, session.organization)
-        if refusal is not None:
-            raise Refused(refusal)
-        assert user is not None
+        user = await self._viewing_user(session, user_id)
         standing = session.standing(user.id)
         if standing is not Standing.UNASKED or session.ended:
             return standing
