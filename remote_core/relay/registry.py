@@ -260,14 +260,14 @@ class Registry:
                 await self._consent_timed_out(session, expired)
 
     async def _consent_timed_out(self, session: Session, ask: Ask) -> None:
+        assert session.consent is not None
+        session.consent.refuse(ask, Standing.TIMED_OUT)  # before any await: never "unasked"
         await self.audit.record(Event("session.consent_timeout", session_id=session.session_id,
                                       agent_id=session.agent_id,
                                       detail={"technician": ask.name}))
         if ask.first:
             await self._end(session, "consent timed out")
             return
-        assert session.consent is not None
-        session.consent.refuse(ask, Standing.TIMED_OUT)
         log.info("consent for %s to join session %s timed out", ask.name, session.session_id)
         self._ask_next(session)
 
@@ -338,6 +338,8 @@ class Registry:
         if response.granted:
             await self._consent_granted(session, ask)
         else:
+            assert session.consent is not None
+            session.consent.refuse(ask, Standing.DENIED)  # before any await: never "unasked"
             reason = escaped(response.reason)
             await self.audit.record(Event("session.consent_denied", session_id=session.session_id,
                                           agent_id=session.agent_id,
@@ -346,8 +348,6 @@ class Registry:
             if ask.first:
                 await self._end(session, "consent denied" + (f": {reason}" if reason else ""))
                 return None
-            assert session.consent is not None
-            session.consent.refuse(ask, Standing.DENIED)
             log.info("consent for %s to join session %s denied", ask.name, session.session_id)
         self._ask_next(session)
         return None
@@ -458,8 +458,8 @@ class Registry:
             await self.audit.record(Event("session.consent_granted", session_id=session_id,
                                           agent_id=session.agent_id, actor=user.username,
                                           detail={"by": "policy", "technician": ask.name}))
-        elif session.standing(user.id) is Standing.UNASKED:  # not asked during the await
-            self._ask(session, ask)
+        else:
+            self._ask(session, ask)  # no await since the standing was read: asked once
             await self.audit.record(Event("session.consent_requested", session_id=session_id,
                                           agent_id=session.agent_id, actor=user.username,
                                           detail={"technician": ask.name,
