@@ -163,12 +163,14 @@ class SessionContext:
 
 @dataclass(frozen=True, slots=True)
 class ConsentAsk:
-    """A consent question as the agent's prompt shows it."""
+    """A consent question as the agent's prompt shows it; ``connected`` names the
+    technicians already connected (``"techa (view and control)"``), when another asks."""
 
     session_id: str
     technician_name: str
     control: bool
     timeout_secs: int
+    connected: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

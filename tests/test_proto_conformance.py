@@ -78,6 +78,12 @@ SPEC_MESSAGES: dict[str, list[tuple[str, int, str, str]]] = {
                      ("error_message", 3, S, ""), ("progress_percent", 4, I32, "")],
 }
 
+# Messages beyond SPEC (CONTRACT 1), carried by the wrapper's fields of 100 and up.
+CONTRACT_MESSAGES: dict[str, list[tuple[str, int, str, str]]] = {
+    "Participants": [("participants", 1, "Participant", REP)],
+    "Participant": [("name", 1, S, ""), ("access_mode", 2, "ConsentAccessMode", "")],
+}
+
 SPEC_ENUMS: dict[str, list[tuple[str, int]]] = {
     "SessionType": [("SCREEN_CONTROL", 0), ("VIEW_ONLY", 1), ("BACKSTAGE", 2),
                     ("FILE_TRANSFER", 3)],
@@ -113,7 +119,8 @@ SPEC_WRAPPER: list[tuple[str, int, str]] = [
     ("update_info", 75, "UpdateInfo"), ("update_status", 76, "UpdateStatus"),
     ("consent_request", 80, "ConsentRequest"), ("consent_response", 81, "ConsentResponse"),
 ]
-CONTRACT_EXTENSIONS = [("display_info", 100, "DisplayInfo")]
+CONTRACT_EXTENSIONS = [("display_info", 100, "DisplayInfo"),
+                       ("participants", 101, "Participants")]
 
 _SCALARS = {
     FD.TYPE_STRING: S, FD.TYPE_BOOL: B, FD.TYPE_BYTES: BY, FD.TYPE_INT32: I32,
@@ -139,15 +146,17 @@ def test_package_is_versioned() -> None:
     assert 'syntax = "proto3";' in proto.read_text()
 
 
-@pytest.mark.parametrize("name", sorted(SPEC_MESSAGES))
+@pytest.mark.parametrize("name", sorted(SPEC_MESSAGES | CONTRACT_MESSAGES))
 def test_message_fields_match_spec(name: str) -> None:
     descriptor = pb.DESCRIPTOR.message_types_by_name[name]
     actual = [(f.name, f.number, _type_of(f), _label_of(f)) for f in descriptor.fields]
-    assert sorted(actual, key=lambda t: t[1]) == sorted(SPEC_MESSAGES[name], key=lambda t: t[1])
+    expected = (SPEC_MESSAGES | CONTRACT_MESSAGES)[name]
+    assert sorted(actual, key=lambda t: t[1]) == sorted(expected, key=lambda t: t[1])
 
 
-def test_no_messages_beyond_spec() -> None:
-    assert set(pb.DESCRIPTOR.message_types_by_name) == set(SPEC_MESSAGES) | {"Message"}
+def test_no_messages_beyond_spec_and_contract() -> None:
+    assert set(pb.DESCRIPTOR.message_types_by_name) == (
+        set(SPEC_MESSAGES) | set(CONTRACT_MESSAGES) | {"Message"})
 
 
 @pytest.mark.parametrize("name", sorted(SPEC_ENUMS))
@@ -188,6 +197,8 @@ GOLDEN = [
                                           event_type=pb.MOUSE_DOWN)),
      bytes.fromhex("a201 08 0803 1a021001 3001")),
     (pb.Message(display_info=pb.DisplayInfo(primary_display=1)), bytes.fromhex("a2060210 01")),
+    (pb.Message(participants=pb.Participants(participants=[pb.Participant(
+        name="a", access_mode=pb.CONSENT_CONTROL)])), bytes.fromhex("aa06 07 0a05 0a0161 1001")),
 ]
 
 

@@ -153,6 +153,22 @@ def test_client_may_not_send_what_its_role_forbids() -> None:
         client.send("admin_command", pb.AdminCommand())
 
 
+def test_participants_go_to_agents_only_and_only_from_the_server() -> None:
+    who = pb.Participants(participants=[pb.Participant(name="techa",
+                                                       access_mode=pb.CONSENT_CONTROL)])
+    server, agent = pair(Role.AGENT)
+    handshake(server, agent)
+    event = agent.receive_data(server.send("participants", who))
+    assert isinstance(event, Inbound) and event.payload() == who
+    dropped = server.receive_data(wrap("participants", who))  # an agent may not claim it
+    assert isinstance(dropped, Dropped) and server.dropped["participants"] == 1
+    to_viewer, viewer = pair(Role.VIEWER)
+    handshake(to_viewer, viewer)
+    with pytest.raises(LocalProtocolError):
+        to_viewer.send("participants", who)
+    assert isinstance(viewer.receive_data(wrap("participants", who)), Dropped)
+
+
 def test_non_canonical_encoding_is_normalised() -> None:
     server, client = pair()
     handshake(server, client)

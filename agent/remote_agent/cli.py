@@ -24,6 +24,8 @@ from .chat_window import open_chat_window
 from .config import AgentConfig, default_config_path, machine_uid
 from .devices import open_devices
 from .install import install, uninstall, updates_apply
+from .presence import Presence, describe
+from .presence_window import open_presence_window
 from .runner import LOST, run_agent
 from .session import AgentSession, Ending, Refused, Timing
 from .update import Updater
@@ -82,13 +84,16 @@ def _run(config: AgentConfig, config_path: Path, token: str, attended: bool,
     chat = ChatChannel()
     chat.listen(lambda sender, text: print(f"[chat] {sender}: {text}", file=sys.stderr,
                                            flush=True))
+    presence = Presence()
+    presence.listen(lambda connected: print(f"[connected now] {describe(connected)}",
+                                            file=sys.stderr, flush=True))
     uid = machine_uid()
     timing = _timing()
     updater = Updater.for_this_process(config, attended=attended, post_update=post_update)
 
     def make_session() -> AgentSession:
         return AgentSession(config, token, devices, machine_uid=uid, timing=timing, chat=chat,
-                            updater=updater)
+                            updater=updater, presence=presence)
 
     async def serve() -> Ending:
         token = anyio.lowlevel.current_token()
@@ -96,11 +101,15 @@ def _run(config: AgentConfig, config_path: Path, token: str, attended: bool,
             lambda text: anyio.from_thread.run(chat.reply, text, token=token))
         if window is not None:
             chat.listen(window.show)
+        indicator = open_presence_window() if attended else None
+        if indicator is not None:
+            presence.listen(indicator.show)
         try:
             return await run_agent(make_session, attended=attended)
         finally:
-            if window is not None:
-                window.close()
+            for opened in (window, indicator):
+                if opened is not None:
+                    opened.close()
 
     try:
         ending = anyio.run(serve)

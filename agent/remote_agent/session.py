@@ -20,6 +20,7 @@ import anyio
 import anyio.abc
 
 from remote_core.protocol import Connection, Dropped, Inbound, RemoteProtocolError, Role, pb
+from remote_core.textrules import escaped
 from remote_core.types import ConsentAsk, DisplayDesc
 from remote_core.wsclient import WebSocketClient, connect, ws_url
 
@@ -27,6 +28,7 @@ from . import __version__
 from .chat import ChatChannel
 from .config import AgentConfig
 from .devices import Devices
+from .presence import Presence
 from .status import agent_status, display_info
 from .stream import StreamState
 from .streamer import Streamer
@@ -83,13 +85,14 @@ class AgentSession:
     def __init__(self, config: AgentConfig, token: str, devices: Devices, *,
                  machine_uid: str | None = None, timing: Timing | None = None,
                  chat: ChatChannel | None = None, window: int = 3,
-                 updater: Updater | None = None) -> None:
+                 updater: Updater | None = None, presence: Presence | None = None) -> None:
         self.config = config
         self.token = token
         self.devices = devices
         self.machine_uid = machine_uid
         self.timing = timing or Timing()
         self.chat = chat or ChatChannel()
+        self.presence = presence or Presence()
         self.updater = updater
         self.conn = Connection(Role.AGENT, Role.SERVER)
         self.state = StreamState()
@@ -147,6 +150,7 @@ class AgentSession:
                 raise _first(group_error) from group_error
         finally:
             self.chat.detach()
+            self.presence.clear()
             with anyio.CancelScope(shield=True):
                 await ws.close()
         return self.ending
@@ -217,6 +221,8 @@ class AgentSession:
             self.rtt_ms = max(0.0, time.time() * 1000 - message.client_timestamp)
         elif kind == "consent_request":
             self._ask_consent(message)
+        elif kind == "participants":
+            self.presence.told(message)
         elif kind == "chat_message":
             self.chat.received(message)
         elif kind == "clipboard_data":
@@ -283,12 +289,14 @@ class AgentSession:
                 ask = ConsentAsk(session_id=request.session_id,
                                  technician_name=request.technician_name,
                                  control=request.access_mode == pb.CONSENT_CONTROL,
-                                 timeout_secs=max(1, request.timeout_secs or 60))
+                                 timeout_secs=max(1, request.timeout_secs or 60),
+                                 connected=tuple(map(str, self.presence.connected)))
                 granted, reason = await anyio.to_thread.run_sync(prompt.ask, ask)
         finally:
             self._asking = False
-        log.info("consent %s%s", "granted" if granted else "denied",
-                 f" ({reason})" if reason else "")
+        log.info("consent %s%s to %s", "granted" if granted else "denied",
+                 f" ({reason})" if reason else "",
+                 escaped(request.technician_name, 64) or "a technician")
         await self.send("consent_response", pb.ConsentResponse(
             session_id=request.session_id, granted=granted, reason=reason))
 

@@ -6,11 +6,13 @@ import subprocess
 import time
 
 import anyio
+import httpx
 import pytest
 from remote_viewer.client import open_viewer
 
 from remote_core.protocol import pb
 from remote_core.testing.deviations import shortened_timeouts
+from remote_core.testing.liveserver import eventually
 from remote_core.testing.processes import AgentProcess, Api, ServerProcess, settings_env
 from remote_core.testing.xvfb import Painter, xvfb
 
@@ -175,6 +177,67 @@ async def test_consent_answered_after_the_heartbeat_timeout_makes_the_session_li
         assert api.live_session(pending["agent_id"], consent="granted")["id"] == live["id"]
         assert agent.process.poll() is None and "silent" not in agent.output()
     finally:
+        agent.stop()
+
+
+INDICATOR = "Remote support: connected"
+
+
+def _indicator_shown(env) -> bool:
+    found = subprocess.run(["xdotool", "search", "--onlyvisible", "--name", INDICATOR],
+                           env=env, capture_output=True, text=True, timeout=10)
+    return bool(found.stdout.split())
+
+
+def _technician(server, api: Api, name: str, *permissions: str) -> httpx.Client:
+    password = f"{name}-password-for-tests"
+    created = api.post("/api/users", json={"username": name, "password": password,
+                                           "role": "technician", "client_access": ["*"],
+                                           "permissions": list(permissions)})
+    assert created.status_code == 201, created.text
+    client = httpx.Client(base_url=server.url, timeout=15)
+    r = client.post("/api/auth/login", json={"username": name, "password": password})
+    r.raise_for_status()
+    client.headers["Authorization"] = f"Bearer {r.json()['access_token']}"
+    return client
+
+
+@pytest.mark.anyio
+async def test_a_second_technician_is_asked_in_a_second_dialog_and_shown_once_connected(
+        tmp_path, server, api, x_display):
+    """The end user allowed the admin; a second technician asking to join brings up a
+    second dialog naming them, and the indicator shows who is connected as it changes."""
+    env = x_display.env()
+    agent = AgentProcess(tmp_path / "agent", x_display.display, "--server", server.url,
+                         "--code", api.support_code())
+    second = _technician(server, api, "second-tech", "view")
+    try:
+        pending = api.live_session(consent="pending")
+        _press_in_dialog(env, "alt+a")
+        live = api.live_session(pending["agent_id"], consent="granted")
+        token_path = f"/api/sessions/{live['id']}/viewer-token"
+
+        def said(connected: str) -> bool:
+            return f"[connected now] {connected}\n" in agent.output()
+
+        async with open_viewer(server.url, api.viewer_token(live["id"])) as first:
+            await first.next_frame(15)
+            await eventually(lambda: said("admin (view and control)"), 15)
+            await eventually(lambda: _indicator_shown(env), 15)
+            asked = second.post(token_path)
+            assert asked.status_code == 409 and asked.json()["consent"] == "asking", asked.text
+            _press_in_dialog(env, "alt+a")  # the second dialog, naming second-tech
+            await eventually(lambda: second.post(token_path).status_code == 200, 15)
+            assert "consent granted to second-tech" in agent.output()
+            r = second.post(token_path)
+            async with open_viewer(server.url, r.json()["token"]) as watching:
+                await watching.next_frame(15)
+                await eventually(lambda: said("admin (view and control), second-tech (view)"),
+                                 15)
+        await eventually(lambda: said("nobody"), 15)
+        await eventually(lambda: not _indicator_shown(env), 15)
+    finally:
+        second.close()
         agent.stop()
 
 

@@ -6,6 +6,7 @@ import pytest
 from remote_agent.backoff import Backoff
 from remote_agent.config import AgentConfig
 from remote_agent.flow import FlowWindow
+from remote_agent.presence import Connected, Presence, describe
 from remote_agent.stream import StreamState
 from remote_agent.streamer import is_keyframe, video_message
 
@@ -168,3 +169,19 @@ def test_pacer_rejects_nonsense():
 
     with pytest.raises(ValueError, match="fps"):
         Pacer(fps=0)
+
+
+# -- who is connected -------------------------------------------------------------------------
+def test_presence_tells_its_listeners_each_change_once():
+    heard = []
+    presence = Presence()
+    presence.listen(heard.append)
+    both = pb.Participants(participants=[
+        pb.Participant(name="techa", access_mode=pb.CONSENT_CONTROL),
+        pb.Participant(name="tech\nb", access_mode=pb.CONSENT_VIEW)])
+    presence.told(both)
+    presence.told(both)  # the same again: nothing new to tell
+    presence.clear()
+    assert heard == [(Connected("techa", True), Connected("tech\\x0ab", False)), ()]
+    assert describe(heard[0]) == "techa (view and control), tech\\x0ab (view)"
+    assert describe(()) == "nobody"

@@ -495,8 +495,22 @@ class UpdateStatus(_message.Message):
     progress_percent: int
     def __init__(self, current_version: _Optional[str] = ..., state: _Optional[_Union[UpdateState, str]] = ..., error_message: _Optional[str] = ..., progress_percent: _Optional[int] = ...) -> None: ...
 
+class Participants(_message.Message):
+    __slots__ = ("participants",)
+    PARTICIPANTS_FIELD_NUMBER: _ClassVar[int]
+    participants: _containers.RepeatedCompositeFieldContainer[Participant]
+    def __init__(self, participants: _Optional[_Iterable[_Union[Participant, _Mapping]]] = ...) -> None: ...
+
+class Participant(_message.Message):
+    __slots__ = ("name", "access_mode")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    ACCESS_MODE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    access_mode: ConsentAccessMode
+    def __init__(self, name: _Optional[str] = ..., access_mode: _Optional[_Union[ConsentAccessMode, str]] = ...) -> None: ...
+
 class Message(_message.Message):
-    __slots__ = ("session_request", "session_response", "video_frame", "video_ack", "switch_display", "cursor_shape", "cursor_position", "mouse_event", "key_event", "special_key", "clipboard_data", "clipboard_request", "quality_settings", "latency_report", "heartbeat", "heartbeat_ack", "disconnect", "start_stream", "stop_stream", "agent_status", "chat_message", "admin_command", "update_info", "update_status", "consent_request", "consent_response", "display_info")
+    __slots__ = ("session_request", "session_response", "video_frame", "video_ack", "switch_display", "cursor_shape", "cursor_position", "mouse_event", "key_event", "special_key", "clipboard_data", "clipboard_request", "quality_settings", "latency_report", "heartbeat", "heartbeat_ack", "disconnect", "start_stream", "stop_stream", "agent_status", "chat_message", "admin_command", "update_info", "update_status", "consent_request", "consent_response", "display_info", "participants")
     SESSION_REQUEST_FIELD_NUMBER: _ClassVar[int]
     SESSION_RESPONSE_FIELD_NUMBER: _ClassVar[int]
     VIDEO_FRAME_FIELD_NUMBER: _ClassVar[int]
@@ -524,6 +538,7 @@ class Message(_message.Message):
     CONSENT_REQUEST_FIELD_NUMBER: _ClassVar[int]
     CONSENT_RESPONSE_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_INFO_FIELD_NUMBER: _ClassVar[int]
+    PARTICIPANTS_FIELD_NUMBER: _ClassVar[int]
     session_request: SessionRequest
     session_response: SessionResponse
     video_frame: VideoFrame
@@ -551,4 +566,5 @@ class Message(_message.Message):
     consent_request: ConsentRequest
     consent_response: ConsentResponse
     display_info: DisplayInfo
-    def __init__(self, session_request: _Optional[_Union[SessionRequest, _Mapping]] = ..., session_response: _Optional[_Union[SessionResponse, _Mapping]] = ..., video_frame: _Optional[_Union[VideoFrame, _Mapping]] = ..., video_ack: _Optional[_Union[VideoAck, _Mapping]] = ..., switch_display: _Optional[_Union[SwitchDisplay, _Mapping]] = ..., cursor_shape: _Optional[_Union[CursorShape, _Mapping]] = ..., cursor_position: _Optional[_Union[CursorPosition, _Mapping]] = ..., mouse_event: _Optional[_Union[MouseEvent, _Mapping]] = ..., key_event: _Optional[_Union[KeyEvent, _Mapping]] = ..., special_key: _Optional[_Union[SpecialKeyEvent, _Mapping]] = ..., clipboard_data: _Optional[_Union[ClipboardData, _Mapping]] = ..., clipboard_request: _Optional[_Union[ClipboardRequest, _Mapping]] = ..., quality_settings: _Optional[_Union[QualitySettings, _Mapping]] = ..., latency_report: _Optional[_Union[LatencyReport, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., heartbeat_ack: _Optional[_Union[HeartbeatAck, _Mapping]] = ..., disconnect: _Optional[_Union[Disconnect, _Mapping]] = ..., start_stream: _Optional[_Union[StartStream, _Mapping]] = ..., stop_stream: _Optional[_Union[StopStream, _Mapping]] = ..., agent_status: _Optional[_Union[AgentStatus, _Mapping]] = ..., chat_message: _Optional[_Union[ChatMessage, _Mapping]] = ..., admin_command: _Optional[_Union[AdminCommand, _Mapping]] = ..., update_info: _Optional[_Union[UpdateInfo, _Mapping]] = ..., update_status: _Optional[_Union[UpdateStatus, _Mapping]] = ..., consent_request: _Optional[_Union[ConsentRequest, _Mapping]] = ..., consent_response: _Optional[_Union[ConsentResponse, _Mapping]] = ..., display_info: _Optional[_Union[DisplayInfo, _Mapping]] = ...) -> None: ...
+    participants: Participants
+    def __init__(self, session_request: _Optional[_Union[SessionRequest, _Mapping]] = ..., session_response: _Optional[_Union[SessionResponse, _Mapping]] = ..., video_frame: _Optional[_Union[VideoFrame, _Mapping]] = ..., video_ack: _Optional[_Union[VideoAck, _Mapping]] = ..., switch_display: _Optional[_Union[SwitchDisplay, _Mapping]] = ..., cursor_shape: _Optional[_Union[CursorShape, _Mapping]] = ..., cursor_position: _Optional[_Union[CursorPosition, _Mapping]] = ..., mouse_event: _Optional[_Union[MouseEvent, _Mapping]] = ..., key_event: _Optional[_Union[KeyEvent, _Mapping]] = ..., special_key: _Optional[_Union[SpecialKeyEvent, _Mapping]] = ..., clipboard_data: _Optional[_Union[ClipboardData, _Mapping]] = ..., clipboard_request: _Optional[_Union[ClipboardRequest, _Mapping]] = ..., quality_settings: _Optional[_Union[QualitySettings, _Mapping]] = ..., latency_report: _Optional[_Union[LatencyReport, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., heartbeat_ack: _Optional[_Union[HeartbeatAck, _Mapping]] = ..., disconnect: _Optional[_Union[Disconnect, _Mapping]] = ..., start_stream: _Optional[_Union[StartStream, _Mapping]] = ..., stop_stream: _Optional[_Union[StopStream, _Mapping]] = ..., agent_status: _Optional[_Union[AgentStatus, _Mapping]] = ..., chat_message: _Optional[_Union[ChatMessage, _Mapping]] = ..., admin_command: _Optional[_Union[AdminCommand, _Mapping]] = ..., update_info: _Optional[_Union[UpdateInfo, _Mapping]] = ..., update_status: _Optional[_Union[UpdateStatus, _Mapping]] = ..., consent_request: _Optional[_Union[ConsentRequest, _Mapping]] = ..., consent_response: _Optional[_Union[ConsentResponse, _Mapping]] = ..., display_info: _Optional[_Union[DisplayInfo, _Mapping]] = ..., participants: _Optional[_Union[Participants, _Mapping]] = ...) -> None: ...

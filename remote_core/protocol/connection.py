@@ -55,7 +55,7 @@ ALLOWED: dict[tuple[Role, Role], frozenset[str]] = {
     }),
     (Role.SERVER, Role.AGENT): frozenset({
         "session_response", "heartbeat_ack", "disconnect", "start_stream", "stop_stream",
-        "admin_command", "update_info", "consent_request", *_RELAYED_TO_AGENT,
+        "admin_command", "update_info", "consent_request", "participants", *_RELAYED_TO_AGENT,
     }),
     (Role.SERVER, Role.VIEWER): frozenset({
         "session_response", "heartbeat_ack", "disconnect", "video_frame", "cursor_shape",

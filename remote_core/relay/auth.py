@@ -26,6 +26,10 @@ class Refused(Exception):
     """A session cannot be established; ``str()`` is safe to show to the peer."""
 
 
+class NotReady(Refused):
+    """Refused for the session's state (gone, or awaiting its own consent), not the user's."""
+
+
 def looks_like_jwt(token: str) -> bool:
     return _JWT.match(token) is not None
 

@@ -283,7 +283,7 @@ async def _serve_session_agent(transport: Transport, registry: Registry,
     reason = "agent disconnected"
     try:
         reason = await _run(transport, link, registry.settings.heartbeat_timeout, read,
-                            consent if session.pending else None)
+                            consent if session.consent is not None else None)
     finally:
         with anyio.CancelScope(shield=True):
             await registry.agent_gone(session, reason)

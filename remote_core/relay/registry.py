@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import time
 import uuid
 from typing import Any
 
@@ -29,6 +30,7 @@ from ..records import (
     Event,
     MachineReport,
     SessionRecord,
+    User,
     utcnow,
 )
 from ..server.audit import Audit
@@ -36,7 +38,8 @@ from ..server.tokens import password_version as password_fingerprint
 from ..settings import Settings
 from ..textrules import escaped
 from ..types import AgentCredential, AgentIdentity, AuthContext, ConsentDecision, SessionContext
-from .auth import Refused, authenticate
+from .auth import NotReady, Refused, authenticate
+from .consent import Ask, ConsentBook, Standing
 from .identity import MAX_ID, resolve_unkeyed
 from .link import Link
 from .rules import (
@@ -197,6 +200,8 @@ class Registry:
             technician_name=identity.technician_name, control_consented=control,
             key_id=identity.key_id, machine_uid=uid, support_code=identity.support_code,
         )
+        if identity.attended:
+            session.consent = ConsentBook(self.settings.consent_timeout + 2)  # the dialog first
         record = SessionRecord(id=session_id, agent_id=agent_id, is_managed=session.is_managed,
                                source=identity.method, consent_state=consent_state,
                                technician=identity.technician_name or None, created_at=now)
@@ -207,11 +212,9 @@ class Registry:
         if previous is not None:
             await self._end(previous, "replaced by a new connection of this agent")
         link.outbox.put(conn.accept(session_id))
-        if consent_state == CONSENT_PENDING:
-            link.send("consent_request", pb.ConsentRequest(
-                session_id=session_id, technician_name=identity.technician_name,
-                access_mode=pb.CONSENT_CONTROL if control else pb.CONSENT_VIEW,
-                timeout_secs=self.settings.consent_timeout))
+        if consent_state == CONSENT_PENDING and session.consent is not None:
+            first = Ask(identity.technician_id, identity.technician_name, control, first=True)
+            self._ask(session, first)
         self.plugins.session_opened(record)
         await self.audit.record(Event("session.opened", session_id=session_id, agent_id=agent_id,
                                       actor=identity.technician_id, client_ip=credential.client_ip,
@@ -240,12 +243,51 @@ class Registry:
         return initial_consent_state(decision, identity.attended), control
 
     async def consent_timer(self, session: Session) -> None:
-        """Tear the session down if the end user has not decided in time (SPEC 3.1)."""
-        await anyio.sleep(self.settings.consent_timeout + 2)  # the agent's own dialog first
-        if session.pending and not session.ended:
-            await self.audit.record(Event("session.consent_timeout", session_id=session.session_id,
-                                          agent_id=session.agent_id))
+        """Answer for an end user who does not (SPEC 3.1), for the attended session's life: an
+        open question past its time is a timeout. The server waits 2 s past the agent's own
+        dialog (``ConsentBook.timeout``), so the dialog's answer normally comes first."""
+        book = session.consent
+        if book is None:
+            return
+        while not session.ended:
+            asked = session.consent_asked = anyio.Event()
+            if book.deadline is None:
+                await asked.wait()
+                continue
+            await anyio.sleep(max(0.0, book.deadline - time.monotonic()))
+            expired = book.expire()
+            if expired is not None and not session.ended:
+                await self._consent_timed_out(session, expired)
+
+    async def _consent_timed_out(self, session: Session, ask: Ask) -> None:
+        assert session.consent is not None
+        session.consent.refuse(ask, Standing.TIMED_OUT)  # before any await: never "unasked"
+        await self.audit.record(Event("session.consent_timeout", session_id=session.session_id,
+                                      agent_id=session.agent_id,
+                                      detail={"technician": ask.name}))
+        if ask.first:
             await self._end(session, "consent timed out")
+            return
+        log.info("consent for %s to join session %s timed out", ask.name, session.session_id)
+        self._ask_next(session)
+
+    def _ask(self, session: Session, ask: Ask) -> None:
+        """Queue a question for the end user; it goes out when no other is open."""
+        assert session.consent is not None
+        session.consent.queue(ask)
+        self._ask_next(session)
+
+    def _ask_next(self, session: Session) -> None:
+        """Send the next queued question, if none is open (one at a time: see consent.py)."""
+        assert session.consent is not None
+        ask = session.consent.next()
+        if ask is None or session.ended:
+            return
+        session.agent.send("consent_request", pb.ConsentRequest(
+            session_id=session.session_id, technician_name=ask.name,
+            access_mode=pb.CONSENT_CONTROL if ask.control else pb.CONSENT_VIEW,
+            timeout_secs=self.settings.consent_timeout))
+        session.consent_asked.set()
 
     async def _agent_status(self, session: Session, status: Any) -> None:
         """Store what the agent reports. Placement (organization, site, tags) is the
@@ -288,23 +330,39 @@ class Registry:
         return None
 
     async def _consent_response(self, session: Session, response: Any) -> str | None:
-        if not session.pending:
-            return "consent was not asked"
         if response.session_id and response.session_id != session.session_id:
             return "consent_response for another session"
+        ask = session.consent.answered() if session.consent is not None else None
+        if ask is None:
+            return "consent was not asked (or was already given up on)"
         if response.granted:
-            session.consent_state = CONSENT_GRANTED
-            await self.store.update_session(session.session_id, consent_state=CONSENT_GRANTED)
-            await self.audit.record(Event("session.consent_granted", session_id=session.session_id,
-                                          agent_id=session.agent_id))
-            log.info("consent granted for session %s", session.session_id)
+            await self._consent_granted(session, ask)
         else:
+            assert session.consent is not None
+            session.consent.refuse(ask, Standing.DENIED)  # before any await: never "unasked"
             reason = escaped(response.reason)
             await self.audit.record(Event("session.consent_denied", session_id=session.session_id,
                                           agent_id=session.agent_id,
-                                          detail={"by": "end user", "reason": reason}))
-            await self._end(session, "consent denied" + (f": {reason}" if reason else ""))
+                                          detail={"by": "end user", "reason": reason,
+                                                  "technician": ask.name}))
+            if ask.first:
+                await self._end(session, "consent denied" + (f": {reason}" if reason else ""))
+                return None
+            log.info("consent for %s to join session %s denied", ask.name, session.session_id)
+        self._ask_next(session)
         return None
+
+    async def _consent_granted(self, session: Session, ask: Ask) -> None:
+        if ask.first:
+            session.consent_state = CONSENT_GRANTED
+            await self.store.update_session(session.session_id, consent_state=CONSENT_GRANTED)
+        else:
+            assert session.consent is not None
+            session.consent.admit(ask)
+        await self.audit.record(Event("session.consent_granted", session_id=session.session_id,
+                                      agent_id=session.agent_id,
+                                      detail={"technician": ask.name}))
+        log.info("consent granted to %s for session %s", ask.name, session.session_id)
 
     async def agent_gone(self, session: Session, reason: str) -> None:
         """The agent's socket ended (closed, failed or timed out)."""
@@ -330,18 +388,14 @@ class Registry:
             raise Refused("the viewer token is for another session")
         if session.pending:
             raise Refused("the session is awaiting the end user's consent")
-        user = await self.store.get_user(user_id)
-        refusal = viewing_refusal(user, session.organization)
-        if refusal is not None:
-            raise Refused(refusal)
-        assert user is not None
-        refusal = consent_refusal(user.id, session.technician_id, session.technician_name)
+        user = await self._viewing_user(session, user_id)
+        refusal = consent_refusal(session.standing(user.id), session.technician_name)
         if refusal is not None:
             raise Refused(refusal)
         if not hmac.compare_digest(password_fingerprint(user), password_version):
             raise Refused("the viewer token was issued before a password change")
         view_only = (request.session_type == pb.VIEW_ONLY or not can_control(user)
-                     or not session.control_consented)
+                     or not session.control_consented_for(user.id))
         viewer_id = uuid.uuid4().hex
         conn = Connection(Role.SERVER, Role.VIEWER, self.settings.max_message_bytes)
         link = Link(conn, self.settings.viewer_buffer_bytes, viewer_id, client_ip)
@@ -351,11 +405,67 @@ class Registry:
         session.viewers[viewer_id] = link
         session.agent.send("start_stream", pb.StartStream(viewer_id=viewer_id,
                                                           display_id=session.display_id))
+        session.tell_participants()
         await self.audit.record(Event("viewer.joined", session_id=session_id,
                                       agent_id=session.agent_id, actor=user.username,
                                       client_ip=client_ip,
                                       detail={"viewer_id": viewer_id, "view_only": view_only}))
         return session, link
+
+    async def _viewing_user(self, session: Session, user_id: str) -> User:
+        """The user, if they may view this session's machine at all now.
+
+        :raises Refused: they may not (gone, disabled, no ``view``, another organization).
+        """
+        user = await self.store.get_user(user_id)
+        refusal = viewing_refusal(user, session.organization)
+        if refusal is not None:
+            raise Refused(refusal)
+        assert user is not None
+        return user
+
+    async def admission(self, session_id: str, user_id: str) -> Standing:
+        """Where ``user_id`` stands with the end user of a live, consented session; a first
+        request of a technician the end user has not been asked about asks them now.
+
+        The consent policy hook decides first, as for the session's own technician.
+
+        :raises NotReady: the session is not live or awaits its own consent.
+        :raises Refused: the user may not view this machine at all.
+        """
+        session = self._sessions.get(session_id)
+        if session is None or session.ended:
+            raise NotReady("the session is not live")
+        if session.pending:
+            raise NotReady("the session is still awaiting the end user's consent")
+        user = await self._viewing_user(session, user_id)
+        standing = session.standing(user.id)
+        if standing is not Standing.UNASKED or session.ended:
+            return standing
+        assert session.consent is not None
+        ask = Ask(user.id, user.username, can_control(user))
+        decision = self.plugins.consent_policy(SessionContext(
+            session_id=session_id, agent_id=session.agent_id, method=session.source,
+            attended=True, technician_name=ask.name,
+            access_mode=pb.CONSENT_CONTROL if ask.control else pb.CONSENT_VIEW))
+        if decision is ConsentDecision.DENY:
+            session.consent.refuse(ask, Standing.DENIED)
+            await self.audit.record(Event("session.consent_denied", session_id=session_id,
+                                          agent_id=session.agent_id, actor=user.username,
+                                          detail={"by": "policy", "technician": ask.name}))
+        elif decision is ConsentDecision.APPROVE:
+            session.consent.admit(ask)
+            await self.audit.record(Event("session.consent_granted", session_id=session_id,
+                                          agent_id=session.agent_id, actor=user.username,
+                                          detail={"by": "policy", "technician": ask.name}))
+        else:
+            self._ask(session, ask)  # no await since the standing was read: asked once
+            await self.audit.record(Event("session.consent_requested", session_id=session_id,
+                                          agent_id=session.agent_id, actor=user.username,
+                                          detail={"technician": ask.name,
+                                                  "control": ask.control}))
+            log.info("asking the end user of session %s to admit %s", session_id, ask.name)
+        return session.standing(user.id)
 
     async def user_changed(self, user_id: str, *, password_changed: bool = False) -> None:
         """Apply a change to a user's standing to their live viewers at once: a deleted or
@@ -371,6 +481,7 @@ class Registry:
                     await self.leave_viewer(session, viewer, f"access withdrawn: {refusal}")
                 elif user is not None and not can_control(user) and not viewer.conn.view_only:
                     viewer.conn.view_only = True
+                    session.tell_participants()
                     await self.audit.record(Event(
                         "viewer.downgraded", session_id=session.session_id,
                         agent_id=session.agent_id, actor=viewer.actor,
@@ -383,6 +494,7 @@ class Registry:
         viewer.close(reason)
         if not session.ended:
             session.agent.send("stop_stream", pb.StopStream(viewer_id=viewer.id))
+            session.tell_participants()
         with anyio.CancelScope(shield=True):
             await self.audit.record(Event(
                 "viewer.left", session_id=session.session_id, agent_id=session.agent_id,

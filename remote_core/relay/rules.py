@@ -19,6 +19,7 @@ from ..records import (
 from ..textrules import MAX_TAGS, acceptable, escaped
 from ..types import ConsentDecision
 from .auth import Refused
+from .consent import Standing
 
 __all__ = [
     "can_control",
@@ -60,14 +61,20 @@ def viewing_refusal(user: User | None, organization: str) -> str | None:
     return None
 
 
-def consent_refusal(user_id: str, technician_id: str | None,
-                    technician_name: str) -> str | None:
-    """Why ``user_id`` may not join an attended session, or None. The end user consented to
-    the technician the request named, and to nobody else."""
-    if technician_id is None or user_id == technician_id:
+def consent_refusal(standing: Standing, technician_name: str) -> str | None:
+    """Why a technician standing so with the end user may not join an attended session now,
+    or None. The end user consented to the technician the support code named; anyone else
+    is asked in turn (their first request for a viewer token asks), and a "no" stands."""
+    if standing is Standing.ADMITTED:
         return None
+    if standing is Standing.ASKING:
+        return "the end user is being asked to admit you; ask again once they answer"
+    if standing is Standing.DENIED:
+        return "the end user denied your request to join this session"
+    if standing is Standing.TIMED_OUT:
+        return "the end user did not answer your request to join this session in time"
     return (f"the end user consented to {technician_name or 'another technician'} only; "
-            "another technician needs a new support code")
+            "request a viewer token to have the end user asked")
 
 
 def initial_consent_state(decision: ConsentDecision | None, attended: bool) -> str:

@@ -14,8 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import anyio
+
 from ..protocol import NUMBER_BY_FIELD, Inbound, pb
 from ..records import CONSENT_PENDING
+from .consent import ConsentBook, Standing
 from .link import Link
 
 __all__ = ["KEYFRAME_REQUEST_INTERVAL", "LiveSession", "Session"]
@@ -80,6 +83,9 @@ class Session:
         self.display_info: Any | None = None  # pb.DisplayInfo, the agent's latest report
         self.display_id = 0  # the stream's display, as the last SwitchDisplay set it
         self.ended = False
+        self.consent: ConsentBook | None = None  # attended sessions: who the end user admitted
+        self.consent_asked = anyio.Event()  # set when a question opens, for the consent timer
+        self._told: tuple[tuple[str, bool], ...] = ()  # the participants the agent last heard
 
     def snapshot(self) -> LiveSession:
         return LiveSession(
@@ -93,6 +99,40 @@ class Session:
     @property
     def pending(self) -> bool:
         return self.consent_state == CONSENT_PENDING
+
+    def standing(self, user_id: str) -> Standing:
+        """Where ``user_id`` stands with this session's end user. Managed sessions need no
+        consent; the technician the support code named stands on the session's own consent
+        (``pending`` is the caller's to check); anyone else on their own answer."""
+        if self.consent is None or self.technician_id is None or user_id == self.technician_id:
+            return Standing.ADMITTED
+        return self.consent.standing(user_id)
+
+    def control_consented_for(self, user_id: str) -> bool:
+        """Whether the end user allowed ``user_id`` to control, not only to view."""
+        if self.consent is not None and user_id in self.consent.admitted:
+            return self.consent.admitted[user_id]
+        return self.control_consented
+
+    def tell_participants(self) -> None:
+        """Tell an attended session's agent who is connected now, if that changed.
+
+        One entry per technician (a technician with two viewers is one participant,
+        controlling if either may); viewers never receive this.
+        """
+        if self.is_managed or self.ended:
+            return
+        control: dict[str, bool] = {}
+        for viewer in self.viewers.values():
+            name = viewer.actor or "technician"
+            control[name] = control.get(name, False) or not viewer.conn.view_only
+        now = tuple(sorted(control.items()))
+        if now == self._told:
+            return
+        self._told = now
+        self.agent.send("participants", pb.Participants(participants=[
+            pb.Participant(name=name, access_mode=pb.CONSENT_CONTROL if may else pb.CONSENT_VIEW)
+            for name, may in now]))
 
     # -- agent -> viewers -----------------------------------------------------------
     def fan_out_video(self, data: bytes, offset: int) -> None:

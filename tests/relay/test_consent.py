@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
 import anyio
 import pytest
 
@@ -63,22 +68,28 @@ async def test_consent_denied_tears_the_session_down(server, admin: Admin) -> No
     admin.ok("POST", f"/api/sessions/{session_id}/viewer-token", 409)
 
 
+@asynccontextmanager
+async def beating(agent: Peer) -> AsyncIterator[None]:
+    """The agent beats while the block runs, as a real one does while its dialog is open."""
+    async with anyio.create_task_group() as beats:
+        async def beat() -> None:
+            for i in itertools.count():
+                await agent.send("heartbeat", pb.Heartbeat(timestamp=i))
+                await anyio.sleep(IMPATIENT["heartbeat_interval"])
+
+        beats.start_soon(beat)
+        yield
+        beats.cancel_scope.cancel()
+
+
 async def test_consent_timeout_tears_the_session_down(impatient) -> None:
     """The agent keeps beating while the dialog is open, as a real one does; what ends
     the session is the consent timeout (2 s), never the silence one (1.5 s)."""
     admin = Admin(impatient)
     agent, session_id, request = await attended(impatient, admin)
     assert request.timeout_secs == IMPATIENT["consent_timeout"]
-    async with anyio.create_task_group() as beats:
-        async def beat() -> None:
-            for i in range(40):
-                await agent.send("heartbeat", pb.Heartbeat(timestamp=i))
-                await anyio.sleep(IMPATIENT["heartbeat_interval"])
-
-        beats.start_soon(beat)
-        disconnect = await agent.expect("disconnect", wait=15,
-                                        skip=frozenset({"heartbeat_ack"}))
-        beats.cancel_scope.cancel()
+    async with beating(agent):
+        disconnect = await agent.expect("disconnect", wait=15)
     assert disconnect.reason == "consent timed out"
     assert (await agent.closed())[0] == 1000
     assert "session.consent_timeout" in admin.events(session_id)
@@ -174,23 +185,190 @@ async def test_a_consent_policy_can_decide_without_asking(tmp_path) -> None:
 
 async def test_consent_admits_only_the_technician_it_named(server, admin: Admin) -> None:
     """Finding 2: the end user allowed "techa"; another technician whose access covered the
-    organization (or an admin) could mint a viewer token and take control unseen."""
+    organization (or an admin) could mint a viewer token and take control unseen. Now the
+    others are asked first (below); a token minted past that question is refused."""
     techa = admin.technician("view", "control", "support_codes")
     other = admin.technician("view", "control")
-    code = techa.code()
-    agent, session_id, request = await attended(server, techa, code)
-    assert request.technician_name == techa.username
-    await agent.send("consent_response", pb.ConsentResponse(session_id=session_id, granted=True))
-    await agent.send("heartbeat", pb.Heartbeat(timestamp=1))
-    await agent.expect("heartbeat_ack")
-    for outsider in (other, admin):
-        refused = outsider.ok("POST", f"/api/sessions/{session_id}/viewer-token", 403)
-        assert "consented to " + techa.username in refused["detail"]
-    # A token for the outsider minted past the REST check is refused by the relay as well.
+    agent, session_id = await granted(server, techa)
     stranger = await server.ctx.store.get_user_by_username(other.username)
     token = server.ctx.tokens.mint_viewer(session_id, stranger, None)
     sneaking = await Peer.viewer(server, token)
     response = await sneaking.response()
     assert not response.success and "consented to " + techa.username in response.error
+    await settled(agent, 1)  # and the end user was not asked on the token's behalf
     viewer = await Peer.viewer(server, techa.viewer_token(session_id))
     await viewer.accepted()
+
+
+# -- a second technician asks to join ----------------------------------------------------------
+async def granted(server, techa: Admin) -> tuple[Peer, str]:
+    """An attended session of ``techa``'s code, consented: (agent, session_id)."""
+    agent, session_id, request = await attended(server, techa)
+    assert request.technician_name == techa.username
+    await agent.send("consent_response", pb.ConsentResponse(session_id=session_id, granted=True))
+    await settled(agent, 0)
+    return agent, session_id
+
+
+async def settled(agent: Peer, stamp: int) -> None:
+    """Everything sent to the agent before now has been read, and nothing but the ack came."""
+    await agent.send("heartbeat", pb.Heartbeat(timestamp=stamp))
+    assert (await agent.expect("heartbeat_ack", skip=frozenset())).client_timestamp == stamp
+
+
+def asks(tech: Admin, session_id: str) -> dict:
+    """``tech`` asks for a viewer token while the end user is being asked: a 409 to follow."""
+    r = tech.http.post(f"/api/sessions/{session_id}/viewer-token")
+    assert r.status_code == 409, r.text
+    assert r.headers["content-type"].startswith("application/problem+json")
+    assert r.headers["Retry-After"] == "2"
+    body = r.json()
+    assert body["consent"] == "asking" and "being asked to admit you" in body["detail"]
+    return body
+
+
+async def joined(server, tech: Admin, session_id: str, agent: Peer) -> tuple[Peer, Any]:
+    """``tech`` joins as a viewer: (viewer, the Participants the agent was told)."""
+    viewer = await Peer.viewer(server, tech.viewer_token(session_id))
+    await viewer.accepted()
+    await agent.expect("start_stream")
+    return viewer, await agent.expect("participants")
+
+
+def decided(tech: Admin, session_id: str) -> Any:
+    """``tech``'s answer for a viewer token once the end user is no longer being asked."""
+    r = tech.http.post(f"/api/sessions/{session_id}/viewer-token")
+    return None if r.status_code == 409 else r
+
+
+def who(participants: Any) -> list[tuple[str, int]]:
+    return [(p.name, p.access_mode) for p in participants.participants]
+
+
+async def test_another_technician_is_asked_and_joins_once_the_end_user_allows(
+        server, admin: Admin) -> None:
+    techa = admin.technician("view", "control", "support_codes")
+    techb = admin.technician("view", "control")
+    agent, session_id = await granted(server, techa)
+    _, told = await joined(server, techa, session_id, agent)
+    assert who(told) == [(techa.username, pb.CONSENT_CONTROL)]
+    asks(techb, session_id)
+    request = await agent.expect("consent_request")
+    assert (request.session_id, request.technician_name) == (session_id, techb.username)
+    assert request.access_mode == pb.CONSENT_CONTROL and request.timeout_secs == 60
+    # Asking again while the end user decides sends no second dialog.
+    asks(techb, session_id)
+    await settled(agent, 1)
+    # A token minted past the REST check is refused by the relay while the question is open.
+    user_b = await server.ctx.store.get_user_by_username(techb.username)
+    early = await Peer.viewer(server, server.ctx.tokens.mint_viewer(session_id, user_b, None))
+    assert "being asked" in (await early.response()).error
+    await agent.send("consent_response", pb.ConsentResponse(session_id=session_id, granted=True))
+    await settled(agent, 2)
+    _, told = await joined(server, techb, session_id, agent)
+    assert who(told) == sorted([(techa.username, pb.CONSENT_CONTROL),
+                                (techb.username, pb.CONSENT_CONTROL)])
+    events = admin.ok("GET", "/api/events", params={"session_id": session_id, "limit": 100})
+    consent = [(e["kind"], e["detail"].get("technician")) for e in events
+               if e["kind"].startswith("session.consent_")]
+    assert ("session.consent_requested", techb.username) in consent
+    assert ("session.consent_granted", techb.username) in consent
+    assert ("session.consent_granted", techa.username) in consent
+
+
+async def test_a_denial_refuses_only_that_technician_and_questions_wait_their_turn(
+        server, admin: Admin) -> None:
+    techa = admin.technician("view", "control", "support_codes")
+    techb = admin.technician("view", "control")
+    techc = admin.technician("view")  # no control: asked for viewing only
+    agent, session_id = await granted(server, techa)
+    viewer_a, _ = await joined(server, techa, session_id, agent)
+    asks(techb, session_id)
+    assert (await agent.expect("consent_request")).technician_name == techb.username
+    asks(techc, session_id)  # queued behind techb's question: no second dialog yet
+    await settled(agent, 1)
+    await agent.send("consent_response", pb.ConsentResponse(
+        session_id=session_id, granted=False, reason="denied by the user"))
+    request = await agent.expect("consent_request")  # now techc's turn
+    assert (request.technician_name, request.access_mode) == (techc.username, pb.CONSENT_VIEW)
+    refused = techb.ok("POST", f"/api/sessions/{session_id}/viewer-token", 403)
+    assert refused["consent"] == "denied" and "denied your request" in refused["detail"]
+    techb.ok("POST", f"/api/sessions/{session_id}/viewer-token", 403)  # the no stands
+    # The session and the technician already admitted are untouched.
+    assert admin.ok("GET", f"/api/sessions/{session_id}")["consent_state"] == "granted"
+    await viewer_a.send("chat_message", pb.ChatMessage(sender="technician", content="still here"))
+    assert (await agent.expect("chat_message")).content == "still here"
+    await agent.send("consent_response", pb.ConsentResponse(session_id=session_id, granted=True))
+    await settled(agent, 2)
+    _, told = await joined(server, techc, session_id, agent)
+    assert who(told) == sorted([(techa.username, pb.CONSENT_CONTROL),
+                                (techc.username, pb.CONSENT_VIEW)])
+    events = admin.ok("GET", "/api/events", params={"session_id": session_id, "limit": 100})
+    [denial] = [e for e in events if e["kind"] == "session.consent_denied"]
+    assert denial["detail"]["technician"] == techb.username
+    assert "session.closed" not in [e["kind"] for e in events]
+
+
+async def test_an_unanswered_question_times_out_for_that_technician_only(impatient) -> None:
+    """The agent keeps beating but never answers; the late answer it sends afterwards
+    is not taken for the next technician's question."""
+    admin = Admin(impatient)
+    techa = admin.technician("view", "control", "support_codes")
+    techb = admin.technician("view", "control")
+    techc = admin.technician("view", "control")
+    agent, session_id = await granted(impatient, techa)
+    async with beating(agent):
+        asks(techb, session_id)
+        assert (await agent.expect("consent_request")).technician_name == techb.username
+
+        r = await eventually(lambda: decided(techb, session_id), wait=15)  # 2 s past the
+        assert r.status_code == 403, r.text  # agent's own 2 s dialog, the server gives up
+        refused = r.json()
+        assert refused["consent"] == "timed out" and "in time" in refused["detail"]
+        # The dialog's late "allow" comes after the server gave up: it admits nobody.
+        await agent.send("consent_response", pb.ConsentResponse(session_id=session_id,
+                                                                granted=True))
+        asks(techc, session_id)
+        assert (await agent.expect("consent_request")).technician_name == techc.username
+        assert techb.http.post(f"/api/sessions/{session_id}/viewer-token").status_code == 403
+        await agent.send("consent_response", pb.ConsentResponse(session_id=session_id,
+                                                                granted=True))
+        r = await eventually(lambda: decided(techc, session_id))
+        assert r.status_code == 200, r.text
+    assert admin.ok("GET", f"/api/sessions/{session_id}")["consent_state"] == "granted"
+    events = admin.ok("GET", "/api/events", params={"session_id": session_id, "limit": 100})
+    [timeout] = [e for e in events if e["kind"] == "session.consent_timeout"]
+    assert timeout["detail"]["technician"] == techb.username
+    assert "session.closed" not in [e["kind"] for e in events]
+
+
+async def test_the_agent_hears_who_is_connected_as_it_changes(server, admin: Admin) -> None:
+    techa = admin.technician("view", "control", "support_codes")
+    agent, session_id = await granted(server, techa)
+    first, told = await joined(server, techa, session_id, agent)
+    assert who(told) == [(techa.username, pb.CONSENT_CONTROL)]
+    second, _ = await Peer.viewer(server, techa.viewer_token(session_id)), None
+    await second.accepted()
+    await agent.expect("start_stream")
+    await settled(agent, 1)  # the same technician twice: no change to tell
+    await second.close()
+    await agent.expect("stop_stream")
+    await settled(agent, 2)
+    user_a = await server.ctx.store.get_user_by_username(techa.username)
+    admin.ok("PUT", f"/api/users/{user_a.id}/permissions", json={"permissions": ["view"]})
+    assert who(await agent.expect("participants")) == [(techa.username, pb.CONSENT_VIEW)]
+    await first.close()
+    await agent.expect("stop_stream")
+    assert who(await agent.expect("participants")) == []
+
+
+async def test_managed_agents_are_never_asked_nor_told(server, admin: Admin) -> None:
+    _, key = admin.keyed_machine()
+    agent = await Peer.agent(server, key)
+    session_id = await agent.accepted()
+    viewer = await Peer.viewer(server, admin.viewer_token(session_id))
+    await viewer.accepted()
+    await agent.expect("start_stream")
+    await viewer.close()
+    await agent.expect("stop_stream")
+    await settled(agent, 1)

@@ -60,3 +60,14 @@ def test_silence_times_out_as_a_denial(pipe):
     assert ConsoleConsent(reader, out).ask(ask) == (False, "timeout")
     assert time.monotonic() - started >= 1
     assert "A technician asks to view this" in out.getvalue()
+
+
+def test_a_second_question_names_who_is_connected_already(pipe):
+    reader, writer = pipe
+    out = io.StringIO()
+    _answer(writer, "n\n")
+    ask = ConsentAsk(session_id="s1", technician_name="Lee", control=False, timeout_secs=5,
+                     connected=("Dana (view and control)",))
+    assert ConsoleConsent(reader, out).ask(ask) == (False, "denied by the user")
+    assert "Lee asks to view this computer's screen.\n" in out.getvalue()
+    assert "Connected now: Dana (view and control).\n" in out.getvalue()

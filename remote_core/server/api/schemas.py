@@ -350,3 +350,6 @@ class ProblemOut(BaseModel):
     detail: str
     errors: list[FieldError] | None = None
     retry_after: int | None = None
+    consent: Literal["asking", "denied", "timed out"] | None = Field(
+        default=None, description="viewer token of an attended session: where the asking "
+        "technician stands with the end user (asking: 409, ask again after Retry-After)")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from ...records import CONSENT_PENDING, DEFAULT_TENANT_ID, Event, SessionRecord
+from ...records import DEFAULT_TENANT_ID, Event, SessionRecord
+from ...relay import NotReady, Refused
+from ...relay.consent import Standing
 from ...relay.rules import consent_refusal
 from ..problem import Problem
 from . import schemas as s
@@ -12,6 +14,8 @@ from .views import can_see, path_id, session_out, visible_organizations
 __all__ = ["ENDPOINTS"]
 
 RECENT = 100
+ASKING_RETRY_AFTER = "2"
+"""Seconds a technician's client waits before asking again while the end user is asked."""
 
 
 async def _organization(call: Call, agent_id: str) -> str | None:
@@ -89,11 +93,18 @@ async def viewer_token(call: Call) -> s.ViewerTokenOut:
     live = call.ctx.registry.session(session_id)
     if live is None:
         raise Problem(409, "the session is not live")
-    if live.consent_state == CONSENT_PENDING:
-        raise Problem(409, "the session is still awaiting the end user's consent")
-    refusal = consent_refusal(call.me.id, live.technician_id, live.technician_name)
+    try:
+        standing = await call.ctx.registry.admission(session_id, call.me.id)
+    except NotReady as exc:
+        raise Problem(409, str(exc)) from None
+    except Refused as exc:
+        raise Problem(403, str(exc)) from None
+    refusal = consent_refusal(standing, live.technician_name)
+    if standing is Standing.ASKING:
+        raise Problem(409, str(refusal), headers={"Retry-After": ASKING_RETRY_AFTER},
+                      extra={"consent": standing.value})
     if refusal is not None:
-        raise Problem(403, refusal)
+        raise Problem(403, refusal, extra={"consent": standing.value})
     tenant = record.tenant_id if record else DEFAULT_TENANT_ID
     token = call.ctx.tokens.mint_viewer(session_id, call.me, tenant)
     await call.ctx.audit.record(Event(kind="viewer.token_issued", session_id=session_id,
@@ -117,8 +128,13 @@ ENDPOINTS = [
              query=s.SessionDeleteQuery, result=s.SessionRemovalOut, tag="sessions",
              responses=_404),
     Endpoint("POST", _ONE + "/viewer-token", viewer_token,
-             "Mint a 5-minute viewer token bound to this session", result=s.ViewerTokenOut,
-             tag="sessions",
-             responses=(*_404, (403, "no 'view' permission"),
-                        (409, "session not live or awaiting consent"))),
+             "Mint a 5-minute viewer token bound to this session. On an attended session, "
+             "a technician other than the one the end user consented to is asked about: "
+             "the first request sends the end user a consent question naming them and "
+             "answers 409 (with Retry-After) while they decide; the same request succeeds "
+             "once they allow it, and answers 403 once they deny it or let it time out",
+             result=s.ViewerTokenOut, tag="sessions",
+             responses=(*_404, (403, "no 'view' permission, or the end user said no"),
+                        (409, "session not live, awaiting consent, or the end user is "
+                              "being asked to admit this technician"))),
 ]

@@ -1,0 +1,75 @@
+"""Who is connected to this machine now, as the server last said (``Participants``).
+
+The person at an attended machine should always know who is watching: the
+server tells the agent on every join, leave or loss of control, and the agent
+logs it, shows it in an indicator where there is a display, and names those
+already connected when it asks about another technician.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from remote_core.protocol import pb
+from remote_core.textrules import escaped
+
+__all__ = ["Connected", "Presence", "describe"]
+
+log = logging.getLogger(__name__)
+
+MAX_NAME = 64
+
+
+@dataclass(frozen=True)
+class Connected:
+    """One technician connected now; ``control`` when they may control, not only view."""
+
+    name: str
+    control: bool
+
+    def __str__(self) -> str:
+        return f"{self.name} ({'view and control' if self.control else 'view'})"
+
+
+def describe(connected: tuple[Connected, ...]) -> str:
+    """``techa (view and control), techb (view)``, or ``nobody``."""
+    return ", ".join(map(str, connected)) or "nobody"
+
+
+Listener = Callable[[tuple[Connected, ...]], None]
+"""Called on the event loop with everyone connected now; must not block."""
+
+
+class Presence:
+    """The technicians connected now; listeners hear every change."""
+
+    def __init__(self) -> None:
+        self.connected: tuple[Connected, ...] = ()
+        self._listeners: list[Listener] = []
+
+    def listen(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def told(self, message: Any) -> None:
+        """A ``Participants`` message arrived from the server."""
+        self._set(tuple(Connected(escaped(p.name, MAX_NAME) or "technician",
+                                  p.access_mode == pb.CONSENT_CONTROL)
+                        for p in message.participants))
+
+    def clear(self) -> None:
+        """The connection ended: nobody is connected through it any more."""
+        self._set(())
+
+    def _set(self, connected: tuple[Connected, ...]) -> None:
+        if connected == self.connected:
+            return
+        self.connected = connected
+        log.info("connected now: %s", describe(connected))
+        for listener in self._listeners:
+            try:
+                listener(connected)
+            except Exception:
+                log.exception("a presence listener failed")
