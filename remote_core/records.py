@@ -7,6 +7,7 @@ timezone-aware UTC datetimes. ``tenant_id`` is nullable everywhere (SPEC 1);
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -184,6 +185,12 @@ class User:
     @property
     def is_admin(self) -> bool:
         return self.role == "admin"
+
+    @property
+    def password_fingerprint(self) -> str:
+        """A short fingerprint of the password hash, carried by tokens: a password change
+        voids every token minted before it (login tokens and viewer tokens alike)."""
+        return hashlib.sha256(self.password_hash.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,6 @@ from ..records import (
     utcnow,
 )
 from ..server.audit import Audit
-from ..server.tokens import password_version as password_fingerprint
 from ..settings import Settings
 from ..textrules import escaped
 from ..types import AgentCredential, AgentIdentity, AuthContext, ConsentDecision, SessionContext
@@ -392,7 +391,7 @@ class Registry:
         refusal = consent_refusal(session.standing(user.id), session.technician_name)
         if refusal is not None:
             raise Refused(refusal)
-        if not hmac.compare_digest(password_fingerprint(user), password_version):
+        if not hmac.compare_digest(user.password_fingerprint, password_version):
             raise Refused("the viewer token was issued before a password change")
         view_only = (request.session_type == pb.VIEW_ONLY or not can_control(user)
                      or not session.control_consented_for(user.id))

@@ -20,7 +20,7 @@ import jwt
 
 from ..records import User
 
-__all__ = ["LoginClaims", "TokenError", "TokenService", "ViewerClaims", "password_version"]
+__all__ = ["LoginClaims", "TokenError", "TokenService", "ViewerClaims"]
 
 ALGORITHMS = ["HS256"]
 ISSUER = "remote-support"
@@ -49,11 +49,6 @@ class ViewerClaims:
     tenant_id: str | None
     password_version: str
     """The user's password fingerprint when minted: a later password change voids it."""
-
-
-def password_version(user: User) -> str:
-    """A short fingerprint of the password hash: changing the password voids older tokens."""
-    return hashlib.sha256(user.password_hash.encode()).hexdigest()[:16]
 
 
 def _derive(secret: str, purpose: str) -> bytes:
@@ -95,7 +90,7 @@ class TokenService:
     # -- login ------------------------------------------------------------------
     def mint_login(self, user: User) -> str:
         return self._mint(LOGIN, self.login_ttl,
-                          {"sub": user.id, "pwv": password_version(user)})
+                          {"sub": user.id, "pwv": user.password_fingerprint})
 
     def verify_login(self, token: str) -> LoginClaims:
         claims = self._verify(LOGIN, token, ["sub", "pwv"])
@@ -106,7 +101,7 @@ class TokenService:
     def mint_viewer(self, session_id: str, user: User, tenant_id: str | None) -> str:
         return self._mint(VIEWER, self.viewer_ttl,
                           {"sub": user.id, "session_id": session_id, "tenant_id": tenant_id,
-                           "pwv": password_version(user)})
+                           "pwv": user.password_fingerprint})
 
     def verify_viewer(self, token: str, session_id: str | None = None) -> ViewerClaims:
         """Raises :class:`TokenError` for any other kind, another session's token, or expiry."""

@@ -22,7 +22,7 @@ from ..bodies import parse_json, read_body
 from ..clientip import client_ip
 from ..context import ServerContext
 from ..problem import Problem, validation_problem
-from ..tokens import TokenError, password_version
+from ..tokens import TokenError
 
 __all__ = ["Call", "Endpoint", "route"]
 
@@ -107,7 +107,7 @@ async def _caller(request: Request, ctx: ServerContext) -> User:
     except TokenError as exc:
         raise Problem.unauthorized(str(exc)) from None
     user = await ctx.store.get_user(claims.user_id)
-    if user is None or user.disabled or claims.password_version != password_version(user):
+    if user is None or user.disabled or claims.password_version != user.password_fingerprint:
         raise Problem.unauthorized("token is no longer valid for this account")
     return user
 
