@@ -22,6 +22,7 @@ from .api import routes as api_routes
 from .audit import Audit
 from .context import ServerContext, jwt_secret, open_store
 from .origin import accepted_origins_text
+from .pending import PendingSockets
 from .problem import exception_handlers
 from .ratelimit import MemoryRateLimiter, RateLimiter
 from .tokens import TokenService
@@ -75,6 +76,8 @@ def create_app(settings: Settings, plugins: Plugins | None = None, *,
                                     login_ttl=settings.login_token_ttl,
                                     viewer_ttl=VIEWER_TOKEN_TTL),
                 limiter=limiter or MemoryRateLimiter(), registry=registry,
+                pending=PendingSockets(settings.max_pending_sockets_per_ip,
+                                       settings.max_pending_sockets),
             )
             try:
                 yield

@@ -16,6 +16,7 @@ from .audit import Audit
 
 if TYPE_CHECKING:
     from ..relay.registry import Registry
+    from .pending import PendingSockets
     from .ratelimit import RateLimiter
     from .tokens import TokenService
 
@@ -31,6 +32,7 @@ class ServerContext:
     tokens: TokenService
     limiter: RateLimiter
     registry: Registry
+    pending: PendingSockets
 
 
 def open_store(settings: Settings, plugins: Plugins) -> Store:
