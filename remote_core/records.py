@@ -25,6 +25,7 @@ __all__ = [
     "Release",
     "RestoreResult",
     "SessionRecord",
+    "SigningKey",
     "SupportCode",
     "User",
     "utcnow",
@@ -184,6 +185,17 @@ class User:
     @property
     def is_admin(self) -> bool:
         return self.role == "admin"
+
+
+@dataclass(frozen=True, slots=True)
+class SigningKey:
+    """One key of the token-signing ring (T17): the current key has no ``verify_until``;
+    a rotated-out key still verifies tokens until then, and signs none."""
+
+    kid: str
+    secret: str = field(repr=False)
+    created_at: datetime
+    verify_until: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,6 +49,9 @@ class Settings:
         None, "token signing secret (default: generated and stored)", secret=True, cli=False
     )
     login_token_ttl: int = _opt(8 * 3600, "login token lifetime, seconds")
+    signing_key_refresh: float = _opt(
+        30.0, "seconds between rereads of the token-signing keys (a rotation reaches a "
+              "running server within this)")
     max_message_bytes: int = _opt(16 * 1024 * 1024, "largest WebSocket message accepted")
     heartbeat_interval: float = _opt(15.0, "seconds between heartbeats")
     heartbeat_timeout: float = _opt(45.0, "seconds of silence before a peer is dropped")
@@ -130,7 +133,8 @@ def _check(values: Mapping[str, Any]) -> None:
                  "max_pending_sockets_per_ip", "max_pending_sockets"):
         if values[name] <= 0:
             raise ConfigError(f"setting {name!r} must be positive, got {values[name]}")
-    for name in ("heartbeat_interval", "heartbeat_timeout", "first_message_timeout"):
+    for name in ("heartbeat_interval", "heartbeat_timeout", "first_message_timeout",
+                 "signing_key_refresh"):
         if values[name] <= 0:
             raise ConfigError(f"setting {name!r} must be positive, got {values[name]}")
     if values["heartbeat_timeout"] <= values["heartbeat_interval"]:
