@@ -9,6 +9,7 @@ message to the close frame, happens in :mod:`remote_core.relay`.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
@@ -16,6 +17,7 @@ from starlette.routing import WebSocketRoute
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
+from ..logsafe import peer_text
 from ..relay.auth import Refused
 from ..relay.peer import ViewerVerifier, serve_agent, serve_viewer
 from .clientip import client_ip
@@ -25,6 +27,8 @@ from .pending import Slot
 from .tokens import TokenError, TokenService
 
 __all__ = ["TRY_AGAIN_LATER", "routes"]
+
+log = logging.getLogger(__name__)
 
 TRY_AGAIN_LATER = 1013
 """RFC 6455 close code for a refusal the client should retry after a while (T36)."""
@@ -97,9 +101,13 @@ async def _pending(websocket: WebSocket, ctx: ServerContext,
     """
     slot = ctx.pending.admit(address)
     if slot is None:
-        await websocket.accept()
-        await websocket.close(TRY_AGAIN_LATER, "too many connections awaiting their "
-                                               "session_request; try again later")
+        try:
+            await websocket.accept()
+            await websocket.close(TRY_AGAIN_LATER, "too many connections awaiting their "
+                                                   "session_request; try again later")
+        except Exception:  # a flood's socket gone already: no traceback per socket
+            log.debug("a refused socket from %s left first", peer_text(address),
+                      exc_info=True)
         yield None
         return
     try:

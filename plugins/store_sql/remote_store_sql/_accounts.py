@@ -126,7 +126,7 @@ def get_or_create_secret(conn: Connection, name: str, value: str, now: datetime)
     return stored
 
 
-def _ring(conn: Connection) -> list[SigningKey]:
+def signing_key_ring(conn: Connection) -> list[SigningKey]:
     rows = conn.execute(sa.select(signing_keys)
                         .order_by(signing_keys.c.created_at, signing_keys.c.kid))
     return [SigningKey(kid=row.kid, secret=row.secret, created_at=row.created_at,
@@ -141,7 +141,7 @@ def _add_key(conn: Connection, key: SigningKey) -> None:
 
 def seeded_signing_keys(conn: Connection, seed: SigningKey) -> list[SigningKey]:
     exclusive(conn, "signing_keys")
-    ring = _ring(conn)
+    ring = signing_key_ring(conn)
     if ring:
         return ring
     _add_key(conn, seed)
@@ -155,7 +155,7 @@ def rotate_signing_key(conn: Connection, new: SigningKey, previous_until: dateti
     conn.execute(sa.update(signing_keys).where(signing_keys.c.verify_until.is_(None))
                  .values(verify_until=previous_until))
     _add_key(conn, new)
-    return _ring(conn)
+    return signing_key_ring(conn)
 
 
 def record_login_address(conn: Connection, user_id: str, client_ip: str, keep: int,

@@ -72,7 +72,9 @@ class SqlStore(Store):
         return await self._runner.write(_accounts.get_or_create_secret, name, value, utcnow())
 
     async def signing_keys(self, seed: SigningKey) -> list[SigningKey]:
-        return await self._runner.write(_accounts.seeded_signing_keys, seed)
+        # Servers reread the ring every half minute: a read, unless there is none yet.
+        ring = await self._runner.read(_accounts.signing_key_ring)
+        return ring or await self._runner.write(_accounts.seeded_signing_keys, seed)
 
     async def rotate_signing_key(self, new: SigningKey,
                                  previous_until: datetime) -> list[SigningKey]:
