@@ -1,4 +1,4 @@
-"""``remote-support``: serve, migrate, plugins, user, release."""
+"""``remote-support``: serve, migrate, plugins, user, secret, release."""
 
 from __future__ import annotations
 
@@ -43,6 +43,16 @@ def _parser() -> argparse.ArgumentParser:
     user_sub.add_parser("list", help="list users")
     passwd = user_sub.add_parser("set-password", help="set a user's password")
     passwd.add_argument("username")
+    secret = sub.add_parser("secret", help="manage the token-signing keys")
+    add_arguments(secret)
+    secret_sub = secret.add_subparsers(dest="secret_command", required=True)
+    rotate = secret_sub.add_parser(
+        "rotate", help="sign new tokens with a new random key; the previous key keeps "
+                       "verifying for the overlap (audited)")
+    rotate.add_argument("--overlap", type=float, default=None,
+                        help="seconds the previous key keeps verifying (at least the longest "
+                             "token lifetime; default: that plus --signing-key-refresh, for "
+                             "running servers to notice)")
     _release_parser(sub)
     return parser
 
@@ -135,6 +145,23 @@ async def _user(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+async def _secret(settings: Settings, args: argparse.Namespace) -> int:
+    from .server.audit import Audit
+    from .server.signing import rotate
+
+    plugins = get_plugin_manager(settings)
+    store = open_store(settings, plugins)
+    await store.open()
+    try:
+        done = await rotate(settings, store, Audit(store, plugins), args.overlap)
+    finally:
+        await store.close()
+    print(f"tokens are now signed with key {done.current}; key {done.previous} verifies "
+          f"until {done.previous_until.isoformat(timespec='seconds')} (running servers "
+          f"switch within {settings.signing_key_refresh:g} s)")
+    return 0
+
+
 def cmd_serve(settings: Settings) -> int:
     from .server import create_app
     from .server.serving import serve
@@ -157,6 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_migrate(settings))
         if args.command == "user":
             return asyncio.run(_user(settings, args))
+        if args.command == "secret":
+            return asyncio.run(_secret(settings, args))
         return cmd_serve(settings)
     except RemoteSupportError as exc:
         print(f"remote-support: error: {exc}", file=sys.stderr)

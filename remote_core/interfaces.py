@@ -22,6 +22,7 @@ from .records import (
     Release,
     RestoreResult,
     SessionRecord,
+    SigningKey,
     SupportCode,
     User,
 )
@@ -174,6 +175,18 @@ class Store(ABC):
     @abstractmethod
     async def get_or_create_secret(self, name: str, value: str) -> str:
         """Return the stored secret ``name``; store ``value`` first if there is none (race-free)."""
+
+    @abstractmethod
+    async def signing_keys(self, seed: SigningKey) -> list[SigningKey]:
+        """The token-signing key ring, oldest first; when it is empty, ``seed`` is stored
+        first (race-free: every process seeds with the same key)."""
+
+    @abstractmethod
+    async def rotate_signing_key(self, new: SigningKey,
+                                 previous_until: datetime) -> list[SigningKey]:
+        """Make ``new`` the current key: the current one verifies until ``previous_until``,
+        keys past their ``verify_until`` are deleted. Serialised across processes, so two
+        rotations at once leave one current key. Returns the ring, oldest first."""
 
     # -- machines (SPEC 2.4, 3.3, 5.4) --------------------------------------
     @abstractmethod
@@ -328,6 +341,15 @@ class Store(ABC):
 
     @abstractmethod
     async def delete_user(self, user_id: str) -> bool: ...
+
+    @abstractmethod
+    async def record_login_address(self, user_id: str, client_ip: str, keep: int) -> None:
+        """Remember a successful login of ``user_id`` from ``client_ip``; only the ``keep``
+        most recent addresses of each user are kept."""
+
+    @abstractmethod
+    async def is_login_address(self, user_id: str, client_ip: str) -> bool:
+        """True when ``user_id`` logged in from ``client_ip`` (among the addresses kept)."""
 
     # -- releases ----------------------------------------------------------------------------
     @abstractmethod

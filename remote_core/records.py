@@ -26,6 +26,7 @@ __all__ = [
     "Release",
     "RestoreResult",
     "SessionRecord",
+    "SigningKey",
     "SupportCode",
     "User",
     "utcnow",
@@ -191,6 +192,17 @@ class User:
         """A short fingerprint of the password hash, carried by tokens: a password change
         voids every token minted before it (login tokens and viewer tokens alike)."""
         return hashlib.sha256(self.password_hash.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True, slots=True)
+class SigningKey:
+    """One key of the token-signing ring (T17): the current key has no ``verify_until``;
+    a rotated-out key still verifies tokens until then, and signs none."""
+
+    kid: str
+    secret: str = field(repr=False)
+    created_at: datetime
+    verify_until: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

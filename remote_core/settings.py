@@ -49,10 +49,17 @@ class Settings:
         None, "token signing secret (default: generated and stored)", secret=True, cli=False
     )
     login_token_ttl: int = _opt(8 * 3600, "login token lifetime, seconds")
+    signing_key_refresh: float = _opt(
+        30.0, "seconds between rereads of the token-signing keys (a rotation reaches a "
+              "running server within this)")
     max_message_bytes: int = _opt(16 * 1024 * 1024, "largest WebSocket message accepted")
     heartbeat_interval: float = _opt(15.0, "seconds between heartbeats")
     heartbeat_timeout: float = _opt(45.0, "seconds of silence before a peer is dropped")
     first_message_timeout: float = _opt(10.0, "seconds to wait for session_request")
+    max_pending_sockets_per_ip: int = _opt(
+        32, "WebSockets one client address may hold open before their session_request")
+    max_pending_sockets: int = _opt(
+        1024, "WebSockets all addresses together may hold open before their session_request")
     request_body_timeout: float = _opt(30.0, "seconds a client has to send a request body")
     consent_timeout: int = _opt(60, "seconds an attended agent has to answer consent")
     viewer_buffer_bytes: int = _opt(8 * 1024 * 1024, "video bytes queued per viewer at most")
@@ -122,10 +129,12 @@ def _check(values: Mapping[str, Any]) -> None:
     port = values["port"]
     if not 0 <= port <= 65535:
         raise ConfigError(f"setting 'port' must be 0-65535, got {port}")
-    for name in ("max_message_bytes", "viewer_buffer_bytes", "login_token_ttl", "consent_timeout"):
+    for name in ("max_message_bytes", "viewer_buffer_bytes", "login_token_ttl", "consent_timeout",
+                 "max_pending_sockets_per_ip", "max_pending_sockets"):
         if values[name] <= 0:
             raise ConfigError(f"setting {name!r} must be positive, got {values[name]}")
-    for name in ("heartbeat_interval", "heartbeat_timeout", "first_message_timeout"):
+    for name in ("heartbeat_interval", "heartbeat_timeout", "first_message_timeout",
+                 "signing_key_refresh"):
         if values[name] <= 0:
             raise ConfigError(f"setting {name!r} must be positive, got {values[name]}")
     if values["heartbeat_timeout"] <= values["heartbeat_interval"]:

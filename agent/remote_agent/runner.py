@@ -5,8 +5,10 @@ waiting as :class:`Backoff` says, until the server orders an uninstall or a
 restart, or an update has been installed and the process must restart into it.
 Attended agents serve one session: they end when the server ends it or
 refuses them, and a connection lost under them is tried again the same way
-(the server then answers whether the support code still holds). A lost
-connection is one log line, never a traceback.
+(the server then answers whether the support code still holds), as is a first
+connection the server closed with 1013 "try again later" (too many connections
+awaiting their first message). A lost connection is one log line, never a
+traceback.
 """
 
 from __future__ import annotations
@@ -30,6 +32,13 @@ log = logging.getLogger(__name__)
 LOST = (OSError, ConnectionClosed, HandshakeError, TimeoutError, ProtocolError)
 """How a connection fails on the way: worth another attempt."""
 
+TRY_AGAIN_LATER = 1013
+"""The server's close code for a busy refusal (RFC 6455): retried, with the backoff."""
+
+
+def _busy(exc: BaseException) -> bool:
+    return isinstance(exc, ConnectionClosed) and exc.code == TRY_AGAIN_LATER
+
 
 async def run_agent(make_session: Callable[[], AgentSession], *, attended: bool,
                     backoff: Backoff | None = None) -> Ending:
@@ -48,7 +57,7 @@ async def run_agent(make_session: Callable[[], AgentSession], *, attended: bool,
                 return ending
         except LOST as exc:
             connected = session.connected_at is not None
-            if attended and not (served or connected):
+            if attended and not (served or connected or _busy(exc)):
                 raise
             log.warning("connection %s: %s", "lost" if connected else "failed", exc)
         except Refused as exc:

@@ -60,3 +60,14 @@ async def test_attended_agent_tries_a_lost_connection_again_until_the_server_ans
     assert backoff.attempt == 2
     with pytest.raises(OSError):  # never got through: the first failure is the answer
         await run_agent(_script(OSError("refused")), attended=True, backoff=backoff)
+
+
+@pytest.mark.anyio
+async def test_attended_agent_waits_out_a_busy_server_with_its_backoff():
+    backoff = Backoff(base=0.001, cap=0.002)
+    assert await run_agent(_script(ConnectionClosed(1013, "try again later"),
+                                   ConnectionClosed(1013), Ending.CLOSED),
+                           attended=True, backoff=backoff) is Ending.CLOSED
+    assert backoff.attempt == 2
+    with pytest.raises(ConnectionClosed):  # any other first failure still ends it
+        await run_agent(_script(ConnectionClosed(1008)), attended=True, backoff=backoff)

@@ -12,6 +12,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.responses import RedirectResponse
 from starlette.routing import Mount, Route
@@ -20,18 +21,18 @@ from ..plugins import Plugins, get_plugin_manager
 from ..settings import Settings
 from .api import routes as api_routes
 from .audit import Audit
-from .context import ServerContext, jwt_secret, open_store
+from .context import ServerContext, open_store
 from .origin import accepted_origins_text
+from .pending import PendingSockets
 from .problem import exception_handlers
 from .ratelimit import MemoryRateLimiter, RateLimiter
-from .tokens import TokenService
+from .signing import keep_fresh, load_key_ring
+from .tokens import VIEWER_TOKEN_TTL, TokenService
 from .users import FIRST_ADMIN_NAME, ensure_first_admin
 
 __all__ = ["create_app"]
 
 log = logging.getLogger(__name__)
-
-VIEWER_TOKEN_TTL = 300  # SPEC 5.3, 8
 
 
 def create_app(settings: Settings, plugins: Plugins | None = None, *,
@@ -69,15 +70,20 @@ def create_app(settings: Settings, plugins: Plugins | None = None, *,
             registry = Registry(settings=settings, store=store, plugins=plugins, audit=audit)
             await registry.restore()
             log.info("viewer sockets accept %s", accepted_origins_text(settings))
+            tokens = TokenService(await load_key_ring(settings, store),
+                                  login_ttl=settings.login_token_ttl,
+                                  viewer_ttl=VIEWER_TOKEN_TTL)
             app.state.ctx = ServerContext(
-                settings=settings, plugins=plugins, store=store, audit=audit,
-                tokens=TokenService(await jwt_secret(settings, store),
-                                    login_ttl=settings.login_token_ttl,
-                                    viewer_ttl=VIEWER_TOKEN_TTL),
+                settings=settings, plugins=plugins, store=store, audit=audit, tokens=tokens,
                 limiter=limiter or MemoryRateLimiter(), registry=registry,
+                pending=PendingSockets(settings.max_pending_sockets_per_ip,
+                                       settings.max_pending_sockets),
             )
             try:
-                yield
+                async with anyio.create_task_group() as group:
+                    group.start_soon(keep_fresh, tokens, settings, store)
+                    yield
+                    group.cancel_scope.cancel()
             finally:
                 await registry.shutdown("server shutting down")
         finally:

@@ -5,7 +5,6 @@ Handlers reach it as ``request.app.state.ctx`` (or ``websocket.app.state.ctx``).
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -16,6 +15,7 @@ from .audit import Audit
 
 if TYPE_CHECKING:
     from ..relay.registry import Registry
+    from .pending import PendingSockets
     from .ratelimit import RateLimiter
     from .tokens import TokenService
 
@@ -31,6 +31,7 @@ class ServerContext:
     tokens: TokenService
     limiter: RateLimiter
     registry: Registry
+    pending: PendingSockets
 
 
 def open_store(settings: Settings, plugins: Plugins) -> Store:
@@ -40,9 +41,3 @@ def open_store(settings: Settings, plugins: Plugins) -> Store:
         raise TypeError(f"store {spec.name!r} registered no factory")
     return spec.factory(settings.database_url)
 
-
-async def jwt_secret(settings: Settings, store: Store) -> str:
-    """The configured signing secret, else one generated once and persisted (never a constant)."""
-    if settings.jwt_secret:
-        return settings.jwt_secret
-    return await store.get_or_create_secret("jwt_signing_key", secrets.token_urlsafe(64))

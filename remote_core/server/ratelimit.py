@@ -19,7 +19,8 @@ Clock = Callable[[], float]
 
 
 class RateLimiter(ABC):
-    """Every limit is per client IP. A ``float`` result is the seconds to wait."""
+    """Every limit is per client IP but the account guard. A ``float`` result is the
+    seconds to wait."""
 
     LOGIN = ("login", 8, 60.0)
     CHANGE_PASSWORD = ("change_password", 5, 60.0)
@@ -30,6 +31,14 @@ class RateLimiter(ABC):
     code every nine guesses would otherwise keep an address guessing forever."""
     CODE_LOCKOUT_SECONDS = 15 * 60.0
     CSP_REPORT = ("csp_report", 60, 60.0)
+    ACCOUNT_GUARD = "login_account"
+    ACCOUNT_FAILURES_BEFORE_GUARD = 20
+    ACCOUNT_FAILURE_WINDOW = 15 * 60.0
+    ACCOUNT_GUARD_SECONDS = 15 * 60.0
+    """Failed logins to one account from all addresses together: the 20th within 15 minutes
+    raises the account's guard for 15 minutes (T06, ASVS 6.1.1). While it is up, only the
+    addresses the account has logged in from may try a password (the login route asks the
+    store), so a distributed guesser is stopped without locking the owner out."""
 
     # -- primitives a backend implements ------------------------------------
     @abstractmethod
@@ -73,6 +82,18 @@ class RateLimiter(ABC):
         return await self.record_failure(self.CODE_VALIDATION[0], client_ip,
                                          self.CODE_FAILURES_BEFORE_LOCKOUT,
                                          self.CODE_FAILURE_WINDOW, self.CODE_LOCKOUT_SECONDS)
+
+    async def account_guard_for(self, username: str) -> float | None:
+        """Seconds left of ``username``'s guard, or ``None`` when it is down."""
+        return await self.locked_for(self.ACCOUNT_GUARD, username)
+
+    async def record_account_failure(self, username: str) -> bool:
+        """One more failed login to ``username`` from any address; True when this one
+        raised the guard. Counted for any name asked for, existing or not, so the guard
+        tells nothing about which accounts exist."""
+        return await self.record_failure(self.ACCOUNT_GUARD, username,
+                                         self.ACCOUNT_FAILURES_BEFORE_GUARD,
+                                         self.ACCOUNT_FAILURE_WINDOW, self.ACCOUNT_GUARD_SECONDS)
 
     @staticmethod
     def _split(rule: tuple[str, int, float], key: str) -> tuple[str, str, int, float]:

@@ -5,6 +5,12 @@ carries a ``purpose`` claim that its verifier checks, so a viewer token fails
 on the HTTP API and a login token fails on the viewer socket even if one check
 were lost. Both verifiers accept HS256 only (``alg=none`` and algorithm swaps
 fail) and require ``exp`` and ``iat``.
+
+The secret is one of a :class:`KeyRing` (T17): every token names its key in a
+``kid`` header; the current key signs, a rotated-out key verifies until its
+``verify_until`` (the overlap, at least the longest token lifetime), and a
+token whose ``kid`` is missing, not a string, unknown or past its overlap is
+refused before its signature is looked at.
 """
 
 from __future__ import annotations
@@ -13,15 +19,19 @@ import hashlib
 import hmac
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import jwt
 
-from ..records import User
+from ..records import SigningKey, User
 
-__all__ = ["LoginClaims", "TokenError", "TokenService", "ViewerClaims"]
+__all__ = ["VIEWER_TOKEN_TTL", "KeyRing", "LoginClaims", "TokenError", "TokenService",
+           "ViewerClaims", "key_id"]
 
+VIEWER_TOKEN_TTL = 300  # SPEC 5.3, 8
 ALGORITHMS = ["HS256"]
 ISSUER = "remote-support"
 LOGIN = "login"
@@ -56,27 +66,92 @@ def _derive(secret: str, purpose: str) -> bytes:
                     hashlib.sha256).digest()
 
 
-class TokenService:
-    """Mints and verifies both kinds of token with keys derived from one secret."""
+def key_id(secret: str) -> str:
+    """The ``kid`` of a secret: a fingerprint that names it without revealing it, the same
+    in every process (so processes seeding one ring at once agree)."""
+    return hmac.new(secret.encode(), b"remote-support key id", hashlib.sha256).hexdigest()[:16]
 
-    def __init__(self, secret: str, login_ttl: int = 8 * 3600, viewer_ttl: int = 300) -> None:
+
+class KeyRing:
+    """The signing keys a server knows: the current one and those still in their overlap.
+
+    :param clock: wall-clock seconds (``verify_until`` is a wall-clock time).
+    """
+
+    def __init__(self, keys: Sequence[SigningKey],
+                 clock: Callable[[], float] = time.time) -> None:
+        current = [k for k in keys if k.verify_until is None]
+        if not current:
+            raise ValueError("the key ring has no current key")
+        self.current = max(current, key=lambda k: (k.created_at, k.kid))
+        self._clock = clock
+        self._keys = {k.kid: k for k in keys}
+        self._derived = {(k.kid, purpose): _derive(k.secret, purpose)
+                         for k in keys for purpose in (LOGIN, VIEWER)}
+
+    @classmethod
+    def single(cls, secret: str) -> KeyRing:
+        """One key, named by its fingerprint: a configured secret, or a test's."""
         if not secret:
             raise ValueError("a token signing secret is required")
-        self._keys = {LOGIN: _derive(secret, LOGIN), VIEWER: _derive(secret, VIEWER)}
+        return cls([SigningKey(kid=key_id(secret), secret=secret,
+                               created_at=datetime.fromtimestamp(0, UTC))])
+
+    @property
+    def kids(self) -> list[str]:
+        return list(self._keys)
+
+    def signing(self, purpose: str) -> tuple[str, bytes]:
+        """``(kid, key)`` that signs new tokens of ``purpose``."""
+        return self.current.kid, self._derived[(self.current.kid, purpose)]
+
+    def verifying(self, kid: object, purpose: str) -> bytes | None:
+        """The key of ``kid`` for ``purpose`` while it may verify, else None."""
+        if not isinstance(kid, str):
+            return None
+        key = self._keys.get(kid)
+        if key is None:
+            return None
+        if key.verify_until is not None and self._clock() >= key.verify_until.timestamp():
+            return None
+        return self._derived[(kid, purpose)]
+
+
+class TokenService:
+    """Mints and verifies both kinds of token with keys derived from the ring's secrets.
+
+    :param keys: the key ring, or one secret (a ring of one key).
+    """
+
+    def __init__(self, keys: KeyRing | str, login_ttl: int = 8 * 3600,
+                 viewer_ttl: int = VIEWER_TOKEN_TTL) -> None:
+        self.ring = keys if isinstance(keys, KeyRing) else KeyRing.single(keys)
         self.login_ttl = login_ttl
         self.viewer_ttl = viewer_ttl
+
+    def signing_key(self, purpose: str) -> tuple[str, bytes]:
+        """``(kid, key)`` of the current key for ``purpose`` (tests forge with it)."""
+        return self.ring.signing(purpose)
 
     def _mint(self, purpose: str, ttl: int, claims: dict[str, Any]) -> str:
         now = int(time.time())
         payload = {"iss": ISSUER, "purpose": purpose, "iat": now, "exp": now + ttl,
                    "jti": uuid.uuid4().hex, **claims}
-        return jwt.encode(payload, self._keys[purpose], algorithm="HS256",
-                          headers={"typ": "JWT"})
+        kid, key = self.ring.signing(purpose)
+        return jwt.encode(payload, key, algorithm="HS256", headers={"typ": "JWT", "kid": kid})
 
     def _verify(self, purpose: str, token: str, required: list[str]) -> dict[str, Any]:
         try:
+            kid = jwt.get_unverified_header(token).get("kid")
+        except jwt.PyJWTError:
+            raise TokenError(f"not a valid {purpose} token") from None
+        key = self.ring.verifying(kid, purpose)
+        if key is None:
+            raise TokenError(f"not a valid {purpose} token (its signing key is unknown or "
+                             "retired)")
+        try:
             claims: dict[str, Any] = jwt.decode(
-                token, self._keys[purpose], algorithms=ALGORITHMS, issuer=ISSUER,
+                token, key, algorithms=ALGORITHMS, issuer=ISSUER,
                 options={"require": ["exp", "iat", "iss", "purpose", *required]},
             )
         except jwt.ExpiredSignatureError:

@@ -42,6 +42,10 @@ DEVIATIONS: dict[str, str] = {
     "request_body_timeout": "one second in the slow-sender test, so it does not wait 30",
     "ws_impl": "only the message-size test of the security suite (T32), which holds the cap "
                "under wsproto as well as the shipped websockets-sansio",
+    "max_pending_sockets": "only the T36 test of the global cap on sockets awaiting their "
+                           "session_request, so it fills a cap of 40 rather than 1,024",
+    "signing_key_refresh": "only the T17 key-rotation tests: a fifth of a second, so a "
+                           "rotation reaches the running server in a moment, not 30 s",
     "plugins": "only the tests of plugin loading itself",
     "block_plugins": "only the tests of plugin loading itself and of a deployment that "
                      "blocks a built-in to replace it",

@@ -38,6 +38,7 @@ from ..records import (
     MachineReport,
     Release,
     SessionRecord,
+    SigningKey,
     SupportCode,
     User,
     utcnow,
@@ -115,6 +116,52 @@ class StoreContract:
         assert len(set(results)) == 1
         assert await store.get_or_create_secret("jwt", "late") == results[0]
         assert await store.get_or_create_secret("other", "x") == "x"
+
+    # -- the token-signing key ring (T17) -----------------------------------------------
+    @staticmethod
+    def _key(name: str, ago: float = 0.0) -> SigningKey:
+        return SigningKey(kid=f"kid-{name}", secret=f"secret-{name}-" + secrets.token_hex(8),
+                          created_at=utcnow() - timedelta(seconds=ago))
+
+    async def test_the_key_ring_is_seeded_once_under_concurrency(self, store: Store) -> None:
+        rings: list[list[SigningKey]] = []
+
+        async def seed(n: int) -> None:
+            rings.append(await store.signing_keys(self._key(str(n))))
+
+        async with anyio.create_task_group() as tg:
+            for n in range(8):
+                tg.start_soon(seed, n)
+        assert all(ring == rings[0] for ring in rings)
+        assert len(rings[0]) == 1 and rings[0][0].verify_until is None
+        assert await store.signing_keys(self._key("late")) == rings[0]
+
+    async def test_rotation_retires_the_current_key_and_drops_expired_ones(
+            self, store: Store) -> None:
+        first = (await store.signing_keys(self._key("a", ago=20)))[0]
+        until = utcnow() + timedelta(hours=8)
+        ring = await store.rotate_signing_key(self._key("b", ago=10), until)
+        assert [k.kid for k in ring] == [first.kid, "kid-b"]
+        assert ring[0].secret == first.secret
+        assert abs((ring[0].verify_until or until) - until) < timedelta(seconds=1)
+        assert ring[0].verify_until is not None and ring[1].verify_until is None
+        # "b" retires already expired; the next rotation drops it, "a" stays till its time.
+        ring = await store.rotate_signing_key(self._key("c", ago=5),
+                                              utcnow() - timedelta(seconds=1))
+        ring = await store.rotate_signing_key(self._key("d"), utcnow() + timedelta(hours=1))
+        assert [k.kid for k in ring] == [first.kid, "kid-c", "kid-d"]
+        assert [k.verify_until is None for k in ring] == [False, False, True]
+        assert await store.signing_keys(self._key("e")) == ring
+
+    async def test_concurrent_rotations_leave_one_current_key(self, store: Store) -> None:
+        await store.signing_keys(self._key("seed", ago=60))
+        until = utcnow() + timedelta(hours=8)
+        async with anyio.create_task_group() as tg:
+            for n in range(6):
+                tg.start_soon(store.rotate_signing_key, self._key(str(n)), until)
+        ring = await store.signing_keys(self._key("late"))
+        assert len(ring) == 7
+        assert sum(k.verify_until is None for k in ring) == 1
 
     # -- machines: registration and deduplication (SPEC 5.4) ------------------------------
     async def test_upsert_creates_with_defaults(self, store: Store) -> None:
@@ -420,6 +467,21 @@ class StoreContract:
         assert await store.get_session("no-such-session") is None
 
     # -- users ---------------------------------------------------------------------------------
+    async def test_login_addresses_keep_the_newest_few_per_user(self, store: Store) -> None:
+        alice = await store.create_user(make_user("alice"))
+        bob = await store.create_user(make_user("bob"))
+        for address in ("192.0.2.1", "192.0.2.2", "192.0.2.1", "192.0.2.3"):
+            await store.record_login_address(alice.id, address, keep=2)
+            await anyio.sleep(0.01)  # distinct login times
+        assert await store.is_login_address(alice.id, "192.0.2.1")
+        assert await store.is_login_address(alice.id, "192.0.2.3")
+        assert not await store.is_login_address(alice.id, "192.0.2.2")  # the oldest, dropped
+        assert not await store.is_login_address(bob.id, "192.0.2.1")
+        await store.record_login_address(bob.id, "192.0.2.1", keep=2)
+        assert await store.delete_user(alice.id)
+        assert not await store.is_login_address(alice.id, "192.0.2.1")
+        assert await store.is_login_address(bob.id, "192.0.2.1")
+
     async def test_users(self, store: Store) -> None:
         alice = await store.create_user(make_user(
             "alice", role="admin", permissions=("view", "control"), client_access=("*",)))

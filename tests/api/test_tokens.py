@@ -66,14 +66,15 @@ def test_alg_none_wrong_key_and_expiry_fail(tokens: TokenService) -> None:
 
 
 def test_exp_and_iat_are_required(tokens: TokenService) -> None:
-    key = tokens._keys["login"]
+    kid, key = tokens.signing_key("login")
     now = int(time.time())
     for missing in ("exp", "iat"):
         claims = {"iss": "remote-support", "purpose": "login", "sub": "u-1", "pwv": "x",
                   "iat": now, "exp": now + 60}
         del claims[missing]
         with pytest.raises(TokenError):
-            tokens.verify_login(jwt.encode(claims, key, algorithm="HS256"))
+            tokens.verify_login(jwt.encode(claims, key, algorithm="HS256",
+                                           headers={"kid": kid}))
 
 
 def test_a_secret_is_required() -> None:

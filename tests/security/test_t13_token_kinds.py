@@ -30,8 +30,9 @@ def signed(server: LiveServer, key_of: str, **claims: Any) -> str:
     """A token signed with the server's own ``key_of`` key ("login" or "viewer")."""
     now = int(time.time())
     payload = {"iss": "remote-support", "iat": now, "exp": now + 300, **claims}
-    return jwt.encode({k: v for k, v in payload.items() if v is not None},
-                      server.ctx.tokens._keys[key_of], algorithm="HS256")
+    kid, key = server.ctx.tokens.signing_key(key_of)
+    return jwt.encode({k: v for k, v in payload.items() if v is not None}, key,
+                      algorithm="HS256", headers={"kid": kid})
 
 
 async def first_admin(server: LiveServer) -> Any:

@@ -43,27 +43,30 @@ def spliced(token: str, other: str) -> str:
     return f"{header}.{claims}.{other.split('.')[2]}"
 
 
-Forger = Callable[[dict[str, Any], bytes], str]
+Forger = Callable[[dict[str, Any], bytes, dict[str, str]], str]
 
-# name -> how to make a token of the given claims with the server's key for its kind.
+# name -> how to make a token of the given claims with the server's key for its kind and
+# that key's ``kid`` header (``kid``: ``{"kid": ...}``), the strongest forger.
 ALGORITHM_GAMES: dict[str, Forger] = {
-    "alg none": lambda claims, key: unsigned(claims, {"alg": "none", "typ": "JWT"}),
-    "alg None, signature kept": lambda claims, key: unsigned(
-        claims, {"alg": "None", "typ": "JWT"}) + b64(b"x" * 32),
-    "HS384 with the right key": lambda claims, key: jwt.encode(claims, key, algorithm="HS384"),
-    "HS512 with the right key": lambda claims, key: jwt.encode(claims, key, algorithm="HS512"),
-    "RS256 with the forger's key": lambda claims, key: jwt.encode(
+    "alg none": lambda claims, key, kid: unsigned(claims, {"alg": "none", "typ": "JWT", **kid}),
+    "alg None, signature kept": lambda claims, key, kid: unsigned(
+        claims, {"alg": "None", "typ": "JWT", **kid}) + b64(b"x" * 32),
+    "HS384 with the right key": lambda claims, key, kid: jwt.encode(
+        claims, key, algorithm="HS384", headers=kid),
+    "HS512 with the right key": lambda claims, key, kid: jwt.encode(
+        claims, key, algorithm="HS512", headers=kid),
+    "RS256 with the forger's key": lambda claims, key, kid: jwt.encode(
         claims, rsa.generate_private_key(public_exponent=65537, key_size=2048),
-        algorithm="RS256"),
-    "ES256 with the forger's key": lambda claims, key: jwt.encode(
-        claims, ec.generate_private_key(ec.SECP256R1()), algorithm="ES256"),
-    "HS256 with another key": lambda claims, key: jwt.encode(claims, b"k" * 32,
-                                                            algorithm="HS256"),
-    "critical header extension": lambda claims, key: jwt.encode(
-        claims, key, algorithm="HS256", headers={"crit": ["exp"], "exp": 1}),
-    "signature of another token": lambda claims, key: spliced(
-        jwt.encode(claims, key, algorithm="HS256"),
-        jwt.encode({**claims, "sub": "someone-else"}, key, algorithm="HS256")),
+        algorithm="RS256", headers=kid),
+    "ES256 with the forger's key": lambda claims, key, kid: jwt.encode(
+        claims, ec.generate_private_key(ec.SECP256R1()), algorithm="ES256", headers=kid),
+    "HS256 with another key": lambda claims, key, kid: jwt.encode(
+        claims, b"k" * 32, algorithm="HS256", headers=kid),
+    "critical header extension": lambda claims, key, kid: jwt.encode(
+        claims, key, algorithm="HS256", headers={"crit": ["exp"], "exp": 1, **kid}),
+    "signature of another token": lambda claims, key, kid: spliced(
+        jwt.encode(claims, key, algorithm="HS256", headers=kid),
+        jwt.encode({**claims, "sub": "someone-else"}, key, algorithm="HS256", headers=kid)),
 }
 
 # name -> change to the time claims (relative to now); T16.
@@ -110,11 +113,17 @@ GAMES = [*ALGORITHM_GAMES, OTHER_KINDS_KEY]
 
 def forge(server: LiveServer, game: str, kind: str, claims: dict[str, Any]) -> str:
     """A token of ``kind`` played by ``game``, with the server's own keys at hand."""
-    keys = server.ctx.tokens._keys
     if game == OTHER_KINDS_KEY:
-        return jwt.encode(claims, keys["viewer" if kind == "login" else "login"],
-                          algorithm="HS256")
-    return ALGORITHM_GAMES[game](claims, keys[kind])
+        kid, other = server.ctx.tokens.signing_key("viewer" if kind == "login" else "login")
+        return jwt.encode(claims, other, algorithm="HS256", headers={"kid": kid})
+    kid, key = server.ctx.tokens.signing_key(kind)
+    return ALGORITHM_GAMES[game](claims, key, {"kid": kid})
+
+
+def signed(server: LiveServer, kind: str, claims: dict[str, Any]) -> str:
+    """Honestly signed with the server's current key for ``kind``."""
+    kid, key = server.ctx.tokens.signing_key(kind)
+    return jwt.encode(claims, key, algorithm="HS256", headers={"kid": kid})
 
 
 @pytest.fixture(scope="module")
@@ -140,11 +149,9 @@ async def test_t15_the_honest_tokens_pass(server: LiveServer, admin: Admin,
     """The forgers below differ from these in one respect each."""
     agent = await Peer.agent(server, admin.keyed_machine()[1])
     session_id = await agent.accepted()
-    keys = server.ctx.tokens._keys
-    login = jwt.encode(claims_for(subject, "login", session_id), keys["login"], algorithm="HS256")
+    login = signed(server, "login", claims_for(subject, "login", session_id))
     assert api_status(admin, login) == 200
-    viewer = jwt.encode(claims_for(subject, "viewer", session_id), keys["viewer"],
-                        algorithm="HS256")
+    viewer = signed(server, "viewer", claims_for(subject, "viewer", session_id))
     assert await viewer_admitted(server, viewer)
 
 
@@ -164,10 +171,8 @@ async def test_t16_tokens_outside_their_time_are_refused(
         server: LiveServer, admin: Admin, subject: Subject, game: str) -> None:
     agent = await Peer.agent(server, admin.keyed_machine()[1])
     session_id = await agent.accepted()
-    keys = server.ctx.tokens._keys
     for kind in ("login", "viewer"):
-        token = jwt.encode(claims_for(subject, kind, session_id, **TIME_GAMES[game]), keys[kind],
-                           algorithm="HS256")
+        token = signed(server, kind, claims_for(subject, kind, session_id, **TIME_GAMES[game]))
         if kind == "login":
             assert api_status(admin, token) == 401, game
         else:
@@ -179,8 +184,7 @@ async def test_t16_a_viewer_token_about_to_expire_still_joins(
     """exp - 2 s is valid; the same token a few seconds later is not (no leeway)."""
     agent = await Peer.agent(server, admin.keyed_machine()[1])
     session_id = await agent.accepted()
-    token = jwt.encode(claims_for(subject, "viewer", session_id, exp=2),
-                       server.ctx.tokens._keys["viewer"], algorithm="HS256")
+    token = signed(server, "viewer", claims_for(subject, "viewer", session_id, exp=2))
     assert await viewer_admitted(server, token)
     await anyio.sleep(2.5)
     assert not await viewer_admitted(server, token)

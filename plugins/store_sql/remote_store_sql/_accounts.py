@@ -1,4 +1,5 @@
-"""Users with their permissions and client access, and the server's stored secrets."""
+"""Users with their permissions, client access and login addresses, and the server's stored
+secrets and token-signing key ring."""
 
 from __future__ import annotations
 
@@ -10,10 +11,17 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from remote_core.records import DEFAULT_TENANT_ID, User
+from remote_core.records import DEFAULT_TENANT_ID, SigningKey, User
 
 from ._migrate import exclusive
-from ._schema import secrets, user_client_access, user_permissions, users
+from ._schema import (
+    login_addresses,
+    secrets,
+    signing_keys,
+    user_client_access,
+    user_permissions,
+    users,
+)
 from ._sql import insert, values_given
 
 _CHILDREN = ((user_permissions, "permission"), (user_client_access, "organization"))
@@ -105,6 +113,7 @@ def update_user(conn: Connection, user_id: str, *, password_hash: str | None,
 def delete_user(conn: Connection, user_id: str) -> bool:
     for table, _ in _CHILDREN:
         conn.execute(sa.delete(table).where(table.c.user_id == user_id))
+    conn.execute(sa.delete(login_addresses).where(login_addresses.c.user_id == user_id))
     return conn.execute(sa.delete(users).where(users.c.id == user_id)).rowcount == 1
 
 
@@ -115,3 +124,58 @@ def get_or_create_secret(conn: Connection, name: str, value: str, now: datetime)
     stored: str = conn.execute(sa.select(secrets.c.value)
                                .where(secrets.c.name == name)).scalar_one()
     return stored
+
+
+def signing_key_ring(conn: Connection) -> list[SigningKey]:
+    rows = conn.execute(sa.select(signing_keys)
+                        .order_by(signing_keys.c.created_at, signing_keys.c.kid))
+    return [SigningKey(kid=row.kid, secret=row.secret, created_at=row.created_at,
+                       verify_until=row.verify_until) for row in rows]
+
+
+def _add_key(conn: Connection, key: SigningKey) -> None:
+    conn.execute(sa.insert(signing_keys).values(kid=key.kid, secret=key.secret,
+                                                created_at=key.created_at,
+                                                verify_until=key.verify_until))
+
+
+def seeded_signing_keys(conn: Connection, seed: SigningKey) -> list[SigningKey]:
+    exclusive(conn, "signing_keys")
+    ring = signing_key_ring(conn)
+    if ring:
+        return ring
+    _add_key(conn, seed)
+    return [seed]
+
+
+def rotate_signing_key(conn: Connection, new: SigningKey, previous_until: datetime,
+                       now: datetime) -> list[SigningKey]:
+    exclusive(conn, "signing_keys")
+    conn.execute(sa.delete(signing_keys).where(signing_keys.c.verify_until <= now))
+    conn.execute(sa.update(signing_keys).where(signing_keys.c.verify_until.is_(None))
+                 .values(verify_until=previous_until))
+    _add_key(conn, new)
+    return signing_key_ring(conn)
+
+
+def record_login_address(conn: Connection, user_id: str, client_ip: str, keep: int,
+                         now: datetime) -> None:
+    conn.execute(insert(conn, login_addresses)
+                 .values(user_id=user_id, client_ip=client_ip, last_login_at=now)
+                 .on_conflict_do_update(index_elements=[login_addresses.c.user_id,
+                                                        login_addresses.c.client_ip],
+                                        set_={"last_login_at": now}))
+    newest = (sa.select(login_addresses.c.client_ip)
+              .where(login_addresses.c.user_id == user_id)
+              .order_by(login_addresses.c.last_login_at.desc(), login_addresses.c.client_ip)
+              .limit(keep))
+    conn.execute(sa.delete(login_addresses)
+                 .where(login_addresses.c.user_id == user_id,
+                        login_addresses.c.client_ip.not_in(newest.scalar_subquery())))
+
+
+def is_login_address(conn: Connection, user_id: str, client_ip: str) -> bool:
+    found = conn.execute(sa.select(login_addresses.c.client_ip)
+                         .where(login_addresses.c.user_id == user_id,
+                                login_addresses.c.client_ip == client_ip)).first()
+    return found is not None

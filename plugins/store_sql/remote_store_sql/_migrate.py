@@ -25,7 +25,8 @@ __all__ = ["MIGRATIONS", "current_revision", "exclusive", "head_revision", "revi
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
-_LOCK_KEYS = {"migrate": 0x52535F4D4947, "first_admin": 0x52535F41444D}
+_LOCK_KEYS = {"migrate": 0x52535F4D4947, "first_admin": 0x52535F41444D,
+              "signing_keys": 0x52535F4B4559}
 
 
 def exclusive(conn: Connection, purpose: str) -> None:

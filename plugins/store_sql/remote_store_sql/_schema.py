@@ -19,12 +19,14 @@ __all__ = [
     "Tags",
     "UTCDateTime",
     "agent_keys",
+    "login_addresses",
     "machines",
     "metadata",
     "releases",
     "secrets",
     "session_events",
     "sessions",
+    "signing_keys",
     "support_codes",
     "tenants",
     "user_client_access",
@@ -206,4 +208,20 @@ secrets = sa.Table(
     sa.Column("name", sa.String(64), primary_key=True),
     sa.Column("value", sa.Text, nullable=False),
     sa.Column("created_at", UTCDateTime, nullable=True),
+)
+
+signing_keys = sa.Table(
+    "signing_keys", metadata,
+    sa.Column("kid", sa.String(64), primary_key=True),
+    sa.Column("secret", sa.Text, nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("verify_until", UTCDateTime, nullable=True),
+)
+
+login_addresses = sa.Table(
+    "login_addresses", metadata,
+    sa.Column("user_id", sa.String(36), sa.ForeignKey("users.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("client_ip", sa.String(64), primary_key=True),
+    sa.Column("last_login_at", UTCDateTime, nullable=False),
 )

@@ -26,6 +26,7 @@ from remote_core.records import (
     Release,
     RestoreResult,
     SessionRecord,
+    SigningKey,
     SupportCode,
     User,
     utcnow,
@@ -69,6 +70,16 @@ class SqlStore(Store):
 
     async def get_or_create_secret(self, name: str, value: str) -> str:
         return await self._runner.write(_accounts.get_or_create_secret, name, value, utcnow())
+
+    async def signing_keys(self, seed: SigningKey) -> list[SigningKey]:
+        # Servers reread the ring every half minute: a read, unless there is none yet.
+        ring = await self._runner.read(_accounts.signing_key_ring)
+        return ring or await self._runner.write(_accounts.seeded_signing_keys, seed)
+
+    async def rotate_signing_key(self, new: SigningKey,
+                                 previous_until: datetime) -> list[SigningKey]:
+        return await self._runner.write(_accounts.rotate_signing_key, new, previous_until,
+                                        utcnow())
 
     # -- machines ------------------------------------------------------------------
     async def upsert_machine(self, report: MachineReport) -> Machine:
@@ -208,6 +219,13 @@ class SqlStore(Store):
 
     async def delete_user(self, user_id: str) -> bool:
         return await self._runner.write(_accounts.delete_user, user_id)
+
+    async def record_login_address(self, user_id: str, client_ip: str, keep: int) -> None:
+        await self._runner.write(_accounts.record_login_address, user_id, client_ip, keep,
+                                 utcnow())
+
+    async def is_login_address(self, user_id: str, client_ip: str) -> bool:
+        return await self._runner.read(_accounts.is_login_address, user_id, client_ip)
 
     # -- releases ------------------------------------------------------------------
     async def create_release(self, release: Release) -> Release:

@@ -17,7 +17,8 @@ from remote_store_sql.testing import Database, postgres_database, sqlite_databas
 
 #: Tables emptied between PostgreSQL tests (the seeded tenant and the revision stay).
 DATA_TABLES = ("session_events", "agent_keys", "machines", "support_codes", "sessions",
-               "user_permissions", "user_client_access", "users", "releases", "secrets")
+               "user_permissions", "user_client_access", "users", "releases", "secrets",
+               "signing_keys", "login_addresses")
 
 
 @pytest.fixture
