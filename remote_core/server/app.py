@@ -1,8 +1,9 @@
 """The server's application factory: one Starlette app per settings object.
 
 The lifespan builds the :class:`ServerContext` (store opened and migrated,
-signing secret, tokens, rate limiter, audit, the session registry restored)
-and tears it down in reverse; a failed restore stops start-up (fail closed).
+signing secret, tokens, rate limiter, audit, the session registry restored,
+the write queue's drain task started) and tears it down in reverse; a failed
+restore stops start-up (fail closed).
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 from starlette.applications import Starlette
 from starlette.responses import RedirectResponse
 from starlette.routing import Mount, Route
 
 from ..plugins import Plugins, get_plugin_manager
 from ..settings import Settings
+from ..writes import WriteQueue
 from .api import routes as api_routes
 from .audit import Audit
 from .context import ServerContext, jwt_secret, open_store
@@ -64,7 +67,8 @@ def create_app(settings: Settings, plugins: Plugins | None = None, *,
                 # Shown once, on stdout only; never logged.
                 print(f"first start: created user {FIRST_ADMIN_NAME!r} with password "
                       f"{password}  (change it after logging in)", flush=True)
-            audit = Audit(store, plugins)
+            writes = WriteQueue()
+            audit = Audit(store, plugins, writes)
             registry = Registry(settings=settings, store=store, plugins=plugins, audit=audit)
             await registry.restore()
             log.info("viewer sockets accept pages from %s", ", ".join(settings.public_origins)
@@ -77,10 +81,13 @@ def create_app(settings: Settings, plugins: Plugins | None = None, *,
                                     viewer_ttl=VIEWER_TOKEN_TTL),
                 limiter=limiter or MemoryRateLimiter(), registry=registry,
             )
-            try:
-                yield
-            finally:
-                await registry.shutdown("server shutting down")
+            async with anyio.create_task_group() as group:
+                writes.start(group)
+                try:
+                    yield
+                finally:
+                    await registry.shutdown("server shutting down")
+                    await writes.close()  # the writes an outage held back get a last chance
         finally:
             await store.close()
 
