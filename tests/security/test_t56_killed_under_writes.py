@@ -12,8 +12,8 @@ machine, and every agent back by its own backoff.
 from __future__ import annotations
 
 import time
-from contextlib import closing
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 
 import anyio
