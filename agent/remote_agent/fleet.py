@@ -13,6 +13,8 @@ is what the reconnect-rate measurements are made of.
 from __future__ import annotations
 
 import logging
+import math
+import resource
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -31,7 +33,7 @@ from .devices import Devices
 from .runner import run_agent
 from .session import AgentSession, Ending, Timing
 
-__all__ = ["Fleet", "FleetAgent", "HeadlessCapture", "per_window"]
+__all__ = ["Fleet", "FleetAgent", "HeadlessCapture", "peak_bound", "per_window", "raise_fd_limit"]
 
 log = logging.getLogger(__name__)
 
@@ -152,3 +154,35 @@ def per_window(times: Sequence[float], start: float, window: float = 0.1) -> lis
         if t >= start:
             counts[int((t - start) / window)] += 1
     return counts
+
+
+def peak_bound(backoff: Backoff, retries: int, count: int, window: float = 0.1,
+               sigmas: float = 5.0) -> float:
+    """The most reconnection attempts of ``count`` agents the backoff policy lets fall in
+    any one ``window``, with ``sigmas`` standard deviations of slack.
+
+    An agent's k-th retry waits a delay drawn uniformly from ``[base/2, ceiling_k]``, whose
+    density is at most ``1 / (ceiling_k - base/2)``; its k-th attempt time is a sum of
+    independent delays, no denser than the last of them. So one agent puts at most
+    ``p = sum_k window / (ceiling_k - base/2)`` (over the ``retries`` it made) of an attempt
+    in a window, and the fleet's count there is a sum of independent Bernoulli trials of
+    mean at most ``count * p``. Without jitter every agent would retry in the same window.
+    """
+    p = 0.0
+    for k in range(retries):
+        ceiling = min(backoff.cap, backoff.base * 2.0 ** k)
+        p += min(1.0, window / (ceiling - backoff.base / 2))
+    p = min(1.0, p)
+    mean = count * p
+    return mean + sigmas * math.sqrt(mean * (1 - p))
+
+
+def raise_fd_limit(wanted: int) -> int:
+    """Raise this process's soft limit on open files towards ``wanted`` (never past the hard
+    limit, never system-wide); children started afterwards inherit it. Returns the limit."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        return target
+    return soft

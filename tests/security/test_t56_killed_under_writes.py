@@ -75,7 +75,7 @@ async def test_t56_a_server_killed_under_writes_restarts_consistent_and_every_ag
             left_online = database.execute("SELECT agent_id FROM machines WHERE status = 'online'")
             assert len(left_open) == AGENTS and len(left_online) == AGENTS  # the dead server's
 
-            server.start()
+            await anyio.to_thread.run_sync(server.start)  # the fleet runs on meanwhile
             back = [a for a in fleet.agents if a.index != SWITCHED_OFF]
             await until(lambda: all(a.online and a.connections[-1] > killed for a in back), 60,
                         "every agent reconnected by itself")
