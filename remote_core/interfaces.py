@@ -302,6 +302,11 @@ class Store(ABC):
         """Record consent or the end of a session."""
 
     @abstractmethod
+    async def end_open_sessions(self, end_reason: str, ended_at: datetime) -> int:
+        """End every session without ``ended_at`` (server start: a server that died left
+        them open, and none is live in a process that has just started); return how many."""
+
+    @abstractmethod
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """A session that is not soft-deleted."""
 

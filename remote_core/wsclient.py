@@ -28,6 +28,7 @@ from wsproto.events import (
     Request,
     TextMessage,
 )
+from wsproto.utilities import LocalProtocolError
 
 __all__ = ["ConnectionClosed", "HandshakeError", "WebSocketClient", "connect", "ws_url"]
 
@@ -82,7 +83,13 @@ class WebSocketClient:
         if self.closed is not None:
             raise self.closed
         try:
-            await self._write(self._ws.send(BytesMessage(data=data)))
+            frame = self._ws.send(BytesMessage(data=data))
+        except LocalProtocolError:
+            # The peer's close frame is in, not yet met by the reader (which will report
+            # its code): to a sender the connection is closed all the same.
+            raise ConnectionClosed(1006, "the peer is closing the connection") from None
+        try:
+            await self._write(frame)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             raise self._lost() from exc
 

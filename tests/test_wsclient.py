@@ -22,6 +22,10 @@ async def _handler(ws):
         if message == b"close":
             await ws.close(4001, "asked to")
             return
+        if message == b"last words":
+            await ws.send(b"last words")
+            await ws.close(4002, "going away")
+            return
         if message == b"headers":
             await ws.send(seen_headers.encode())
             continue
@@ -72,6 +76,22 @@ async def test_peer_close_code_and_reason_are_reported(server_url):
     assert (info.value.code, info.value.reason) == (4001, "asked to")
     with pytest.raises(ConnectionClosed):
         await ws.send(b"after close")
+    await ws.close()
+
+
+@pytest.mark.anyio
+async def test_a_send_after_the_peers_close_arrived_is_connection_closed(server_url):
+    """The close frame came in with the last message: the reader has not yet met it, but
+    a sender (a heartbeat task) must see a closed connection, not wsproto's state error."""
+    ws = await connect(ws_url(server_url, "/ws"))
+    await ws.send(b"last words")
+    await anyio.sleep(0.3)  # the message and the close frame wait in one read
+    assert await ws.receive() == b"last words"
+    with pytest.raises(ConnectionClosed):
+        await ws.send(b"heartbeat")
+    with pytest.raises(ConnectionClosed) as info:
+        await ws.receive()
+    assert (info.value.code, info.value.reason) == (4002, "going away")
     await ws.close()
 
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from ..interfaces import Authenticator
 from ..types import AgentCredential, AgentIdentity, AuthRejected
 
-__all__ = ["Refused", "authenticate", "looks_like_jwt", "looks_like_support_code"]
+__all__ = ["Refused", "Unavailable", "authenticate", "looks_like_jwt", "looks_like_support_code"]
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +28,11 @@ class Refused(Exception):
 
 class NotReady(Refused):
     """Refused for the session's state (gone, or awaiting its own consent), not the user's."""
+
+
+class Unavailable(Refused):
+    """Not the peer's fault: the database is away. The agent retries with its backoff, and
+    the attempt does not count against the support-code limit."""
 
 
 def looks_like_jwt(token: str) -> bool:

@@ -32,7 +32,7 @@ from ..protocol import (
     peek,
 )
 from ..records import Event
-from .auth import Refused, looks_like_support_code
+from .auth import Refused, Unavailable, looks_like_support_code
 from .link import Link
 from .outbox import Close
 from .registry import Registry
@@ -232,7 +232,8 @@ async def serve_agent(transport: Transport, registry: Registry, limiter: CodeLim
             session = await registry.open_agent(request, client_ip=client_ip,
                                                 machine_uid=machine_uid)
         except Refused as exc:
-            if limited and await limiter.record_code_result(client_ip, False):
+            if (limited and not isinstance(exc, Unavailable)
+                    and await limiter.record_code_result(client_ip, False)):
                 await registry.audit.record(Event(
                     kind="support_code.lockout", client_ip=client_ip,
                     detail={"via": "agent socket"}))

@@ -13,14 +13,17 @@ every removal path calls :meth:`purge_machine`, which purges the uid index.
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import logging
 import time
 import uuid
+from functools import partial
 from typing import Any
 
 import anyio
 
+from ..errors import ConflictError, NotFoundError, StoreError
 from ..interfaces import Store
 from ..plugins import Plugins
 from ..protocol import CloseCode, Connection, Inbound, Role, pb
@@ -28,6 +31,7 @@ from ..records import (
     CONSENT_GRANTED,
     CONSENT_PENDING,
     Event,
+    Machine,
     MachineReport,
     SessionRecord,
     User,
@@ -37,7 +41,7 @@ from ..server.audit import Audit
 from ..settings import Settings
 from ..textrules import escaped
 from ..types import AgentCredential, AgentIdentity, AuthContext, ConsentDecision, SessionContext
-from .auth import NotReady, Refused, authenticate
+from .auth import NotReady, Refused, Unavailable, authenticate
 from .consent import Ask, ConsentBook, Standing
 from .identity import MAX_ID, resolve_unkeyed
 from .link import Link
@@ -71,6 +75,7 @@ class Registry:
         self.store = store
         self.plugins = plugins
         self.audit = audit
+        self.writes = audit.writes  # one queue: writes that must survive a database outage
         context = AuthContext(settings=settings, store=store)
         self._authenticators = [m.factory(context) for m in plugins.auth_methods()
                                 if m.factory is not None]
@@ -94,9 +99,13 @@ class Registry:
             m.machine_uid: m.agent_id for m in result.machines
             if m.machine_uid and m.agent_id not in result.keyed_agent_ids
         }
-        await self.store.set_all_machines_offline()
-        log.info("registry restored %d machines (%d keyed)", len(result.machines),
-                 len(result.keyed_agent_ids))
+        offline = await self.store.set_all_machines_offline()
+        # Nothing is live in a process that has just started: a session still open in the
+        # database was left so by a server that died (SIGKILL, power loss).
+        ended = await self.store.end_open_sessions("the server stopped", utcnow())
+        log.info("registry restored %d machines (%d keyed); %d left online and %d sessions "
+                 "left open by the previous run closed", len(result.machines),
+                 len(result.keyed_agent_ids), offline, ended)
 
     # -- queries ---------------------------------------------------------------------------
     def live_sessions(self) -> list[LiveSession]:
@@ -138,6 +147,16 @@ class Registry:
             machine_uid=(machine_uid or "").strip() or None,
             client_version=request.client_version[:64], client_ip=client_ip,
         )
+        try:
+            return await self._open_agent(credential, client_ip)
+        except (ConflictError, NotFoundError):
+            raise
+        except StoreError as exc:
+            log.warning("agent from %s refused: the database is unavailable (%s)",
+                        client_ip, exc)
+            raise Unavailable("the server's database is unavailable; retry later") from None
+
+    async def _open_agent(self, credential: AgentCredential, client_ip: str | None) -> Session:
         try:
             identity = await authenticate(self._authenticators, credential)
         except Refused as exc:
@@ -188,6 +207,18 @@ class Registry:
         agent_id = machine.agent_id
         if uid:
             self._by_uid[uid] = agent_id
+        try:
+            return await self._register(identity, credential, session_id, machine, uid)
+        except StoreError:
+            # The row says "online" already: put that right once the database can take it.
+            await self.writes.submit(("machine", agent_id), f"offline state of machine "
+                                     f"{agent_id}", partial(self._write_offline, agent_id,
+                                                            utcnow()))
+            raise
+
+    async def _register(self, identity: AgentIdentity, credential: AgentCredential,
+                        session_id: str, machine: Machine, uid: str | None) -> Session:
+        agent_id = machine.agent_id
         consent_state, control = await self._decide_consent(identity, session_id, agent_id)
         now = utcnow()
         conn = Connection(Role.SERVER, Role.AGENT, self.settings.max_message_bytes)
@@ -291,13 +322,26 @@ class Registry:
     async def _agent_status(self, session: Session, status: Any) -> None:
         """Store what the agent reports. Placement (organization, site, tags) is the
         operator's: a report fills it only where none is assigned (the store's rule), and
-        what it does fill is audited, so one endpoint cannot move itself elsewhere."""
+        what it does fill is audited, so one endpoint cannot move itself elsewhere.
+
+        Through the write queue: a report the database cannot take now is written when it
+        can, the machine's newest report replacing older ones still waiting."""
         report, refused = status_report(session.agent_id, status)
         if refused:
             log.warning("agent %s reported %s breaking the text rule (control characters, "
                         "or too long); ignored", session.agent_id, ", ".join(refused))
+        await self.writes.submit(("machine", session.agent_id),
+                                 f"status report of machine {session.agent_id}",
+                                 partial(self._write_status, session, report), coalesce=True)
+
+    async def _write_status(self, session: Session, report: MachineReport) -> None:
+        """Runs now or after an outage: the machine's state is what it is when it runs."""
         before = await self.store.get_machine(session.agent_id)
-        machine = await self.store.upsert_machine(report)
+        if before is None and session.ended:
+            return  # removed meanwhile: a late report must not bring it back
+        online = self.is_online(session.agent_id)
+        machine = await self.store.upsert_machine(
+            dataclasses.replace(report, status="online" if online else "offline"))
         session.organization = machine.organization
         placed = {name: getattr(machine, name) for name in ("organization", "site", "tags")
                   if before is not None and getattr(before, name) != getattr(machine, name)}
@@ -555,6 +599,10 @@ class Registry:
         if self._sockets <= 0:
             self._no_sockets.set()
 
+    async def _write_offline(self, agent_id: str, ended: Any) -> None:
+        if not self.is_online(agent_id):  # not if the agent has come back meanwhile
+            await self.store.set_machine_status(agent_id, "offline", ended)
+
     # -- the one way a session ends ----------------------------------------------------------
     async def _end(self, session: Session, reason: str, *, mark_offline: bool = True,
                    close_code: int = CloseCode.NORMAL) -> None:
@@ -575,13 +623,14 @@ class Registry:
         session.agent.close(reason, close_code)
         with anyio.CancelScope(shield=True):
             ended = utcnow()
-            try:
-                await self.store.update_session(session.session_id, ended_at=ended,
-                                                end_reason=reason)
-                if mark_offline:
-                    await self.store.set_machine_status(session.agent_id, "offline", ended)
-            except Exception:
-                log.exception("could not record the end of session %s", session.session_id)
+            await self.writes.submit(
+                ("session", session.session_id), f"end of session {session.session_id}",
+                partial(self.store.update_session, session.session_id, ended_at=ended,
+                        end_reason=reason))
+            if mark_offline:
+                await self.writes.submit(
+                    ("machine", session.agent_id), f"offline state of machine {session.agent_id}",
+                    partial(self._write_offline, session.agent_id, ended))
             record = SessionRecord(
                 id=session.session_id, agent_id=session.agent_id, is_managed=session.is_managed,
                 source=session.source, consent_state=session.consent_state,

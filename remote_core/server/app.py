@@ -1,8 +1,9 @@
 """The server's application factory: one Starlette app per settings object.
 
 The lifespan builds the :class:`ServerContext` (store opened and migrated,
-signing secret, tokens, rate limiter, audit, the session registry restored)
-and tears it down in reverse; a failed restore stops start-up (fail closed).
+signing secret, tokens, rate limiter, audit, the session registry restored,
+the write queue's drain task started) and tears it down in reverse; a failed
+restore stops start-up (fail closed).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from starlette.routing import Mount, Route
 
 from ..plugins import Plugins, get_plugin_manager
 from ..settings import Settings
+from ..writes import WriteQueue
 from .api import routes as api_routes
 from .audit import Audit
 from .context import ServerContext, open_store
@@ -66,7 +68,8 @@ def create_app(settings: Settings, plugins: Plugins | None = None, *,
                 # Shown once, on stdout only; never logged.
                 print(f"first start: created user {FIRST_ADMIN_NAME!r} with password "
                       f"{password}  (change it after logging in)", flush=True)
-            audit = Audit(store, plugins)
+            writes = WriteQueue()
+            audit = Audit(store, plugins, writes)
             registry = Registry(settings=settings, store=store, plugins=plugins, audit=audit)
             await registry.restore()
             log.info("viewer sockets accept %s", accepted_origins_text(settings))
@@ -79,13 +82,15 @@ def create_app(settings: Settings, plugins: Plugins | None = None, *,
                 pending=PendingSockets(settings.max_pending_sockets_per_ip,
                                        settings.max_pending_sockets),
             )
-            try:
-                async with anyio.create_task_group() as group:
-                    group.start_soon(keep_fresh, tokens, settings, store)
+            async with anyio.create_task_group() as group:
+                writes.start(group)
+                group.start_soon(keep_fresh, tokens, settings, store)
+                try:
                     yield
+                finally:
+                    await registry.shutdown("server shutting down")
+                    await writes.close()  # the writes an outage held back get a last chance
                     group.cancel_scope.cancel()
-            finally:
-                await registry.shutdown("server shutting down")
         finally:
             await store.close()
 

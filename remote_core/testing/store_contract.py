@@ -466,6 +466,21 @@ class StoreContract:
         assert [s.id for s in await store.list_sessions("a-1")] == [older.id]
         assert await store.get_session("no-such-session") is None
 
+    async def test_start_up_ends_the_sessions_a_dead_server_left_open(self, store: Store) -> None:
+        base = utcnow()
+        ended_before = base - timedelta(minutes=1)
+        open_one = await store.create_session(make_session("a-1", created_at=base))
+        closed = await store.create_session(make_session("a-2", created_at=base))
+        await store.update_session(closed.id, ended_at=ended_before, end_reason="goodbye")
+        restart = base + timedelta(minutes=1)
+        assert await store.end_open_sessions("server restarted", restart) == 1
+        assert await store.end_open_sessions("server restarted", restart) == 0
+        stored = await store.get_session(open_one.id)
+        assert stored is not None and (stored.ended_at, stored.end_reason) == (
+            restart, "server restarted")
+        kept = await store.get_session(closed.id)
+        assert kept is not None and (kept.ended_at, kept.end_reason) == (ended_before, "goodbye")
+
     # -- users ---------------------------------------------------------------------------------
     async def test_login_addresses_keep_the_newest_few_per_user(self, store: Store) -> None:
         alice = await store.create_user(make_user("alice"))

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 import pytest
 
 from remote_core.testing.liveserver import LiveServer, live_server
+from remote_core.testing.postgres_cluster import private_postgres_fixture
 
 from ..relay.conftest import ADMIN_PASSWORD, IMPATIENT, SHARED_KEY, Admin, Peer, relay_settings
 
 __all__ = ["ADMIN_PASSWORD", "IMPATIENT", "SHARED_KEY", "Admin", "Peer", "RawResponse",
-           "raw_request", "relay_settings"]
+           "private_postgres_fixture", "raw_request", "relay_settings"]
 
 
 @pytest.fixture

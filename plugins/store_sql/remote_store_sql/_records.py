@@ -108,6 +108,12 @@ def update_session(conn: Connection, session_id: str, changes: dict[str, Any]) -
         conn.execute(sa.update(sessions).where(sessions.c.id == session_id).values(changes))
 
 
+def end_open_sessions(conn: Connection, end_reason: str, ended_at: datetime) -> int:
+    result = conn.execute(sa.update(sessions).where(sessions.c.ended_at.is_(None))
+                          .values(ended_at=ended_at, end_reason=end_reason))
+    return result.rowcount
+
+
 def get_session(conn: Connection, session_id: str) -> SessionRecord | None:
     row = conn.execute(sa.select(sessions).where(
         sessions.c.id == session_id, sessions.c.deleted_at.is_(None))).first()

@@ -181,6 +181,9 @@ class SqlStore(Store):
                                end_reason=end_reason)
         await self._runner.write(_records.update_session, session_id, changes)
 
+    async def end_open_sessions(self, end_reason: str, ended_at: datetime) -> int:
+        return await self._runner.write(_records.end_open_sessions, end_reason, ended_at)
+
     async def get_session(self, session_id: str) -> SessionRecord | None:
         return await self._runner.read(_records.get_session, session_id)
 
