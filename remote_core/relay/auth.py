@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from ..interfaces import Authenticator
 from ..types import AgentCredential, AgentIdentity, AuthRejected
 
-__all__ = ["Refused", "Unavailable", "authenticate", "looks_like_jwt", "looks_like_support_code"]
+__all__ = ["NotReady", "Refused", "Unavailable", "authenticate", "looks_like_jwt",
+           "looks_like_support_code"]
 
 log = logging.getLogger(__name__)
 
