@@ -33,7 +33,8 @@ from .devices import Devices
 from .runner import run_agent
 from .session import AgentSession, Ending, Timing
 
-__all__ = ["Fleet", "FleetAgent", "HeadlessCapture", "herd_bound", "per_window", "raise_fd_limit"]
+__all__ = ["Fleet", "FleetAgent", "HeadlessCapture", "RecordingBackoff", "herd_bound", "per_window",
+           "raise_fd_limit"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,20 @@ class HeadlessCapture(CaptureSource):
 
     def wait_for_change(self, timeout: float) -> bool:
         return False
+
+
+class RecordingBackoff(Backoff):
+    """The shipped policy, keeping every delay it draws with when it drew it: the evidence
+    that an agent waited a jittered delay before it came back."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.drawn: list[tuple[float, float]] = []
+
+    def next_delay(self) -> float:
+        delay = super().next_delay()
+        self.drawn.append((time.monotonic(), delay))
+        return delay
 
 
 @dataclass
@@ -93,12 +108,13 @@ class Fleet:
 
     :param ramp: the agents start spread over this many seconds, as a fleet that was
         installed over time would be connected.
-    :param make_backoff: each agent's own backoff (default: the shipped policy).
+    :param make_backoff: each agent's own backoff (default: the shipped policy, recording
+        what it draws).
     """
 
     def __init__(self, server: str, tokens: Sequence[str] | str, count: int, *,
                  timing: Timing | None = None, ramp: float = 0.0,
-                 make_backoff: Callable[[], Backoff] = Backoff,
+                 make_backoff: Callable[[], Backoff] = RecordingBackoff,
                  agent_ids: Sequence[str] | None = None) -> None:
         if isinstance(tokens, str):
             tokens = [tokens] * count
