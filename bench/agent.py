@@ -42,6 +42,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from remote_server.testing.processes import AgentProcess, Api, ServerProcess, free_port  # noqa: E402
 from remote_viewer.client import open_viewer  # noqa: E402
 
 from bench.report import report  # noqa: E402
@@ -51,7 +52,6 @@ from remote_core.plugins import get_plugin_manager  # noqa: E402
 from remote_core.protocol import pb  # noqa: E402
 from remote_core.settings import load_settings  # noqa: E402
 from remote_core.testing.codec_contract import LINE_H, Desktop, video_like  # noqa: E402
-from remote_core.testing.processes import AgentProcess, Api, ServerProcess, free_port  # noqa: E402
 from remote_core.testing.xvfb import Painter, xvfb  # noqa: E402
 from remote_core.wsclient import ConnectionClosed, HandshakeError, connect  # noqa: E402
 

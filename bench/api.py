@@ -37,12 +37,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from remote_server.web.context import open_store
 from websockets.asyncio.client import ClientConnection, connect
 
 from bench.report import report
 from remote_core.plugins import get_plugin_manager
 from remote_core.protocol import pb, wrap
-from remote_core.server.context import open_store
 from remote_core.settings import Settings
 
 ADMIN_PASSWORD = "bench-admin-password"

@@ -40,8 +40,9 @@ TARGETS = ("protocol", "json_bodies", "csp_report")
 # -- the targets (run inside the fuzzing process) ---------------------------------------
 
 def _protocol_target() -> Callable[[bytes], None]:
+    from remote_server.relay.rules import status_report, update_status_detail
+
     from remote_core.protocol import Connection, Inbound, RemoteProtocolError, Role, pb, wrap
-    from remote_core.relay.rules import status_report, update_status_detail
 
     hello = wrap("session_request", pb.SessionRequest(session_token="x"))
 
@@ -70,10 +71,9 @@ def _protocol_target() -> Callable[[bytes], None]:
 
 def _json_bodies_target() -> Callable[[bytes], None]:
     from pydantic import BaseModel, ValidationError
-
-    from remote_core.server.api import schemas
-    from remote_core.server.bodies import parse_json
-    from remote_core.server.problem import Problem
+    from remote_server.web.api import schemas
+    from remote_server.web.bodies import parse_json
+    from remote_server.web.problem import Problem
 
     models = [m for m in vars(schemas).values() if isinstance(m, type)
               and issubclass(m, schemas.Body) and m is not schemas.Body]
@@ -94,9 +94,9 @@ def _json_bodies_target() -> Callable[[bytes], None]:
 
 
 def _csp_report_target() -> Callable[[bytes], None]:
-    from remote_core.server.api.csp import violations
-    from remote_core.server.bodies import parse_json
-    from remote_core.server.problem import Problem
+    from remote_server.web.api.csp import violations
+    from remote_server.web.bodies import parse_json
+    from remote_server.web.problem import Problem
 
     def one(data: bytes) -> None:
         try:

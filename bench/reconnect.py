@@ -30,10 +30,10 @@ from typing import Any
 import anyio
 from remote_agent.backoff import Backoff
 from remote_agent.fleet import Fleet, herd_bound, per_window, raise_fd_limit
+from remote_server.testing.processes import ServerProcess
 from remote_store_sql.testing import sqlite_database
 
 from bench.report import report
-from remote_core.testing.processes import ServerProcess
 
 SHARED_KEY = "bench-reconnect-shared-key"
 WINDOW = 0.1

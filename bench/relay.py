@@ -46,11 +46,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from remote_server.web.serving import tune_allocator
 from websockets.asyncio.client import ClientConnection, connect
 
 from bench.report import report
 from remote_core.protocol import Connection, Role, is_keyframe, pb, wrap
-from remote_core.server.serving import tune_allocator
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_PASSWORD = "bench-admin-password"
@@ -106,7 +106,7 @@ def process(args: list[str], port: int, **env: str) -> Iterator[subprocess.Popen
 def ours(ws: str, loop: str) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
-        args = [sys.executable, "-m", "remote_core.cli", "serve", "--port", str(port),
+        args = [sys.executable, "-m", "remote_server.cli", "serve", "--port", str(port),
                 "--ws-impl", ws, "--loop", loop, "--log-level", "error",
                 "--database-url", f"sqlite:///{tmp}/bench.db"]
         with process(args, port, REMOTE_SUPPORT_ADMIN_PASSWORD=ADMIN_PASSWORD,

@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from remote_server.testing.processes import Api, ServerProcess
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from bench.report import report
 from remote_core.protocol import pb, wrap
-from remote_core.testing.processes import Api, ServerProcess
 
 FRAME = pb.RawFrame(width=64, height=32, data=bytes(64 * 32 * 4), is_keyframe=True)
 

@@ -27,10 +27,10 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from remote_agent.config import AgentConfig
 from remote_agent.update import Offer, Updater
+from remote_server.release import build_agent
 
 from bench.report import report
 from remote_core.protocol import pb
-from remote_core.release import build_agent
 from remote_core.testing.release_server import ReleaseServer, Route
 
 STEPS = ("UPDATE_CHECKING", "UPDATE_DOWNLOADING", "UPDATE_VERIFYING", "UPDATE_INSTALLING",

@@ -1,4 +1,4 @@
-"""The small core of the remote-support platform: wire protocol, plugin contracts, relay."""
+"""The small core of the remote-support platform: wire protocol, plugin contracts, settings."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 try:
-    __version__ = version("remote-support")
+    __version__ = version("remote-core")
 except PackageNotFoundError:  # pragma: no cover - running from a bare source tree
     __version__ = "0.0.0"
 

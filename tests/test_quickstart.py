@@ -22,8 +22,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-
-from remote_core.testing.processes import free_port
+from remote_server.testing.processes import free_port
 
 pytestmark = pytest.mark.slow
 

@@ -9,10 +9,10 @@ import zipfile
 
 import pytest
 from remote_agent.update_signature import SignatureError, load_public_key, verify_file
+from remote_server.cli import main
+from remote_server.release import build_agent, generate_keypair, sha256_file, sign_file
 
-from remote_core.cli import main
 from remote_core.errors import RemoteSupportError
-from remote_core.release import build_agent, generate_keypair, sha256_file, sign_file
 
 
 def test_the_build_is_one_runnable_file_stamped_with_its_version(tmp_path):

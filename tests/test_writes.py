@@ -1,4 +1,4 @@
-"""The write queue (remote_core/writes.py): nothing lost, order kept, bounded, loud when full.
+"""The write queue (remote_server/relay/writes.py): nothing lost, order kept, bounded.
 
 The database here is a list behind a switch: while it is down every write
 raises :class:`StoreError`, the way the store plugin reports an outage. The
@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator
 
 import anyio
 import pytest
+from remote_server.relay.writes import WriteQueue
 
 from remote_core.errors import ConflictError, StoreError
-from remote_core.writes import WriteQueue
 
 pytestmark = pytest.mark.anyio
 
@@ -91,7 +91,7 @@ async def test_past_its_bound_the_queue_drops_the_oldest_and_says_so(
     db = Database()
     db.down = True
     writes = WriteQueue(limit=3, base_delay=0.01, max_delay=0.05)
-    with caplog.at_level(logging.ERROR, "remote_core.writes"):
+    with caplog.at_level(logging.ERROR, "remote_server.relay.writes"):
         for n in range(5):
             await writes.submit(f"k{n}", f"write {n}", db.writer(f"w{n}"))
     assert writes.pending == 3 and writes.dropped == 2
@@ -112,7 +112,7 @@ async def test_a_write_that_cannot_succeed_is_logged_not_retried(
     async def conflict() -> None:
         raise ConflictError("duplicate")
 
-    with caplog.at_level(logging.ERROR, "remote_core.writes"):
+    with caplog.at_level(logging.ERROR, "remote_server.relay.writes"):
         await queue.submit("x", "a duplicate", conflict)
     assert queue.pending == 0
     assert "could not write a duplicate; not retried" in caplog.text
@@ -123,7 +123,7 @@ async def test_shutdown_gives_waiting_writes_a_last_chance_then_counts_the_loss(
     db = Database()
     db.down = True
     writes = WriteQueue(base_delay=0.01, max_delay=0.05)
-    with caplog.at_level(logging.ERROR, "remote_core.writes"):
+    with caplog.at_level(logging.ERROR, "remote_server.relay.writes"):
         async with anyio.create_task_group() as group:
             writes.start(group)
             await writes.submit("a", "a1", db.writer("a1"))

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from remote_server.testing.processes import Api, ServerProcess
 
-from remote_core.testing.processes import Api, ServerProcess
 from remote_core.testing.xvfb import shared_xvfb
 
 

@@ -8,12 +8,12 @@ import time
 import anyio
 import httpx
 import pytest
+from remote_server.testing.deviations import shortened_timeouts
+from remote_server.testing.liveserver import eventually
+from remote_server.testing.processes import AgentProcess, Api, ServerProcess, settings_env
 from remote_viewer.client import open_viewer
 
 from remote_core.protocol import pb
-from remote_core.testing.deviations import shortened_timeouts
-from remote_core.testing.liveserver import eventually
-from remote_core.testing.processes import AgentProcess, Api, ServerProcess, settings_env
 from remote_core.testing.xvfb import Painter, xvfb
 
 pytestmark = [pytest.mark.xvfb, pytest.mark.slow]

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from remote_server.testing.processes import AgentProcess
 from websockets.asyncio.server import serve
 
 from remote_core.protocol import pb, wrap
-from remote_core.testing.processes import AgentProcess
 
 pytestmark = [pytest.mark.xvfb, pytest.mark.slow]
 

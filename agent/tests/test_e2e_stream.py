@@ -11,10 +11,10 @@ import time
 import anyio
 import numpy as np
 import pytest
+from remote_server.testing.processes import AgentProcess
 from remote_viewer.client import open_viewer
 
 from remote_core.protocol import pb
-from remote_core.testing.processes import AgentProcess
 from remote_core.testing.xvfb import Painter
 
 pytestmark = [pytest.mark.xvfb, pytest.mark.slow]
@@ -210,7 +210,7 @@ async def test_chat_reaches_the_user_and_replies_come_back(managed, api, server,
 def test_remote_viewer_cli_saves_a_screenshot(managed, api, server, tmp_path):
     import zlib
 
-    from remote_core.testing.processes import BIN
+    from remote_server.testing.processes import BIN
 
     _, session, _ = managed
     out = tmp_path / "shot.png"
@@ -228,7 +228,7 @@ def test_remote_viewer_cli_saves_a_screenshot(managed, api, server, tmp_path):
 
 
 def test_remote_viewer_cli_reports_a_bad_token(server):
-    from remote_core.testing.processes import BIN
+    from remote_server.testing.processes import BIN
 
     done = subprocess.run([str(BIN / "remote-viewer"), "--server", server.url, "--token",
                            "not-a-token", "screenshot", "/dev/null"],

@@ -20,10 +20,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from remote_agent.config import AgentConfig
+from remote_server.release import Artifact, build_agent, sha256_file
+from remote_server.testing.deviations import shortened_timeouts
+from remote_server.testing.processes import BIN, Api, ServerProcess, settings_env, stop_process
 
-from remote_core.release import Artifact, build_agent, sha256_file
-from remote_core.testing.deviations import shortened_timeouts
-from remote_core.testing.processes import BIN, Api, ServerProcess, settings_env, stop_process
 from remote_core.testing.release_server import ReleaseServer, Route
 
 pytestmark = [pytest.mark.xvfb, pytest.mark.slow]

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from remote_server.testing.deviations import test_settings
+from remote_server.testing.liveserver import ApiClient, LiveServer, ManualClock, live_server
+from remote_server.web.ratelimit import MemoryRateLimiter
 
-from remote_core.server.ratelimit import MemoryRateLimiter
 from remote_core.settings import Settings
-from remote_core.testing.deviations import test_settings
-from remote_core.testing.liveserver import ApiClient, LiveServer, ManualClock, live_server
 
 ADMIN_PASSWORD = "admin-password-for-tests"
 TECH_PASSWORD = "technician-password"

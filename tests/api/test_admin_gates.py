@@ -5,10 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from remote_core.server.api import ENDPOINTS
-from remote_core.server.api.endpoint import Endpoint
-from remote_core.testing.liveserver import ApiClient, assert_problem
+from remote_server.testing.liveserver import ApiClient, assert_problem
+from remote_server.web.api import ENDPOINTS
+from remote_server.web.api.endpoint import Endpoint
 
 ADMIN_ONLY = [ep for ep in ENDPOINTS if ep.access == "admin"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from remote_core.testing.liveserver import ApiClient, LiveServer, ManualClock, assert_problem
+from remote_server.testing.liveserver import ApiClient, LiveServer, ManualClock, assert_problem
 
 from .conftest import ADMIN_PASSWORD, TECH_PASSWORD, MakeUser
 

@@ -8,9 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from remote_core.testing.deviations import test_settings
-from remote_core.testing.liveserver import ApiClient, live_server
+from remote_server.testing.deviations import test_settings
+from remote_server.testing.liveserver import ApiClient, live_server
 
 
 def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:

@@ -7,10 +7,10 @@ from typing import Any
 
 import httpx
 import pytest
+from remote_server.testing.processes import ServerProcess
+from remote_server.web.clientip import client_ip
 
-from remote_core.server.clientip import client_ip
 from remote_core.settings import Settings
-from remote_core.testing.processes import ServerProcess
 
 
 def scope(peer: str, *forwarded: str) -> dict[str, Any]:

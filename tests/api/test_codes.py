@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from remote_server.testing.liveserver import ApiClient, LiveServer, ManualClock, assert_problem
+
 from remote_core.supportcode import ALPHABET, generate_support_code
-from remote_core.testing.liveserver import ApiClient, LiveServer, ManualClock, assert_problem
 
 from .conftest import MakeUser
 

@@ -12,10 +12,9 @@ import logging
 
 import httpx
 import pytest
-
-from remote_core.server.api.csp import MAX_REPORT_BYTES
-from remote_core.server.ratelimit import RateLimiter
-from remote_core.testing.liveserver import ApiClient, LiveServer, ManualClock, assert_problem
+from remote_server.testing.liveserver import ApiClient, LiveServer, ManualClock, assert_problem
+from remote_server.web.api.csp import MAX_REPORT_BYTES
+from remote_server.web.ratelimit import RateLimiter
 
 REPORT_URI_BODY = {"csp-report": {
     "document-uri": "https://support.example/console/viewer.html",
@@ -29,7 +28,7 @@ REPORT_TO_BATCH = [
               "disposition": "enforce"}},
     {"type": "deprecation", "body": {"id": "x"}},
 ]
-LOGGER = "remote_core.server.api.csp"
+LOGGER = "remote_server.web.api.csp"
 
 
 def post(client: ApiClient, body: object, kind: str = "application/csp-report") -> httpx.Response:

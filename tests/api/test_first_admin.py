@@ -8,18 +8,18 @@ from pathlib import Path
 
 import anyio
 import pytest
+from remote_server.testing.deviations import test_settings
+from remote_server.web.context import open_store
+from remote_server.web.users import authenticate, ensure_first_admin
 
 from remote_core.plugins import get_plugin_manager
-from remote_core.server.context import open_store
-from remote_core.server.users import authenticate, ensure_first_admin
-from remote_core.testing.deviations import test_settings
 from remote_core.testing.services import POSTGRES_ADMIN_URL, require_service, unique_name
 
 RACE = """
 import sys, anyio
 from remote_core.plugins import get_plugin_manager
-from remote_core.server.context import open_store
-from remote_core.server.users import ensure_first_admin
+from remote_server.web.context import open_store
+from remote_server.web.users import ensure_first_admin
 from remote_core.settings import Settings
 
 async def main(url):

@@ -6,8 +6,7 @@ import hashlib
 from pathlib import Path
 
 import anyio
-
-from remote_core.testing.liveserver import ApiClient, assert_problem, live_server
+from remote_server.testing.liveserver import ApiClient, assert_problem, live_server
 
 from .conftest import ADMIN_PASSWORD, server_settings
 

@@ -8,13 +8,7 @@ from typing import Any
 
 import anyio
 import pytest
-from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed
-
-from remote_core.protocol import pb, wrap
-from remote_core.server.ratelimit import MemoryRateLimiter
-from remote_core.server.tokens import TokenError
-from remote_core.testing.liveserver import (
+from remote_server.testing.liveserver import (
     ApiClient,
     LiveServer,
     ManualClock,
@@ -23,6 +17,12 @@ from remote_core.testing.liveserver import (
     fresh_ip,
     live_server,
 )
+from remote_server.web.ratelimit import MemoryRateLimiter
+from remote_server.web.tokens import TokenError
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed
+
+from remote_core.protocol import pb, wrap
 
 from .conftest import server_settings
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import anyio
+from remote_server.testing.liveserver import ApiClient, assert_problem
+from remote_server.web.api.schemas import MachineOut
 
 from remote_core.records import MachineReport
-from remote_core.server.api.schemas import MachineOut
-from remote_core.testing.liveserver import ApiClient, assert_problem
 
 
 def _machine(admin: ApiClient, **fields: object) -> str:

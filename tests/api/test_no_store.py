@@ -3,7 +3,7 @@ not a list of machines, not a problem, and above all not the one showing a new `
 
 from __future__ import annotations
 
-from remote_core.testing.liveserver import ApiClient
+from remote_server.testing.liveserver import ApiClient
 
 
 def test_every_kind_of_api_answer_says_no_store(admin: ApiClient, anon: ApiClient) -> None:

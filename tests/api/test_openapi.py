@@ -8,6 +8,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
+from remote_server.testing.apifuzz import admin_schema
+from remote_server.testing.liveserver import ApiClient, LiveServer, fresh_ip, live_server
+from remote_server.web.api import ENDPOINTS
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -16,10 +19,6 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
-
-from remote_core.server.api import ENDPOINTS
-from remote_core.testing.apifuzz import admin_schema
-from remote_core.testing.liveserver import ApiClient, LiveServer, fresh_ip, live_server
 
 from .conftest import ADMIN_PASSWORD, server_settings
 

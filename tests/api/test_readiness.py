@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from remote_core.testing.deviations import test_settings
-from remote_core.testing.liveserver import ApiClient, assert_problem, live_server
+from remote_server.testing.deviations import test_settings
+from remote_server.testing.liveserver import ApiClient, assert_problem, live_server
+
 from remote_core.testing.services import POSTGRES_ADMIN_URL, require_service, unique_name
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from remote_server.testing.liveserver import ApiClient, assert_problem
+
 from remote_core.semver import semver_key
-from remote_core.testing.liveserver import ApiClient, assert_problem
 
 SUM = "ab" * 32
 

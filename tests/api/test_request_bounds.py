@@ -15,9 +15,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-
-from remote_core.server.api.endpoint import MAX_BODY_BYTES
-from remote_core.testing.liveserver import LiveServer, fresh_ip, live_server
+from remote_server.testing.liveserver import LiveServer, fresh_ip, live_server
+from remote_server.web.api.endpoint import MAX_BODY_BYTES
 
 from .conftest import server_settings
 

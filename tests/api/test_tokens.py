@@ -6,10 +6,10 @@ import time
 
 import jwt
 import pytest
+from remote_server.testing.liveserver import ApiClient, assert_problem
+from remote_server.web.tokens import TokenError, TokenService
 
 from remote_core.records import User
-from remote_core.server.tokens import TokenError, TokenService
-from remote_core.testing.liveserver import ApiClient, assert_problem
 
 USER = User(id="u-1", username="ann", password_hash="$argon2id$fake")
 SECRET = "s" * 64

@@ -20,12 +20,12 @@ import anyio
 import numpy as np
 import numpy.typing as npt
 import pytest
+from remote_server.testing.processes import ADMIN_PASSWORD, AgentProcess, Api, ServerProcess
 from remote_viewer.client import open_viewer
 
 from remote_core.protocol import pb
 from remote_core.testing.browser import chromium, wait_until, watched_context
 from remote_core.testing.codec_contract import Desktop
-from remote_core.testing.processes import ADMIN_PASSWORD, AgentProcess, Api, ServerProcess
 from remote_core.testing.xvfb import Painter, Xvfb
 
 pytestmark = [pytest.mark.slow, pytest.mark.xvfb]

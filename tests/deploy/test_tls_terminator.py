@@ -6,7 +6,7 @@ the bytes, adds no header) and behind nginx as an HTTP proxy (adds
 shipped settings (``ServerProcess`` sets only the listed deviations: its own
 database, admin password, address and port); the certificates come from a
 throwaway ``trustme`` authority, which every client is given and nothing
-else trusts. See :mod:`remote_core.testing.tls_terminator`.
+else trusts. See :mod:`remote_server.testing.tls_terminator`.
 """
 
 from __future__ import annotations
@@ -20,14 +20,14 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from remote_server.testing.processes import ADMIN_PASSWORD, AgentProcess, Api
+from remote_server.testing.tls_terminator import KINDS, Deployment, agent_home, deployment
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 from websockets.typing import Origin
 
 from remote_core.protocol import pb, wrap
 from remote_core.testing.browser import chromium, wait_until, watched_context
-from remote_core.testing.processes import ADMIN_PASSWORD, AgentProcess, Api
-from remote_core.testing.tls_terminator import KINDS, Deployment, agent_home, deployment
 from remote_core.testing.xvfb import Xvfb, xvfb
 
 pytestmark = pytest.mark.slow

@@ -5,9 +5,9 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from remote_server.testing.liveserver import eventually
 
 from remote_core.protocol import pb
-from remote_core.testing.liveserver import eventually
 
 from .conftest import SHARED_KEY, Admin, Peer
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import anyio
 import pytest
+from remote_server.testing.liveserver import eventually
 
 from remote_core.protocol import pb
-from remote_core.testing.liveserver import eventually
 
 from .conftest import IMPATIENT, Admin, Peer
 
@@ -141,9 +141,10 @@ async def test_unknown_codes_are_refused_and_rate_limited(server, admin: Admin) 
 
 
 async def test_a_consent_policy_can_decide_without_asking(tmp_path) -> None:
+    from remote_server.testing.liveserver import live_server
+
     from remote_core import hookimpl
     from remote_core.plugins import get_plugin_manager
-    from remote_core.testing.liveserver import live_server
     from remote_core.types import ConsentDecision
 
     from .conftest import relay_settings

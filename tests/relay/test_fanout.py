@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from remote_server.testing.liveserver import eventually
 
 from remote_core.protocol import pb
-from remote_core.testing.liveserver import eventually
 
 from .conftest import BUDGET, Admin, Peer
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from remote_server.testing.liveserver import LiveServer
 from websockets.exceptions import InvalidStatus
 
 from remote_core.protocol import pb, wrap
-from remote_core.testing.liveserver import LiveServer
 
 from .conftest import MAX_MESSAGE, Admin, Peer
 

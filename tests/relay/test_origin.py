@@ -17,12 +17,12 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from remote_server.testing.liveserver import LiveServer, live_server
+from remote_server.web.origin import accepted_origins_text, own_host_names, same_host
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from remote_core.protocol import pb
-from remote_core.server.origin import accepted_origins_text, own_host_names, same_host
-from remote_core.testing.liveserver import LiveServer, live_server
 
 from .conftest import Peer, fresh_ip, relay_settings
 
@@ -142,11 +142,11 @@ async def test_a_client_that_sends_no_origin_is_not_a_browser_and_is_admitted(se
 async def test_a_refused_origin_is_logged_once_naming_it_and_the_setting(
         server, caplog: pytest.LogCaptureFixture) -> None:
     page = foreign()
-    with caplog.at_level(logging.WARNING, logger="remote_core.server.origin"):
+    with caplog.at_level(logging.WARNING, logger="remote_server.web.origin"):
         assert not await admitted(server, page)
         assert not await admitted(server, page)
         assert decision(server, page)["allowed"] is False
-    warnings = [r.getMessage() for r in caplog.records if r.name == "remote_core.server.origin"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "remote_server.web.origin"]
     assert len(warnings) == 1, warnings
     assert f'"{page}"' in warnings[0] and SETTING in warnings[0]
     assert f'Host "{host(server)}"' in warnings[0]

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from remote_server.relay.auth import looks_like_jwt, looks_like_support_code
+from remote_server.relay.outbox import Close, Outbox
 
 from remote_core.protocol import NUMBER_BY_FIELD, is_keyframe, pb, peek, wrap
-from remote_core.relay.auth import looks_like_jwt, looks_like_support_code
-from remote_core.relay.outbox import Close, Outbox
 
 pytestmark = pytest.mark.anyio
 

@@ -15,7 +15,7 @@ from .conftest import SHARED_KEY, Admin, Peer
 
 pytestmark = pytest.mark.anyio
 
-FORGED = "x\n2026-01-01 00:00:00,000 WARNING remote_core.server: admin password reset by evil"
+FORGED = "x\n2026-01-01 00:00:00,000 WARNING remote_server.web: admin password reset by evil"
 HUGE = "y" * 1_000_000
 
 

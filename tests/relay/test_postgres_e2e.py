@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from remote_server.testing.liveserver import LiveServer, live_server
 from remote_store_sql.testing import postgres_database
 
 from remote_core.protocol import pb
-from remote_core.testing.liveserver import LiveServer, live_server
 
 from .conftest import Admin, Peer, relay_settings
 

@@ -11,16 +11,16 @@ from datetime import timedelta
 
 import anyio
 import pytest
+from remote_server.relay import Refused, Registry
+from remote_server.relay.audit import Audit
+from remote_server.testing.deviations import test_settings
+from remote_server.web.context import open_store
 from remote_store_sql.testing import postgres_database
 
 from remote_core.plugins import get_plugin_manager
 from remote_core.protocol import pb
 from remote_core.records import SupportCode, User, utcnow
-from remote_core.relay import Refused, Registry
-from remote_core.server.audit import Audit
-from remote_core.server.context import open_store
 from remote_core.supportcode import generate_support_code
-from remote_core.testing.deviations import test_settings
 
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 

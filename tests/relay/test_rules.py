@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import pytest
-
-from remote_core.protocol import pb
-from remote_core.records import User
-from remote_core.relay import Refused
-from remote_core.relay.identity import clean_id
-from remote_core.relay.rules import (
+from remote_server.relay import Refused
+from remote_server.relay.identity import clean_id
+from remote_server.relay.rules import (
     check_session_type,
     initial_consent_state,
     status_report,
     viewing_refusal,
 )
+
+from remote_core.protocol import pb
+from remote_core.records import User
 from remote_core.types import ConsentDecision
 
 

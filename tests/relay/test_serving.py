@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 
 import pytest
+from remote_server.web.serving import tune_allocator, uvicorn_config
 
-from remote_core.server.serving import tune_allocator, uvicorn_config
 from remote_core.settings import Settings
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
-
-from remote_core.testing.liveserver import LiveServer, live_server
+from remote_server.testing.liveserver import LiveServer, live_server
 
 from .conftest import Admin, Peer, relay_settings
 

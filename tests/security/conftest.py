@@ -4,7 +4,7 @@ The helpers are the relay suite's (:class:`Admin`, :class:`Peer`,
 :func:`relay_settings`) and the live-server module's, imported rather than
 copied, so an attack here speaks to the server exactly as the functional
 suites do. Every setting that differs from the shipped defaults goes through
-:mod:`remote_core.testing.deviations`.
+:mod:`remote_server.testing.deviations`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import pytest
-
-from remote_core.testing.liveserver import LiveServer, live_server
-from remote_core.testing.postgres_cluster import private_postgres_fixture
+from remote_server.testing.liveserver import LiveServer, live_server
+from remote_server.testing.postgres_cluster import private_postgres_fixture
 
 from ..relay.conftest import ADMIN_PASSWORD, IMPATIENT, SHARED_KEY, Admin, Peer, relay_settings
 

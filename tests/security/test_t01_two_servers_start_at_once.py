@@ -16,9 +16,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from remote_server.testing.processes import ADMIN_PASSWORD, ServerProcess
 from remote_store_sql.testing import postgres_database
-
-from remote_core.testing.processes import ADMIN_PASSWORD, ServerProcess
 
 pytestmark = pytest.mark.slow
 

@@ -13,8 +13,7 @@ import json
 from typing import Any
 
 import pytest
-
-from remote_core.testing.liveserver import LiveServer
+from remote_server.testing.liveserver import LiveServer
 
 from .conftest import Admin, raw_request
 

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-
-from remote_core.testing.deviations import test_settings
-from remote_core.testing.liveserver import live_server
+from remote_server.testing.deviations import test_settings
+from remote_server.testing.liveserver import live_server
 
 PRINTED = re.compile(r"created user 'admin' with password (\S+)")
 # What people try first (ASVS 6.3.2); the login limit (8/min/IP) leaves room for seven.

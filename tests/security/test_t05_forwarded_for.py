@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-from remote_core.testing.deviations import test_settings
-from remote_core.testing.liveserver import live_server
+from remote_server.testing.deviations import test_settings
+from remote_server.testing.liveserver import live_server
 
 from .conftest import ADMIN_PASSWORD
 

@@ -18,9 +18,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-
-from remote_core.server.ratelimit import MemoryRateLimiter, RateLimiter
-from remote_core.testing.liveserver import LiveServer, ManualClock, fresh_ip, live_server
+from remote_server.testing.liveserver import LiveServer, ManualClock, fresh_ip, live_server
+from remote_server.web.ratelimit import MemoryRateLimiter, RateLimiter
 
 from .conftest import Admin, relay_settings
 

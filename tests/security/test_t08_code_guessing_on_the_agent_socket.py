@@ -13,10 +13,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from remote_server.relay.auth import looks_like_support_code
+from remote_server.testing.liveserver import LiveServer, fresh_ip
 
-from remote_core.relay.auth import looks_like_support_code
 from remote_core.supportcode import ALPHABET, normalize_support_code
-from remote_core.testing.liveserver import LiveServer, fresh_ip
 
 from .conftest import Admin, Peer
 

@@ -16,10 +16,10 @@ from typing import Any
 import anyio
 import jwt
 import pytest
+from remote_server.testing.liveserver import LiveServer
+from remote_server.web.api import ENDPOINTS
 
 from remote_core.protocol import pb
-from remote_core.server.api import ENDPOINTS
-from remote_core.testing.liveserver import LiveServer
 
 from .conftest import SHARED_KEY, Admin, Peer, raw_request
 

@@ -19,8 +19,7 @@ import anyio
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
-
-from remote_core.testing.liveserver import LiveServer
+from remote_server.testing.liveserver import LiveServer
 
 from .conftest import Admin, Peer
 

@@ -25,14 +25,14 @@ from typing import Any
 import anyio
 import jwt
 import pytest
+from remote_server.cli import main
+from remote_server.testing.liveserver import LiveServer, eventually, live_server
+from remote_server.web.context import open_store
+from remote_server.web.tokens import key_id
 
-from remote_core.cli import main
 from remote_core.plugins import get_plugin_manager
 from remote_core.protocol import pb
 from remote_core.records import SigningKey, utcnow
-from remote_core.server.context import open_store
-from remote_core.server.tokens import key_id
-from remote_core.testing.liveserver import LiveServer, eventually, live_server
 
 from .conftest import Admin, Peer, relay_settings
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 
-from remote_core.server.api import ENDPOINTS
+from remote_server.web.api import ENDPOINTS
 
 from .conftest import Admin
 

@@ -13,9 +13,8 @@ import logging
 from pathlib import Path
 
 import pytest
+from remote_server.testing.liveserver import LiveServer
 from sqlalchemy.engine import make_url
-
-from remote_core.testing.liveserver import LiveServer
 
 from .conftest import Admin
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from remote_server.testing.liveserver import LiveServer, eventually
 
 from remote_core.protocol import pb
-from remote_core.testing.liveserver import LiveServer, eventually
 
 from .conftest import SHARED_KEY, Admin, Peer
 

@@ -15,11 +15,11 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from remote_server.testing.processes import Api, ServerProcess
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
 from remote_core.protocol import pb, wrap
-from remote_core.testing.processes import Api, ServerProcess
 
 pytestmark = pytest.mark.slow
 

@@ -13,9 +13,9 @@ import logging
 from typing import Any
 
 import pytest
+from remote_server.testing.liveserver import LiveServer
 
 from remote_core.protocol import ALLOWED, Role, pb
-from remote_core.testing.liveserver import LiveServer
 
 from .conftest import Admin, Peer
 

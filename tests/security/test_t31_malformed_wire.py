@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from remote_server.testing.liveserver import LiveServer
 from websockets.exceptions import ConnectionClosed
 
 from remote_core.protocol import pb, wrap
-from remote_core.testing.liveserver import LiveServer
 
 from .conftest import Admin, Peer
 

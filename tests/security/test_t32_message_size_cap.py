@@ -16,9 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from remote_server.testing.liveserver import LiveServer, live_server
 
 from remote_core.protocol import pb, wrap
-from remote_core.testing.liveserver import LiveServer, live_server
 
 from ..relay.conftest import MAX_MESSAGE
 from .conftest import Admin, Peer, relay_settings

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from remote_server.testing.liveserver import LiveServer, eventually, live_server
 from remote_store_sql.testing import postgres_database
 
 from remote_core.protocol import pb
-from remote_core.testing.liveserver import LiveServer, eventually, live_server
 
 from .conftest import Admin, Peer, relay_settings
 

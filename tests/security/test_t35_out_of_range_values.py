@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from remote_server.testing.liveserver import LiveServer, eventually
 
 from remote_core.protocol import pb
-from remote_core.testing.liveserver import LiveServer, eventually
 
 from .conftest import Admin, Peer
 

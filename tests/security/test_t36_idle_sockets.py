@@ -20,10 +20,10 @@ from pathlib import Path
 
 import anyio
 import pytest
+from remote_server.testing.liveserver import LiveServer, eventually, fresh_ip, live_server
 
 from remote_core.protocol import pb
 from remote_core.settings import Settings
-from remote_core.testing.liveserver import LiveServer, eventually, fresh_ip, live_server
 
 from .conftest import IMPATIENT, SHARED_KEY, Admin, Peer, relay_settings
 
@@ -91,7 +91,7 @@ async def test_t36_a_crowd_of_silent_sockets_is_closed_within_the_first_message_
 
 async def test_t36_a_flood_from_one_address_is_capped_while_others_get_in(
         server: LiveServer, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, "remote_core.server.pending")
+    caplog.set_level(logging.WARNING, "remote_server.web.pending")
     admin = Admin(server)
     flood = fresh_ip()
     held = await _silent(server, flood, PER_ADDRESS)
@@ -167,7 +167,7 @@ def small_total(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer
 
 async def test_t36_the_global_cap_holds_across_addresses(small_total: LiveServer,
                                                         caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, "remote_core.server.pending")
+    caplog.set_level(logging.WARNING, "remote_server.web.pending")
     held: list[Peer] = []
     for _ in range(TOTAL_FOR_THE_TEST // 10):
         held += await _silent(small_total, fresh_ip(), 10)

@@ -11,10 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from remote_viewer.web import STATIC_DIR
+from remote_server.testing.liveserver import LiveServer
+from remote_web_console import STATIC_DIR
 from sqlalchemy.engine import make_url
-
-from remote_core.testing.liveserver import LiveServer
 
 from .conftest import raw_request
 
@@ -25,17 +24,18 @@ DEEP = 12  # enough ".." to climb from anywhere to the root
 
 
 def targets(database: Path) -> list[str]:
-    found = [f"/console/{up}{sep}web.py" for up in UP for sep in SEP]
-    found += [f"/console/{up}{sep}{up}{sep}remote_viewer{sep}web.py" for up in UP
+    found = [f"/console/{up}{sep}__init__.py" for up in UP for sep in SEP]
+    found += [f"/console/{up}{sep}{up}{sep}remote_web_console{sep}__init__.py" for up in UP
               for sep in SEP]
     found += ["/console/" + (".." + sep) * DEEP + f"etc{sep}passwd" for sep in SEP]
     found += ["/console/" + ("%2e%2e" + sep) * DEEP + f"etc{sep}passwd" for sep in SEP]
     found += ["/console//etc/passwd", "/console/%2fetc%2fpasswd", "/console/file:///etc/passwd",
               "/console/" + "../" * DEEP + str(database).lstrip("/"),
               "/console/%2f" + "%2f".join(database.parts[1:]),
-              "/console/static/../../web.py", "/console/./../web.py", "/console/web.py",
+              "/console/static/../../__init__.py", "/console/./../__init__.py",
+              "/console/__init__.py",
               "/console/../../pyproject.toml", "/%2e%2e/%2e%2e/etc/passwd",
-              "/console/viewer.html/../../web.py", "/console/viewer.html%00.py"]
+              "/console/viewer.html/../../__init__.py", "/console/viewer.html%00.py"]
     return found
 
 

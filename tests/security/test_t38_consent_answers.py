@@ -7,9 +7,9 @@ consented-technician rule are in tests/relay/test_consent.py.
 from __future__ import annotations
 
 import pytest
+from remote_server.testing.liveserver import LiveServer
 
 from remote_core.protocol import pb
-from remote_core.testing.liveserver import LiveServer
 
 from .conftest import Admin, Peer
 

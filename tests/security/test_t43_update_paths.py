@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from remote_agent.config import AgentConfig
 from remote_agent.update import Offer, Updater
+from remote_server.release import build_agent
 
 from remote_core.protocol import pb
-from remote_core.release import build_agent
 from remote_core.testing.release_server import ReleaseServer, Route
 
 pytestmark = pytest.mark.anyio

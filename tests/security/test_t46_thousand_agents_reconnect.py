@@ -26,9 +26,8 @@ from pathlib import Path
 import anyio
 import pytest
 from remote_agent.fleet import Fleet, RecordingBackoff, raise_fd_limit
+from remote_server.testing.processes import ServerProcess
 from remote_store_sql.testing import sqlite_database
-
-from remote_core.testing.processes import ServerProcess
 
 from .conftest import SHARED_KEY
 

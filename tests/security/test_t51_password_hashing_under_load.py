@@ -1,7 +1,7 @@
 """T51: a burst of logins neither stalls the relay nor takes the memory.
 
 Argon2id costs 64 MiB and a noticeable time per hash on purpose
-(``remote_core.server.users``). Hashed on the event loop, every heartbeat
+(``remote_server.web.users``). Hashed on the event loop, every heartbeat
 ack would wait for it; hashed by twenty threads at once, a 2-core box would
 need more than a gigabyte. A real server process takes twenty concurrent
 logins while a connected agent measures its heartbeat round trips, and its
@@ -20,10 +20,10 @@ from pathlib import Path
 import httpx
 import pytest
 from argon2 import PasswordHasher
+from remote_server.testing.processes import ADMIN_PASSWORD, Api, ServerProcess
 from websockets.sync.client import ClientConnection, connect
 
 from remote_core.protocol import pb, wrap
-from remote_core.testing.processes import ADMIN_PASSWORD, Api, ServerProcess
 
 pytestmark = pytest.mark.slow
 

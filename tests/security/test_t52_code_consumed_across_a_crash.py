@@ -12,10 +12,10 @@ import uuid
 from pathlib import Path
 
 import pytest
+from remote_server.testing.processes import Api, ServerProcess
 from websockets.sync.client import connect
 
 from remote_core.protocol import pb, wrap
-from remote_core.testing.processes import Api, ServerProcess
 
 pytestmark = pytest.mark.slow
 

@@ -1,6 +1,6 @@
 """T53: PostgreSQL stops for 30 s under live sessions, then starts again.
 
-A private cluster (:mod:`remote_core.testing.postgres_cluster`) is really
+A private cluster (:mod:`remote_server.testing.postgres_cluster`) is really
 stopped (``pg_ctl stop -m fast``: open connections cut, new ones refused)
 and started again; the server is never restarted. Meanwhile an agent streams
 to a viewer, and the things whose records matter happen: a status report, a
@@ -16,11 +16,11 @@ from typing import Any
 
 import anyio
 import pytest
+from remote_server.testing.liveserver import assert_problem, eventually, live_server
+from remote_server.testing.postgres_cluster import PrivatePostgres
 from remote_store_sql.testing import Database
 
 from remote_core.protocol import pb
-from remote_core.testing.liveserver import assert_problem, eventually, live_server
-from remote_core.testing.postgres_cluster import PrivatePostgres
 
 from .conftest import Admin, Peer, relay_settings
 

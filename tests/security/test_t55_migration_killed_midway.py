@@ -16,9 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from remote_server.testing.processes import BIN
 from remote_store_sql.testing import Database, postgres_database, sqlite_database
-
-from remote_core.testing.processes import BIN
 
 pytestmark = pytest.mark.slow
 

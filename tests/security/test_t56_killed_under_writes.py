@@ -20,9 +20,8 @@ import anyio
 import pytest
 from remote_agent.fleet import Fleet
 from remote_agent.session import Timing
+from remote_server.testing.processes import Api, ServerProcess
 from remote_store_sql.testing import Database, postgres_database, sqlite_database
-
-from remote_core.testing.processes import Api, ServerProcess
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -13,9 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from remote_server.testing.liveserver import LiveServer, live_server
 from remote_store_sql.testing import postgres_database
-
-from remote_core.testing.liveserver import LiveServer, live_server
 
 from .conftest import Admin, Peer, relay_settings
 

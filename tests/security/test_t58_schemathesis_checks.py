@@ -15,12 +15,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.errors import Unsatisfiable
+from remote_server.testing.apifuzz import admin_schema
+from remote_server.testing.liveserver import LiveServer
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import ignored_auth, negative_data_rejection
-
-from remote_core.testing.apifuzz import admin_schema
-from remote_core.testing.liveserver import LiveServer
 
 from .conftest import ADMIN_PASSWORD
 

@@ -151,7 +151,7 @@ async def test_concurrent_opens_in_one_process(empty: Database) -> None:
 def migrate_command(url: str) -> subprocess.Popen[str]:
     env = {**os.environ, "REMOTE_SUPPORT_PLUGINS": "store_sql"}
     return subprocess.Popen(
-        [sys.executable, "-m", "remote_core.cli", "migrate", "--database-url", url],
+        [sys.executable, "-m", "remote_server.cli", "migrate", "--database-url", url],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
 
 

@@ -1,0 +1,69 @@
+"""Built-in plugin ``web_console``: the browser console and viewer, mounted at ``/console``.
+
+The assets in ``static/`` are built from ``web_src/`` and committed, so the
+server needs no Node.js; ``plugins/web_console/tests/test_web_build.py`` rebuilds and compares.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from remote_core import hookimpl
+from remote_core.types import WebAppSpec
+
+__all__ = ["CONSOLE_PATH", "CSP_REPORT_PATH", "POLICY", "STATIC_DIR", "register_web_apps"]
+
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+CONSOLE_PATH = "/console"
+
+# Scripts only from this origin and never from strings (no 'unsafe-eval'), no
+# inline code, no plugins, no framing, no <base> tricks, and DOM sinks that
+# take only Trusted Types (the console uses none): what an agent reports can
+# never run as script even if it slipped into markup. Violations go to the API,
+# which logs each as one warning. Only report-uri: every browser sends it at
+# once, while Chromium ignores report-uri as soon as report-to is present and
+# then, measured here, delivered nothing within 20 s (the endpoint still takes
+# report-to batches, for a proxy or a later policy that adds them).
+CSP_REPORT_PATH = "/api/csp-report"
+POLICY = "; ".join([
+    "default-src 'self'", "script-src 'self'", "style-src 'self'",
+    "img-src 'self' data: blob:", "connect-src 'self'", "object-src 'none'",
+    "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'",
+    "require-trusted-types-for 'script'", "trusted-types 'none'",
+    f"report-uri {CSP_REPORT_PATH}",
+])
+_HEADERS = [
+    (b"content-security-policy", POLICY.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cache-control", b"no-cache"),
+]
+
+
+class _SecurityHeaders:
+    """Adds the console's security headers to every response of the wrapped app."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def make_console_app(_settings: Any = None) -> ASGIApp:
+    """The static console, ``index.html`` served for the directory."""
+    return _SecurityHeaders(StaticFiles(directory=STATIC_DIR, html=True))
+
+
+@hookimpl
+def register_web_apps() -> list[WebAppSpec]:
+    return [WebAppSpec(name="console", path=CONSOLE_PATH, factory=make_console_app)]

@@ -1,0 +1,404 @@
+"""The console and the browser viewer in a real Chromium, against a real server and agent.
+
+Everything runs under the headers the server ships: no CSP bypass, and every
+page error, console error or CSP violation fails the test
+(:func:`~remote_core.testing.browser.watched_context`). Log in, create a
+support code, start a real agent under Xvfb with it, grant consent in the
+agent's dialog, see the agent's screen in the canvas through each codec the
+viewer offers (pixel checks of a known pattern), click to move the real X
+pointer, and see that a view-only technician cannot. Screenshots land in
+docs/ for the README. Page state is read by polling ``page.evaluate`` from
+Python or by locators on the ``data-state`` the page keeps current.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from remote_server.testing.processes import ADMIN_PASSWORD, AgentProcess, Api, ServerProcess
+
+from remote_core.testing.browser import chromium, wait_until, watched_context
+from remote_core.testing.xvfb import Painter, Xvfb, xvfb
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xvfb]
+
+DOCS = Path(__file__).resolve().parents[3] / "docs"
+DIALOG = "Remote support request"
+WIDTH, HEIGHT = 800, 600
+VIEWPORT = {"width": 1280, "height": 800}
+# A known pattern on the agent's screen: (x, y, w, h, 0xRRGGBB).
+PATTERN = [
+    (0, 0, WIDTH, HEIGHT, 0x203040),
+    (100, 100, 200, 150, 0xFF0000),
+    (450, 100, 200, 150, 0x00FF00),
+    (100, 350, 200, 150, 0x0000FF),
+    (450, 350, 200, 150, 0xFFFFFF),
+]
+TECH_PASSWORD = "view-only-tech-pass"
+# Each codec the viewer offers: its <option> value, the per-channel tolerance of
+# its pixels, and a colour only it ever paints (so a match proves it drew).
+CODECS = {
+    "raw": ("1", 0, 0xFFA500),
+    "vp9": ("2", 16, 0x00C0C0),
+    "h264": ("3", 16, 0xC000C0),
+}
+MARK = (300, 260, 120, 80)
+
+
+@pytest.fixture(scope="module")
+def display() -> Iterator[Xvfb]:
+    with xvfb(WIDTH, HEIGHT, set_display=False) as server:
+        yield server
+
+
+def paint(display: Xvfb, blocks: list[tuple[int, int, int, int, int]]) -> None:
+    """Draw on the root window (after the consent dialog is gone: an unmapped window
+    exposes the root's plain background)."""
+    painter = Painter(display.display)
+    try:
+        for x, y, w, h, rgb in blocks:
+            painter.fill(x, y, w, h, rgb)
+        painter.sync()
+    finally:
+        painter.close()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    process = ServerProcess(tmp_path_factory.mktemp("console-server")).start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    pytest.importorskip("playwright.sync_api")
+    with chromium() as instance:
+        yield instance
+
+
+def log_in(page: Any, server: ServerProcess, username: str, password: str) -> None:
+    page.goto(f"{server.url}/console/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+    page.wait_for_selector("nav .who")
+
+
+def pointer(display: Xvfb) -> tuple[int, int]:
+    out = subprocess.run(["xdotool", "getmouselocation", "--shell"], env=display.env(),
+                         check=True, capture_output=True, text=True, timeout=10).stdout
+    values = dict(line.split("=", 1) for line in out.split())
+    return int(values["X"]), int(values["Y"])
+
+
+def press_in_dialog(display: Xvfb, keys: str) -> None:
+    found = subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--name", DIALOG],
+                           env=display.env(), check=True, capture_output=True, text=True,
+                           timeout=30)
+    window = found.stdout.split()[0]
+    subprocess.run(["xdotool", "windowfocus", "--sync", window, "key", keys],
+                   env=display.env(), check=True, timeout=10)
+
+
+CANVAS_POINT = """([x, y]) => {
+  const c = document.getElementById("screen");
+  const b = c.getBoundingClientRect();
+  const s = Math.min(b.width / c.width, b.height / c.height);
+  return [b.left + (b.width - c.width * s) / 2 + (x + 0.5) * s,
+          b.top + (b.height - c.height * s) / 2 + (y + 0.5) * s];
+}"""
+
+CANVAS_PIXEL = """([x, y]) => Array.from(
+  document.getElementById("screen").getContext("2d").getImageData(x, y, 1, 1).data.slice(0, 3))"""
+
+
+VIEWER_STATE = """() => { const s = window.remoteViewer; return {codec: s.decoderCodec,
+  frames: s.codecFrames, drawn: s.drawn, width: s.width, height: s.height,
+  state: document.getElementById("state").textContent}; }"""
+
+
+def rgb(value: int) -> list[int]:
+    return [(value >> 16) & 255, (value >> 8) & 255, value & 255]
+
+
+def pixel_near(page: Any, x: int, y: int, colour: int, tolerance: int) -> bool:
+    found = page.evaluate(CANVAS_PIXEL, [x, y])
+    return all(abs(a - b) <= tolerance for a, b in zip(found, rgb(colour), strict=True))
+
+
+def wait_for_blocks(page: Any, blocks: list[tuple[int, int, int, int, int]],
+                    tolerance: int) -> None:
+    """Each block shows in the canvas at its centre, exactly or within ``tolerance``."""
+    wait_until(lambda: page.evaluate("window.remoteViewer.width") == WIDTH,
+               what="the remote screen's size")
+    for x, y, w, h, colour in blocks:
+        wait_for_pixel(page, x + w // 2, y + h // 2, colour, tolerance)
+
+
+def wait_for_pixel(page: Any, x: int, y: int, colour: int, tolerance: int) -> None:
+    wait_until(lambda: pixel_near(page, x, y, colour, tolerance),
+               what=lambda: f"#{colour:06x} at ({x}, {y}); the canvas shows "
+                            f"{page.evaluate(CANVAS_PIXEL, [x, y])}, the viewer's state: "
+                            f"{page.evaluate(VIEWER_STATE)}")
+
+
+def click_remote(page: Any, x: int, y: int) -> None:
+    px, py = page.evaluate(CANVAS_POINT, [x, y])
+    page.mouse.click(px, py)
+
+
+def pointer_reaches(display: Xvfb, target: tuple[int, int]) -> bool:
+    try:
+        return bool(wait_until(lambda: pointer(display) == target, timeout=5))
+    except AssertionError:
+        return False
+
+
+@dataclass
+class Attended:
+    """A live attended session: the console page, its viewer popup, the agent."""
+
+    page: Any
+    viewer: Any
+    agent: AgentProcess
+
+
+@pytest.fixture(scope="module")
+def attended(tmp_path_factory: pytest.TempPathFactory, display: Xvfb, server: ServerProcess,
+             browser: Any) -> Iterator[Attended]:
+    """Log in, hand a code to a real agent, consent in its dialog, open the viewer."""
+    DOCS.mkdir(exist_ok=True)
+    with watched_context(browser, viewport=VIEWPORT) as context:
+        page = context.new_page()
+        log_in(page, server, "admin", ADMIN_PASSWORD)
+        page.click("nav >> text=Support codes")
+        page.click("#create-code")
+        code = page.inner_text("#big-code").strip()
+        assert len(code) == 11 and code[3] == "-" and code[7] == "-"
+        agent = AgentProcess(tmp_path_factory.mktemp("agent"), display.display,
+                             "--server", server.url, "--code", code)
+        try:
+            page.wait_for_selector("#code-state >> text=Waiting for consent", timeout=30_000)
+            page.screenshot(path=str(DOCS / "console-support-code.png"))
+            press_in_dialog(display, "alt+a")
+            page.wait_for_selector("#code-state >> text=Connected", timeout=30_000)
+            paint(display, PATTERN)
+            with page.expect_popup() as popup:
+                page.click("#current-code .open-viewer")
+            viewer = popup.value
+            viewer.wait_for_selector("#state[data-state=connected]", timeout=30_000)
+            wait_for_blocks(viewer, PATTERN[1:], tolerance=16)  # the default codec
+            yield Attended(page, viewer, agent)
+        finally:
+            agent.stop()
+
+
+def test_this_chromium_decodes_the_offered_codecs(attended: Attended) -> None:
+    for codec in ("vp09.00.10.08", "avc1.42E01F"):
+        support = attended.viewer.evaluate(
+            "(codec) => VideoDecoder.isConfigSupported({codec}).then((s) => s.supported)", codec)
+        assert support, f"WebCodecs in this Chromium does not decode {codec}"
+
+
+@pytest.mark.parametrize("codec", list(CODECS))
+def test_each_codec_draws_the_remote_screen(attended: Attended, display: Xvfb,
+                                            codec: str) -> None:
+    option, tolerance, colour = CODECS[codec]
+    viewer = attended.viewer
+    viewer.select_option("#codec", option)
+    count = f"window.remoteViewer.codecFrames.{codec} || 0"
+    wait_until(lambda: viewer.evaluate(count) > 0, what=f"a {codec} frame")
+    before = viewer.evaluate(count)
+    paint(display, [(*MARK, colour)])  # drawn after the switch: only this codec carries it
+    wait_for_blocks(viewer, [(*MARK, colour)], tolerance)
+    wait_for_blocks(viewer, PATTERN[1:], tolerance)
+    assert viewer.evaluate(count) > before
+    if codec != "raw":
+        assert viewer.evaluate("window.remoteViewer.decoderCodec") == codec
+
+
+def test_a_dropped_socket_reconnects_and_draws_again(attended: Attended, display: Xvfb) -> None:
+    viewer = attended.viewer
+    drawn = viewer.evaluate("window.remoteViewer.drawn")
+    viewer.evaluate("window.remoteViewer.ws.close(4000, 'network dropped')")
+    viewer.wait_for_selector("#state[data-state=reconnecting]", timeout=10_000)
+    viewer.wait_for_selector("#state[data-state=connected]", timeout=30_000)
+    paint(display, [(*MARK, 0x808000)])
+    wait_until(lambda: viewer.evaluate("window.remoteViewer.drawn") > drawn, what="a new frame")
+    wait_for_blocks(viewer, [(*MARK, 0x808000)], tolerance=16)
+
+
+def test_a_click_moves_the_remote_pointer(attended: Attended, display: Xvfb) -> None:
+    click_remote(attended.viewer, 612, 437)
+    assert pointer_reaches(display, (612, 437))
+    attended.viewer.screenshot(path=str(DOCS / "viewer.png"))
+    attended.page.click("nav >> text=Machines")
+    attended.page.wait_for_selector("#machines tr[data-agent-id] >> text=online")
+    attended.page.screenshot(path=str(DOCS / "console-machines.png"))
+
+
+def test_a_view_only_technician_cannot_move_the_pointer(
+        tmp_path: Path, attended: Attended, display: Xvfb, server: ServerProcess,
+        browser: Any) -> None:
+    """On a managed machine (an attended session admits only the technician the end user
+    consented to), a technician with only ``view`` watches and cannot move the pointer."""
+    api = Api(server)
+    try:
+        created = api.post("/api/users", json={
+            "username": "viewer-tech", "password": TECH_PASSWORD, "role": "technician",
+            "permissions": ["view"], "client_access": ["*"]})
+        assert created.status_code == 201, created.text
+        agent_id, key = api.machine_with_key()
+        managed = AgentProcess(tmp_path / "managed", display.display, "--server", server.url,
+                               "--key", key)
+        session_id = api.live_session(agent_id)["id"]
+    finally:
+        api.close()
+    try:
+        with watched_context(browser, viewport=VIEWPORT) as context:
+            page = context.new_page()
+            log_in(page, server, "viewer-tech", TECH_PASSWORD)
+            page.goto(f"{server.url}/console/viewer.html?session={session_id}")
+            page.wait_for_selector("#state[data-state=connected] >> text=view only")
+            wait_for_blocks(page, PATTERN[1:3], tolerance=16)
+            before = pointer(display)
+            # Even a tampered page that sends input is refused by the server.
+            page.evaluate("window.remoteViewer.viewOnly = false")
+            click_remote(page, 150, 150)
+            page.mouse.move(10, 10)
+            page.wait_for_timeout(1000)
+            assert pointer(display) == before
+    finally:
+        managed.stop()
+
+
+def test_agent_reported_text_is_shown_as_text(server: ServerProcess, browser: Any) -> None:
+    api = Api(server)
+    try:
+        markup = '<img src=x onerror="window.pwned=1"><b>bold</b>'
+        created = api.post("/api/machines", json={"organization": markup, "site": "",
+                                                  "tags": ["<i>t</i>"]})
+        assert created.status_code == 201, created.text
+    finally:
+        api.close()
+    with watched_context(browser) as context:
+        page = context.new_page()
+        log_in(page, server, "admin", ADMIN_PASSWORD)
+        row = page.wait_for_selector(f"tr[data-agent-id='{created.json()['agent_id']}']")
+        # The DOM holds the text, and no element was made of it.
+        assert markup in row.inner_text()
+        assert row.query_selector("img") is None and row.query_selector("b") is None
+        assert row.query_selector("i") is None
+        assert page.evaluate("window.pwned") is None
+
+
+def test_a_clean_page_load_reports_nothing(server: ServerProcess, browser: Any) -> None:
+    """The login page and an empty viewer load with no error at all (the icon included)."""
+    with watched_context(browser) as context:
+        page = context.new_page()
+        failed: list[str] = []
+        page.on("requestfailed", lambda request: failed.append(request.url))
+        page.on("response", lambda r: failed.append(r.url) if r.status >= 400 else None)
+        page.goto(f"{server.url}/console/")
+        page.wait_for_selector("input[name=username]")
+        page.goto(f"{server.url}/console/viewer.html")
+        page.wait_for_selector("#state[data-state=ended]")
+        page.wait_for_load_state("networkidle")
+        assert failed == []
+    icon = httpx.get(f"{server.url}/console/favicon.svg", timeout=10)
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+
+
+def test_console_is_served_with_a_strict_content_security_policy(server: ServerProcess) -> None:
+    home = httpx.get(f"{server.url}/", timeout=10)
+    assert home.status_code == 307 and home.headers["location"] == "/console/"
+    for page in ("", "viewer.html", "viewer.js"):
+        response = httpx.get(f"{server.url}/console/{page}", timeout=10)
+        assert response.status_code == 200
+        directives = {d.split()[0]: d.split()[1:]
+                      for d in response.headers["content-security-policy"].split("; ")}
+        assert directives["script-src"] == ["'self'"]  # no 'unsafe-eval', no 'unsafe-inline'
+        assert directives["object-src"] == ["'none'"] and directives["base-uri"] == ["'none'"]
+        assert directives["frame-ancestors"] == ["'none'"]
+        assert directives["form-action"] == ["'self'"]
+        assert directives["require-trusted-types-for"] == ["'script'"]
+        assert directives["report-uri"] == ["/api/csp-report"]
+        assert "unsafe" not in response.headers["content-security-policy"]
+
+
+def test_a_violation_in_the_console_reaches_the_server_log(server: ServerProcess,
+                                                           browser: Any) -> None:
+    """What a broken proxy or extension does to the page lands in the operator's log."""
+    with watched_context(browser, allow=("img-src",)) as context:
+        page = context.new_page()
+        page.goto(f"{server.url}/console/")
+        page.wait_for_selector("input[name=username]")
+        # An image from another origin, as injected markup would load it: refused.
+        page.evaluate("""() => { const img = document.createElement("img");
+            img.src = "https://elsewhere.invalid/pixel.png"; document.body.append(img); }""")
+        wait_until(lambda: "csp violation" in server.log.read_text(errors="replace"),
+                   timeout=20, what="the violation in the server's log")
+    line = next(line for line in server.log.read_text().splitlines() if "csp violation" in line)
+    assert "img-src" in line and "elsewhere.invalid" in line and "/console/" in line
+
+
+def test_every_view_renders_and_admin_forms_work(server: ServerProcess, browser: Any) -> None:
+    with watched_context(browser) as context:
+        page = context.new_page()
+        log_in(page, server, "admin", ADMIN_PASSWORD)
+        for title in ("Machines", "Support codes", "Sessions", "Releases", "Users", "Audit log"):
+            page.click(f"nav >> text={title}")
+            page.wait_for_selector(f"main h1:has-text('{title.split()[0]}')")
+        # Releases: the form creates one, the table shows it.
+        page.click("nav >> text=Releases")
+        page.fill("input[name=version]", "9.8.7")
+        page.fill("input[name=download_url]", "https://updates.example/agent-9.8.7.pyz")
+        page.fill("input[name=checksum_sha256]", "ab" * 32)
+        page.click("form >> text=Add release")
+        page.wait_for_selector("td:text-is('9.8.7')")
+        # Users: the form creates a technician, who then has a row.
+        page.click("nav >> text=Users")
+        page.fill("input[name=username]", "new-tech")
+        page.fill("input[name=password]", "new-tech-password")
+        page.click("form >> text=Add user")
+        page.wait_for_selector("td:text-is('new-tech')")
+        page.click("nav >> text=Audit log")
+        page.wait_for_selector("td:text-is('release.created')")
+        assert [e.inner_text() for e in page.query_selector_all("main .error")] == [""]
+
+
+def test_a_refused_origin_is_said_plainly_not_retried_forever(
+        tmp_path: Path, display: Xvfb, browser: Any) -> None:
+    """A console served from an origin the server does not list: the viewer's socket is
+    refused (403, which a browser reads as 1006), and the page says why and stops."""
+    server = ServerProcess(tmp_path / "server", public_origins="https://console.example").start()
+    api = Api(server)
+    agent = None
+    try:
+        agent_id, key = api.machine_with_key()
+        agent = AgentProcess(tmp_path / "agent", display.display, "--server", server.url,
+                             "--key", key)
+        session_id = api.live_session(agent_id)["id"]
+        # The browser reports the refused upgrade itself; that one error is the point.
+        with watched_context(browser, allow=("WebSocket connection to",)) as context:
+            page = context.new_page()
+            log_in(page, server, "admin", ADMIN_PASSWORD)
+            page.goto(f"{server.url}/console/viewer.html?session={session_id}")
+            state = page.wait_for_selector("#state[data-state=refused]", timeout=30_000)
+            text = state.inner_text()
+            assert "Refused by the server (origin" in text and server.url in text
+            assert "REMOTE_SUPPORT_PUBLIC_ORIGINS" in text
+            page.wait_for_timeout(3000)  # and it stays so: no reconnect loop
+            assert page.evaluate("document.getElementById('state').dataset.state") == "refused"
+    finally:
+        if agent is not None:
+            agent.stop()
+        api.close()
+        server.stop()

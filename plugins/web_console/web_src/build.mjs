@@ -1,0 +1,42 @@
+// Builds the console and viewer into remote_web_console/static (or the directory given).
+// The output is committed, so running the server needs no Node.js; a test
+// rebuilds from these sources and compares byte for byte.
+//
+// The wire code is generated here from proto/remote_support.proto by
+// protoc-gen-es (run by buf, both pinned npm packages) into gen/: plain code
+// over a descriptor, so nothing in the page is ever compiled from a string
+// (the console's CSP forbids it). bench/web_wire measured the alternatives.
+import { build } from "esbuild";
+import { execFileSync } from "node:child_process";
+import { copyFile, mkdir, readdir, rm } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const outdir = resolve(process.argv[2] ?? join(here, "..", "remote_web_console", "static"));
+await mkdir(outdir, { recursive: true });
+
+const gen = join(here, "gen");
+await rm(gen, { recursive: true, force: true });
+const bin = (name) => join(here, "node_modules", ".bin", name);
+execFileSync(bin("buf"), ["generate", resolve(here, "..", "..", "..", "proto"), "--template", JSON.stringify({
+  version: "v2",
+  plugins: [{ local: bin("protoc-gen-es"), out: gen, opt: ["target=js"] }],
+})], { stdio: "inherit" });
+
+await build({
+  entryPoints: [join(here, "src", "console.js"), join(here, "src", "viewer.js")],
+  bundle: true,
+  minify: true,
+  format: "esm",
+  target: ["chrome110", "firefox115", "safari16"],
+  outdir,
+  legalComments: "eof",
+  logLevel: "warning",
+});
+
+for (const name of await readdir(join(here, "src"))) {
+  if (/\.(html|css|svg)$/.test(name)) {
+    await copyFile(join(here, "src", name), join(outdir, name));
+  }
+}

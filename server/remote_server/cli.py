@@ -1,0 +1,199 @@
+"""``remote-support``: serve, migrate, plugins, user, secret, release."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from remote_core.errors import RemoteSupportError
+from remote_core.plugins import get_plugin_manager
+from remote_core.settings import Settings, add_arguments, load_settings
+
+from . import __version__
+from .web.context import open_store
+
+__all__ = ["main"]
+
+log = logging.getLogger("remote_support")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="remote-support", description=__doc__)
+    parser.add_argument("--version", action="version", version=__version__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the server (migrates the database first)")
+    add_arguments(serve)
+    migrate = sub.add_parser("migrate", help="apply database migrations and exit")
+    add_arguments(migrate)
+    plugins = sub.add_parser("plugins", help="list loaded plugins and the hooks they implement")
+    add_arguments(plugins)
+    user = sub.add_parser("user", help="manage operator accounts")
+    add_arguments(user)
+    user_sub = user.add_subparsers(dest="user_command", required=True)
+    create = user_sub.add_parser("create", help="create a user (password read from stdin or "
+                                                "prompted)")
+    create.add_argument("username")
+    create.add_argument("--admin", action="store_true", help="make the user an administrator")
+    create.add_argument("--permission", action="append", default=[],
+                        help="grant a permission (repeatable)")
+    user_sub.add_parser("list", help="list users")
+    passwd = user_sub.add_parser("set-password", help="set a user's password")
+    passwd.add_argument("username")
+    secret = sub.add_parser("secret", help="manage the token-signing keys")
+    add_arguments(secret)
+    secret_sub = secret.add_subparsers(dest="secret_command", required=True)
+    rotate = secret_sub.add_parser(
+        "rotate", help="sign new tokens with a new random key; the previous key keeps "
+                       "verifying for the overlap (audited)")
+    rotate.add_argument("--overlap", type=float, default=None,
+                        help="seconds the previous key keeps verifying (at least the longest "
+                             "token lifetime; default: that plus --signing-key-refresh, for "
+                             "running servers to notice)")
+    _release_parser(sub)
+    return parser
+
+
+def _release_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    release = sub.add_parser("release", help="build and sign the agent's single-file release")
+    release_sub = release.add_subparsers(dest="release_command", required=True)
+    build = release_sub.add_parser("build", help="build remote-agent-<version>.pyz and print "
+                                                 "its SHA-256")
+    build.add_argument("--version", dest="release_version", default=None,
+                       help="version to stamp (default: the installed agent's)")
+    build.add_argument("--output", type=Path, default=None,
+                       help="file to write (default: dist/remote-agent-<version>.pyz)")
+    build.add_argument("--python", default="/usr/bin/env python3",
+                       help="interpreter for the #! line")
+    keygen = release_sub.add_parser("keygen", help="create an Ed25519 publisher key and "
+                                                   "print the public key agents pin")
+    keygen.add_argument("--private-key", type=Path, required=True)
+    sign = release_sub.add_parser("sign", help="write <artifact>.sig with the publisher key")
+    sign.add_argument("artifact", type=Path)
+    sign.add_argument("--private-key", type=Path, required=True)
+
+
+def cmd_release(args: argparse.Namespace) -> int:
+    from . import release
+
+    if args.release_command == "build":
+        built = release.build_agent(args.output, args.release_version, args.python)
+        print(f"built {built.path} (remote-agent {built.version})")
+        print(f"sha256 {built.sha256}")
+    elif args.release_command == "keygen":
+        public = release.generate_keypair(args.private_key)
+        print(f"private key written to {args.private_key} (keep it off the server)")
+        print(f"update_public_key = \"{public}\"")
+    else:
+        signature = release.sign_file(args.artifact, args.private_key)
+        print(f"signature written to {signature}; publish it next to the artifact")
+    return 0
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    return load_settings(cli=vars(args))
+
+
+def cmd_plugins(settings: Settings) -> int:
+    plugins = get_plugin_manager(settings)
+    for info in plugins.describe():
+        print(f"{info.name:<18} {info.distribution} {info.version}")
+        print(f"{'':<18} hooks: {', '.join(info.hooks) or '(none)'}")
+    return 0
+
+
+async def _migrate(settings: Settings) -> int:
+    store = open_store(settings, get_plugin_manager(settings))
+    await store.open()
+    await store.close()
+    print(f"database at {settings.database_url.split('@')[-1]} is at the newest schema")
+    return 0
+
+
+def _read_password(prompt: str) -> str:
+    if sys.stdin.isatty():
+        first = getpass.getpass(prompt)
+        if getpass.getpass("again: ") != first:
+            raise RemoteSupportError("the passwords differ")
+        return first
+    return sys.stdin.readline().rstrip("\n")
+
+
+async def _user(settings: Settings, args: argparse.Namespace) -> int:
+    from .web.users import create_user, set_password
+
+    store = open_store(settings, get_plugin_manager(settings))
+    await store.open()
+    try:
+        if args.user_command == "list":
+            for user in await store.list_users():
+                flag = " (disabled)" if user.disabled else ""
+                print(f"{user.username:<24} {user.role:<11} {','.join(user.permissions)}{flag}")
+        elif args.user_command == "create":
+            password = _read_password("password: ")
+            role = "admin" if args.admin else "technician"
+            await create_user(store, args.username, password, role, args.permission)
+            print(f"created {role} {args.username}")
+        elif args.user_command == "set-password":
+            await set_password(store, args.username, _read_password("new password: "))
+            print(f"password of {args.username} changed")
+    finally:
+        await store.close()
+    return 0
+
+
+async def _secret(settings: Settings, args: argparse.Namespace) -> int:
+    from .relay.audit import Audit
+    from .web.signing import rotate
+
+    plugins = get_plugin_manager(settings)
+    store = open_store(settings, plugins)
+    await store.open()
+    try:
+        done = await rotate(settings, store, Audit(store, plugins), args.overlap)
+    finally:
+        await store.close()
+    print(f"tokens are now signed with key {done.current}; key {done.previous} verifies "
+          f"until {done.previous_until.isoformat(timespec='seconds')} (running servers "
+          f"switch within {settings.signing_key_refresh:g} s)")
+    return 0
+
+
+def cmd_serve(settings: Settings) -> int:
+    from .web import create_app
+    from .web.serving import serve
+
+    serve(create_app(settings), settings)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "release":
+            return cmd_release(args)
+        settings = _settings(args)
+        if args.command == "plugins":
+            return cmd_plugins(settings)
+        if args.command == "migrate":
+            return asyncio.run(_migrate(settings))
+        if args.command == "user":
+            return asyncio.run(_user(settings, args))
+        if args.command == "secret":
+            return asyncio.run(_secret(settings, args))
+        return cmd_serve(settings)
+    except RemoteSupportError as exc:
+        print(f"remote-support: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""The audit log: every event goes to the store and to the ``audit_event`` hook."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from remote_core.interfaces import Store
+from remote_core.plugins import Plugins
+from remote_core.records import Event, utcnow
+
+from .writes import WriteQueue
+
+__all__ = ["Audit"]
+
+log = logging.getLogger(__name__)
+
+AUDIT_KEY = "audit"
+"""One key for every event, so the log keeps its order through an outage."""
+
+
+class Audit:
+    """Writes audit events; a failing write is retried by the write queue (the database is
+    away) or logged, never raised into the caller's path."""
+
+    def __init__(self, store: Store, plugins: Plugins, writes: WriteQueue | None = None) -> None:
+        self._store = store
+        self._plugins = plugins
+        self.writes = writes or WriteQueue()
+
+    async def record(self, event: Event) -> None:
+        if event.created_at is None:
+            event = dataclasses.replace(event, created_at=utcnow())
+
+        async def write() -> None:
+            await self._store.add_event(event)
+
+        await self.writes.submit(AUDIT_KEY, f"audit event {event.kind}", write)
+        self._plugins.audit_event(event)

@@ -1,0 +1,66 @@
+"""Agent authentication: the auth plugins in order, and what no plugin may accept.
+
+A user JWT is never an agent credential (SPEC 5.2), so a token of JWT shape
+is refused before any method sees it, whatever plugins are installed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+
+from remote_core.interfaces import Authenticator
+from remote_core.types import AgentCredential, AgentIdentity, AuthRejected
+
+__all__ = ["NotReady", "Refused", "Unavailable", "authenticate", "looks_like_jwt",
+           "looks_like_support_code"]
+
+log = logging.getLogger(__name__)
+
+_JWT = re.compile(r"^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$")
+_CODE_SHAPE = re.compile(r"^[A-Za-z0-9]{9}$")
+_MAX_TOKEN = 4096
+
+
+class Refused(Exception):
+    """A session cannot be established; ``str()`` is safe to show to the peer."""
+
+
+class NotReady(Refused):
+    """Refused for the session's state (gone, or awaiting its own consent), not the user's."""
+
+
+class Unavailable(Refused):
+    """Not the peer's fault: the database is away. The agent retries with its backoff, and
+    the attempt does not count against the support-code limit."""
+
+
+def looks_like_jwt(token: str) -> bool:
+    return _JWT.match(token) is not None
+
+
+def looks_like_support_code(token: str) -> bool:
+    """Shaped like ``XXX-XXX-XXX`` (any letters and digits, dashes and spaces optional):
+    every such attempt counts against the support-code rate limit."""
+    return _CODE_SHAPE.match(re.sub(r"[\s-]", "", token)) is not None
+
+
+async def authenticate(authenticators: Sequence[Authenticator],
+                       credential: AgentCredential) -> AgentIdentity:
+    """The first method that recognises the credential decides; none recognising it refuses."""
+    token = credential.token
+    if not token:
+        raise Refused("session_token is required: an agent key, a support code or the shared key")
+    if len(token) > _MAX_TOKEN:
+        raise Refused("session_token is too long")
+    if looks_like_jwt(token):
+        raise Refused("a user token is not an agent credential")
+    for authenticator in authenticators:
+        try:
+            identity = await authenticator.authenticate(credential)
+        except AuthRejected as exc:
+            raise Refused(str(exc) or "credential refused") from None
+        if identity is not None:
+            return identity
+    raise Refused("unrecognised agent credential")

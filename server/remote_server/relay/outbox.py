@@ -1,0 +1,141 @@
+"""What one socket still has to send, bounded in bytes: the backpressure policy.
+
+Each connected peer has one :class:`Outbox`, drained by that peer's own
+writer task, so a slow reader only ever fills its own outbox. Three kinds of
+message go in:
+
+- **video frames**: when the outbox is over its budget the frame is dropped
+  and the outbox skips every following frame until a keyframe arrives (a
+  delta frame without its predecessors is useless). The keyframe then
+  replaces whatever stale video is still queued.
+- **lossy** messages (cursor moves, latency reports): dropped when over budget.
+- **reliable** messages (control, chat, input): always queued, but a peer
+  whose backlog reaches twice the budget is beyond saving and is closed.
+
+Memory per peer is therefore at most about twice the budget plus one message.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import anyio
+
+from remote_core.protocol import is_keyframe
+
+__all__ = ["Close", "Outbox"]
+
+
+@dataclass(frozen=True, slots=True)
+class Close:
+    """The writer's last instruction: close the socket with ``code`` and ``reason``."""
+
+    code: int
+    reason: str
+
+
+class Outbox:
+    """A byte-bounded queue with the relay's drop policy; one writer task drains it."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.queued_bytes = 0
+        self.dropped_frames = 0
+        self.dropped_other = 0
+        self.skipping = False
+        self._items: deque[tuple[bytes, bool]] = deque()  # (data, is_video)
+        self._close: Close | None = None
+        self._wakeup: anyio.Event | None = None
+        self.closing = anyio.Event()  # set once close() was asked for
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def closed(self) -> bool:
+        return self._close is not None
+
+    @property
+    def close_reason(self) -> str | None:
+        return self._close.reason if self._close is not None else None
+
+    # -- producers (synchronous: they never wait for the reader) ---------------------
+    def put_frame(self, data: bytes, offset: int) -> bool:
+        """Queue a ``VideoFrame`` message; return True when it was dropped and the peer
+        now waits for a keyframe (the caller may ask the agent for one).
+
+        ``offset`` is where the ``VideoFrame`` payload starts in ``data``.
+        """
+        if self._close is not None:
+            return False
+        if self.skipping:
+            if not is_keyframe(data, offset):
+                self.dropped_frames += 1
+                return True
+            self.skipping = False
+            self._discard_video()
+        elif self._items and self.queued_bytes + len(data) > self.budget:
+            self.dropped_frames += 1
+            self.skipping = True
+            return True
+        self._append(data, True)
+        return False
+
+    def put(self, data: bytes, *, lossy: bool = False) -> bool:
+        """Queue a non-video message; False if it was dropped (lossy, over budget)
+        or the peer is too far behind to keep (the outbox is then closed)."""
+        if self._close is not None:
+            return False
+        if self.queued_bytes + len(data) > self.budget and self._items:
+            if lossy:
+                self.dropped_other += 1
+                return False
+            if self.queued_bytes + len(data) > 2 * self.budget:
+                self.close(1008, "peer cannot keep up", drain=False)
+                return False
+        self._append(data, False)
+        return True
+
+    def close(self, code: int, reason: str, *, farewell: bytes | None = None,
+              drain: bool = True) -> None:
+        """Ask the writer to close the socket, after the queue (``drain``) and ``farewell``."""
+        if self._close is not None:
+            return
+        if not drain:
+            self._items.clear()
+            self.queued_bytes = 0
+        if farewell is not None:
+            self._append(farewell, False)
+        self._close = Close(code, reason[:120])
+        self.closing.set()
+        self._wake()
+
+    # -- the writer ----------------------------------------------------------------
+    async def get(self) -> bytes | Close:
+        """The next message to send, or :class:`Close` once everything queued is out."""
+        while not self._items:
+            if self._close is not None:
+                return self._close
+            self._wakeup = anyio.Event()
+            await self._wakeup.wait()
+        data, _ = self._items.popleft()
+        self.queued_bytes -= len(data)
+        return data
+
+    def _append(self, data: bytes, is_video: bool) -> None:
+        self._items.append((data, is_video))
+        self.queued_bytes += len(data)
+        self._wake()
+
+    def _wake(self) -> None:
+        wakeup = self._wakeup
+        if wakeup is not None:
+            self._wakeup = None
+            wakeup.set()
+
+    def _discard_video(self) -> None:
+        kept = deque(item for item in self._items if not item[1])
+        self.dropped_frames += len(self._items) - len(kept)
+        self._items = kept
+        self.queued_bytes = sum(len(data) for data, _ in kept)

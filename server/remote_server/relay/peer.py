@@ -1,0 +1,335 @@
+"""Driving one socket: first message, authentication, then reader, writer and watchdog.
+
+Nothing here knows Starlette: a socket is a :class:`Transport` (receive,
+send, close), so the same drivers serve any WebSocket server and tests can
+drive them directly. Each socket has four tasks: the reader (this
+coroutine), the writer draining the link's outbox, a watchdog closing a peer
+that has been silent longer than the heartbeat timeout, and a reaper cutting
+off a socket that does not finish closing in time.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, Protocol
+
+import anyio
+from anyio.abc import TaskGroup
+
+from remote_core.protocol import (
+    NUMBER_BY_FIELD,
+    CloseCode,
+    Connection,
+    Dropped,
+    Inbound,
+    LocalProtocolError,
+    RemoteProtocolError,
+    Role,
+    pb,
+    peek,
+)
+from remote_core.records import Event
+
+from .auth import Refused, Unavailable, looks_like_support_code
+from .link import Link
+from .outbox import Close
+from .registry import Registry
+from .session import Session
+
+__all__ = ["CodeLimiter", "Transport", "ViewerVerifier", "serve_agent", "serve_viewer"]
+
+log = logging.getLogger(__name__)
+
+VIDEO_FRAME = NUMBER_BY_FIELD["video_frame"]
+CLOSE_GRACE = 5.0
+"""Seconds a closing socket has to take its last messages before it is cut off."""
+
+
+class Transport(Protocol):
+    """One accepted WebSocket."""
+
+    async def receive(self) -> bytes | str | None:
+        """The next message; ``None`` once the peer has gone."""
+
+    async def send(self, data: bytes) -> None: ...
+
+    async def close(self, code: int, reason: str) -> None: ...
+
+
+class CodeLimiter(Protocol):
+    """The support-code attempt limiter the REST API shares (SPEC 8)."""
+
+    async def check_code_attempt(self, client_ip: str) -> float | None: ...
+
+    async def record_code_result(self, client_ip: str, ok: bool) -> bool:
+        """True when this result locked the address out."""
+        ...
+
+
+ViewerVerifier = Callable[[str, str | None], tuple[str, str, str]]
+"""``(token, session_id or None) -> (user_id, session_id, password fingerprint)``; raises
+:class:`Refused`."""
+
+
+# -- the first message ---------------------------------------------------------------------
+async def _first_request(transport: Transport, conn: Connection, wait: float) -> Any | None:
+    """The peer's ``SessionRequest``, or None after closing the socket for its fault."""
+    with anyio.move_on_after(wait):
+        data = await transport.receive()
+        if data is None:
+            return None
+        try:
+            event = conn.receive_data(data)
+            assert isinstance(event, Inbound)
+            return event.payload()
+        except RemoteProtocolError as exc:
+            await transport.close(exc.close_code, exc.reason[:120])
+            return None
+    await transport.close(CloseCode.POLICY_VIOLATION,
+                          f"no session_request within {wait:g} s")
+    return None
+
+
+async def _reject(transport: Transport, conn: Connection, error: str) -> None:
+    try:
+        await transport.send(conn.reject(error))
+        await transport.close(CloseCode.POLICY_VIOLATION, error[:120])
+    except Exception:
+        log.debug("peer left before its rejection was sent", exc_info=True)
+
+
+# -- the tasks every socket runs ------------------------------------------------------------------
+async def _writer(transport: Transport, link: Link, group: TaskGroup) -> None:
+    """Drain the outbox; after the close frame (or a failed send) stop the socket's tasks."""
+    try:
+        while True:
+            item = await link.outbox.get()
+            if isinstance(item, Close):
+                await transport.close(item.code, item.reason)
+                break
+            await transport.send(item)
+    except Exception:
+        log.debug("send to %s failed; the peer is gone", link.id, exc_info=True)
+    group.cancel_scope.cancel()
+
+
+async def _reaper(link: Link, group: TaskGroup) -> None:
+    """Once the link is closing, give its writer a grace period, then end the socket.
+
+    A peer that stopped reading would otherwise keep its writer waiting forever.
+    """
+    await link.outbox.closing.wait()
+    await anyio.sleep(CLOSE_GRACE)
+    group.cancel_scope.cancel()
+
+
+async def _watchdog(link: Link, silence: float) -> None:
+    while True:
+        silent = time.monotonic() - link.last_heard
+        if silent >= silence:
+            link.close(f"no message for {silence:g} s (heartbeat timeout)",
+                       CloseCode.POLICY_VIOLATION, drain=False)
+            return
+        await anyio.sleep(silence - silent)
+
+
+def _dropped(link: Link, kind: str, why: str, *, counted: bool = False) -> None:
+    """Count (unless the protocol layer already did) and log a message that was not relayed."""
+    if not counted:
+        link.conn.dropped[kind] += 1
+    count = link.conn.dropped[kind]
+    level = logging.WARNING if count == 1 else logging.DEBUG
+    log.log(level, "dropped %s from %s (%s); %d so far", kind, link.id, why, count)
+
+
+def _heartbeat(link: Link, event: Inbound) -> None:
+    beat = event.payload()
+    link.send("heartbeat_ack", pb.HeartbeatAck(client_timestamp=beat.timestamp,
+                                               server_timestamp=int(time.time() * 1000)))
+
+
+async def _run(transport: Transport, link: Link, silence: float,
+               read: Callable[[], Awaitable[str]],
+               extra: Callable[[], Coroutine[Any, Any, None]] | None = None) -> str:
+    """Run reader, writer and watchdog until the socket ends; return why it ended."""
+    reason = ""
+    async with anyio.create_task_group() as group:
+        group.start_soon(_writer, transport, link, group)
+        group.start_soon(_watchdog, link, silence)
+        group.start_soon(_reaper, link, group)
+        if extra is not None:
+            group.start_soon(extra)
+        reason = await read()
+        if not link.closed:
+            group.cancel_scope.cancel()  # the peer left: nothing more to send
+    return reason or link.close_reason or "connection closed"
+
+
+async def _read_loop(transport: Transport, link: Link,
+                     handle: Callable[[Inbound], Awaitable[str | None]],
+                     fast: Callable[[bytes | str], bool] | None = None) -> str:
+    """Read until the peer leaves or breaks the protocol; return why reading stopped.
+
+    :param fast: takes the raw message first and returns True when it dealt with it.
+    """
+    conn = link.conn
+    while True:
+        data = await transport.receive()
+        if data is None:  # after our own close frame, the reason is ours
+            return link.close_reason or "peer disconnected"
+        link.last_heard = time.monotonic()
+        if fast is not None and fast(data):
+            continue
+        try:
+            event = conn.receive_data(data)
+            if isinstance(event, Dropped):
+                _dropped(link, event.kind, event.reason, counted=True)
+                continue
+            if event.kind == "heartbeat":
+                _heartbeat(link, event)
+                continue
+            if event.kind == "disconnect":
+                reason = event.payload().reason[:200]
+                link.close("goodbye", notify=False)
+                return "peer said goodbye" + (f": {reason}" if reason else "")
+            try:
+                why = await handle(event)
+            except (RemoteProtocolError, LocalProtocolError):
+                raise
+            except Exception:  # a store hiccup must not cost the peer its session
+                log.exception("handling %s from %s failed", event.kind, link.id)
+                continue
+            if why is not None:
+                _dropped(link, event.kind, why)
+        except RemoteProtocolError as exc:
+            link.close(exc.reason, exc.close_code, notify=False, drain=False)
+            return f"protocol error: {exc.reason}"
+        except LocalProtocolError:
+            return "connection closed"
+
+
+# -- agents ---------------------------------------------------------------------------------------
+async def serve_agent(transport: Transport, registry: Registry, limiter: CodeLimiter, *,
+                      client_ip: str, machine_uid: str | None = None) -> None:
+    """Serve one accepted ``/ws/agent`` socket to its end."""
+    settings = registry.settings
+    registry.socket_opened()
+    try:
+        first = Connection(Role.SERVER, Role.AGENT, settings.max_message_bytes)
+        request = await _first_request(transport, first, settings.first_message_timeout)
+        if request is None:
+            return
+        limited = looks_like_support_code(request.session_token)
+        if limited:
+            wait = await limiter.check_code_attempt(client_ip)
+            if wait is not None:
+                await _reject(transport, first, "too many support-code attempts; retry in "
+                                                f"{math.ceil(wait)} s")
+                return
+        try:
+            session = await registry.open_agent(request, client_ip=client_ip,
+                                                machine_uid=machine_uid)
+        except Refused as exc:
+            if (limited and not isinstance(exc, Unavailable)
+                    and await limiter.record_code_result(client_ip, False)):
+                await registry.audit.record(Event(
+                    kind="support_code.lockout", client_ip=client_ip,
+                    detail={"via": "agent socket"}))
+            log.info("agent from %s refused: %s", client_ip, exc)
+            await _reject(transport, first, str(exc))
+            return
+        except Exception:
+            log.exception("could not open a session for the agent from %s", client_ip)
+            await _reject(transport, first, "the server could not open the session")
+            return
+        if limited:
+            await limiter.record_code_result(client_ip, True)
+        await _serve_session_agent(transport, registry, session)
+    finally:
+        registry.socket_closed()
+
+
+async def _serve_session_agent(transport: Transport, registry: Registry,
+                               session: Session) -> None:
+    link = session.agent
+
+    limit = registry.settings.max_message_bytes
+
+    def video(data: bytes | str) -> bool:
+        """The hot path: a well-framed video frame goes out as it came, without a parse.
+
+        Exactly what ``Connection.receive_data`` would answer for it in this state
+        (a ``video_frame`` is always allowed from an authenticated agent), minus
+        the event object; anything else takes the full path.
+        """
+        if type(data) is not bytes or len(data) > limit:
+            return False
+        peeked = peek(data)
+        if peeked is None or peeked[0] != VIDEO_FRAME:
+            return False
+        session.fan_out_video(data, peeked[1])
+        return True
+
+    async def handle(event: Inbound) -> str | None:
+        return await registry.on_agent_message(session, event)
+
+    async def read() -> str:
+        return await _read_loop(transport, link, handle, video)
+
+    async def consent() -> None:
+        await registry.consent_timer(session)
+
+    reason = "agent disconnected"
+    try:
+        reason = await _run(transport, link, registry.settings.heartbeat_timeout, read,
+                            consent if session.consent is not None else None)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await registry.agent_gone(session, reason)
+
+
+# -- viewers --------------------------------------------------------------------------------------
+async def serve_viewer(transport: Transport, registry: Registry, verify: ViewerVerifier, *,
+                       client_ip: str, session_hint: str | None = None) -> None:
+    """Serve one accepted ``/ws/viewer`` socket to its end.
+
+    :param session_hint: a session id the client named in the URL, checked against the token.
+    """
+    settings = registry.settings
+    registry.socket_opened()
+    try:
+        first = Connection(Role.SERVER, Role.VIEWER, settings.max_message_bytes)
+        request = await _first_request(transport, first, settings.first_message_timeout)
+        if request is None:
+            return
+        try:
+            user_id, session_id, minted_for = verify(request.session_token, session_hint)
+            session, link = await registry.join_viewer(
+                session_id=session_id, user_id=user_id, password_version=minted_for,
+                request=request, client_ip=client_ip)
+        except Refused as exc:
+            log.info("viewer from %s refused: %s", client_ip, exc)
+            await _reject(transport, first, str(exc))
+            return
+        except Exception:
+            log.exception("could not admit the viewer from %s", client_ip)
+            await _reject(transport, first, "the server could not admit the viewer")
+            return
+
+        async def handle(event: Inbound) -> str | None:
+            return session.from_viewer(link, event)
+
+        async def read() -> str:
+            return await _read_loop(transport, link, handle)
+
+        reason = "viewer disconnected"
+        try:
+            reason = await _run(transport, link, settings.heartbeat_timeout, read)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await registry.leave_viewer(session, link, reason)
+    finally:
+        registry.socket_closed()

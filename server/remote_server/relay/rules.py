@@ -1,0 +1,126 @@
+"""The small decisions the relay makes about a session, with no I/O.
+
+Session types, who may control, who may view, how the consent policy's
+verdict becomes a consent state, and what an agent's reports say.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from remote_core.protocol import pb
+from remote_core.records import (
+    CONSENT_GRANTED,
+    CONSENT_NOT_REQUIRED,
+    CONSENT_PENDING,
+    MachineReport,
+    User,
+)
+from remote_core.textrules import MAX_TAGS, acceptable, escaped
+from remote_core.types import ConsentDecision
+
+from .auth import Refused
+from .consent import Standing
+
+__all__ = [
+    "can_control",
+    "check_session_type",
+    "consent_refusal",
+    "initial_consent_state",
+    "reported_text",
+    "status_report",
+    "update_status_detail",
+    "viewing_refusal",
+]
+
+_SERVED = frozenset({pb.SCREEN_CONTROL, pb.VIEW_ONLY})
+
+
+def check_session_type(session_type: int) -> None:
+    """SCREEN_CONTROL and VIEW_ONLY are served; the others are refused clearly."""
+    if session_type not in _SERVED:
+        try:
+            name = pb.SessionType.Name(session_type)
+        except ValueError:
+            name = str(session_type)
+        raise Refused(f"session type {name} is not supported yet; "
+                      "use SCREEN_CONTROL or VIEW_ONLY")
+
+
+def can_control(user: User) -> bool:
+    return user.is_admin or "control" in user.permissions
+
+
+def viewing_refusal(user: User | None, organization: str) -> str | None:
+    """Why ``user`` may not view a machine of ``organization`` now, or None if it may."""
+    if user is None or user.disabled:
+        return "the user is disabled or no longer exists"
+    if not (user.is_admin or {"view", "control"} & set(user.permissions)):
+        return "the user may not view sessions"
+    if not (user.is_admin or "*" in user.client_access or organization in user.client_access):
+        return "the user has no access to this machine's organization"
+    return None
+
+
+def consent_refusal(standing: Standing, technician_name: str) -> str | None:
+    """Why a technician standing so with the end user may not join an attended session now,
+    or None. The end user consented to the technician the support code named; anyone else
+    is asked in turn (their first request for a viewer token asks), and a "no" stands."""
+    if standing is Standing.ADMITTED:
+        return None
+    if standing is Standing.ASKING:
+        return "the end user is being asked to admit you; ask again once they answer"
+    if standing is Standing.DENIED:
+        return "the end user denied your request to join this session"
+    if standing is Standing.TIMED_OUT:
+        return "the end user did not answer your request to join this session in time"
+    return (f"the end user consented to {technician_name or 'another technician'} only; "
+            "request a viewer token to have the end user asked")
+
+
+def initial_consent_state(decision: ConsentDecision | None, attended: bool) -> str:
+    """The session's starting consent state (SPEC 3.1); DENY is the caller's to refuse.
+
+    No verdict means the default policy: attended sessions ask, managed ones need not.
+    """
+    if decision is ConsentDecision.ASK:
+        return CONSENT_PENDING
+    if decision is ConsentDecision.APPROVE:
+        return CONSENT_GRANTED if attended else CONSENT_NOT_REQUIRED
+    return CONSENT_PENDING if attended else CONSENT_NOT_REQUIRED
+
+
+def reported_text(value: str) -> str | None:
+    """An agent-reported text as stored: ``None`` ("not reported") when it is empty or
+    breaks the one rule every stored text follows (remote_core.textrules)."""
+    return value if value and acceptable(value) else None
+
+
+def status_report(agent_id: str, status: Any) -> tuple[MachineReport, list[str]]:
+    """An ``AgentStatus`` as a machine update, and the fields refused by the text rule.
+
+    Empty fields mean "not reported"; so do refused ones, which the caller logs.
+    """
+    texts = {name: getattr(status, name) for name in
+             ("hostname", "os_version", "agent_version", "organization", "site")}
+    kept = {name: reported_text(value) for name, value in texts.items()}
+    refused = [name for name, value in texts.items() if value and kept[name] is None]
+    tags: tuple[str, ...] | None = tuple(status.tags) if status.tags else None
+    if tags is not None and (len(tags) > MAX_TAGS or not all(map(acceptable, tags))):
+        refused.append("tags")
+        tags = None
+    report = MachineReport(
+        agent_id=agent_id, hostname=kept["hostname"], os_version=kept["os_version"],
+        agent_version=kept["agent_version"], organization=kept["organization"],
+        site=kept["site"], tags=tags, is_elevated=status.is_elevated, status="online")
+    return report, refused
+
+
+def update_status_detail(status: Any) -> dict[str, Any]:
+    """An ``UpdateStatus`` as an audit event's detail; a progress outside 0-100 (SPEC 8) is
+    recorded as unknown (``None``)."""
+    state = (pb.UpdateState.Name(status.state) if status.state in pb.UpdateState.values()
+             else str(status.state))
+    progress = status.progress_percent if 0 <= status.progress_percent <= 100 else None
+    return {"version": escaped(status.current_version, 64), "state": state,
+            "error": escaped(status.error_message, 500), "progress": progress}

@@ -1,0 +1,1 @@
+"""Harnesses that run the server: live servers, processes, terminators, deviations."""

@@ -1,0 +1,93 @@
+"""Every way the test suite runs the server differently from its shipped defaults, with why.
+
+Tests build their settings with :func:`test_settings` (in-process servers) or
+pass the same names to :class:`~remote_server.testing.processes.ServerProcess`;
+both refuse a setting that is not listed in :data:`DEVIATIONS`, so this module
+is the one place a reader learns how far the suite strays from what ships.
+
+Timeouts are only ever shortened together, by :func:`shortened_timeouts`, so
+their shipped ratios hold (the consent timeout stays longer than the heartbeat
+timeout, which stays three heartbeat intervals): a test that shortened one
+alone once hid a consent dialog that starved the connection.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
+from remote_core.settings import Settings
+
+__all__ = ["DEVIATIONS", "TIMEOUTS", "check_deviations", "shortened_timeouts", "test_settings"]
+
+TIMEOUTS = ("heartbeat_interval", "heartbeat_timeout", "first_message_timeout", "consent_timeout")
+
+DEVIATIONS: dict[str, str] = {
+    "database_url": "each test server has its own temporary SQLite file or the PostgreSQL "
+                    "test database, never the working directory's",
+    "admin_password": "the first admin's password is known to the test instead of generated "
+                      "and printed once",
+    "host": "test servers listen on 127.0.0.1 only (the shipped default too; set explicitly)",
+    "port": "a free port per server, so servers of several tests run side by side",
+    "trusted_proxies": "in-process suites trust 127.0.0.1, so each test client speaks from its "
+                       "own X-Forwarded-For address and one test's rate limits and lockouts "
+                       "never reach another; the tests of the setting itself change it too",
+    "public_origins": "only the tests of the origin setting itself",
+    "shared_agent_key": "the deprecated shared key is off by default; only its own tests and "
+                        "the relay tests that speak as a keyless agent switch it on",
+    "viewer_buffer_bytes": "a 1 MiB outbox, so the slow-viewer tests fill it in a moment",
+    "max_message_bytes": "2 MiB in the relay suite, so the size-limit tests need not send "
+                         "16 MiB; the shipped 16 MiB cap is tested with real 4K frames",
+    "request_body_timeout": "one second in the slow-sender test, so it does not wait 30",
+    "ws_impl": "only the message-size test of the security suite (T32), which holds the cap "
+               "under wsproto as well as the shipped websockets-sansio",
+    "max_pending_sockets": "only the T36 test of the global cap on sockets awaiting their "
+                           "session_request, so it fills a cap of 40 rather than 1,024",
+    "signing_key_refresh": "only the T17 key-rotation tests: a fifth of a second, so a "
+                           "rotation reaches the running server in a moment, not 30 s",
+    "plugins": "only the tests of plugin loading itself",
+    "block_plugins": "only the tests of plugin loading itself and of a deployment that "
+                     "blocks a built-in to replace it",
+    "autoload_plugins": "only the tests of plugin loading itself",
+    **{name: "shortened with the others by one factor (shortened_timeouts), keeping the "
+             "shipped ratios, so a test of silence or consent takes seconds, not minutes"
+       for name in TIMEOUTS},
+}
+
+
+def shortened_timeouts(factor: float) -> dict[str, float | int]:
+    """All four timeouts times ``factor``; the consent timeout must stay whole seconds."""
+    defaults = Settings()
+    consent = defaults.consent_timeout * factor
+    if consent != round(consent) or consent < 1:
+        raise ValueError(f"factor {factor} leaves no whole-second consent timeout")
+    return {"heartbeat_interval": defaults.heartbeat_interval * factor,
+            "heartbeat_timeout": defaults.heartbeat_timeout * factor,
+            "first_message_timeout": defaults.first_message_timeout * factor,
+            "consent_timeout": round(consent)}
+
+
+def check_deviations(changes: Mapping[str, Any]) -> None:
+    """Refuse a change that is not listed, or a timeout changed out of proportion."""
+    unlisted = sorted(set(changes) - set(DEVIATIONS))
+    if unlisted:
+        raise AssertionError(f"test deviations {unlisted} are not listed with a reason in "
+                             "server/remote_server/testing/deviations.py")
+    touched = [name for name in TIMEOUTS if name in changes]
+    if touched:
+        defaults = dataclasses.asdict(Settings())
+        factors = {name: float(changes.get(name, defaults[name])) / defaults[name]
+                   for name in TIMEOUTS}
+        if max(factors.values()) - min(factors.values()) > 1e-6:
+            raise AssertionError(f"timeouts {touched} shortened out of proportion "
+                                 f"({factors}); use shortened_timeouts()")
+
+
+def test_settings(**changes: Any) -> Settings:
+    """``Settings()`` with only the listed deviations applied."""
+    check_deviations(changes)
+    return Settings().replace(**changes)
+
+
+test_settings.__test__ = False  # type: ignore[attr-defined]  # not a pytest test

@@ -1,0 +1,168 @@
+"""A real server process, its REST API and real agent processes, for end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from .deviations import check_deviations
+
+BIN = Path(sys.executable).parent
+ADMIN_PASSWORD = "e2e-admin-password-0123"  # noqa: S105 - throwaway test servers only
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def stop_process(process: subprocess.Popen[bytes]) -> None:
+    """Ask a child to stop (SIGTERM, so it shuts down cleanly); kill it after 10 s."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def settings_env(settings: Mapping[str, object]) -> dict[str, str]:
+    """Test deviations (checked against the list) as ``REMOTE_SUPPORT_*`` variables.
+
+    The agent reads its heartbeat timing from the same variables, so a test
+    hands an agent the server's shortened timeouts with the same call.
+    """
+    check_deviations(settings)
+    return {f"REMOTE_SUPPORT_{k.upper()}": str(v) for k, v in settings.items()}
+
+
+class ServerProcess:
+    """``remote-support serve`` on a fixed free port with a SQLite file; restartable.
+
+    ``settings`` are deviations from the shipped defaults, each listed with its
+    reason in :mod:`remote_server.testing.deviations`.
+    """
+
+    def __init__(self, workdir: Path, **settings: object) -> None:
+        deviations = settings_env(settings)
+        self.port = free_port()
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.workdir = workdir
+        self.env = {**os.environ, "REMOTE_SUPPORT_ADMIN_PASSWORD": ADMIN_PASSWORD,
+                    "REMOTE_SUPPORT_DATABASE_URL": f"sqlite:///{workdir / 'server.db'}",
+                    "REMOTE_SUPPORT_HOST": "127.0.0.1", "REMOTE_SUPPORT_PORT": str(self.port),
+                    **deviations}
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log = workdir / "server.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> ServerProcess:
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen([str(BIN / "remote-support"), "serve"],
+                                            env=self.env, stdout=log, stderr=log)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited: {self.log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("server did not become healthy")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop_process(self.process)
+        self.process = None
+
+
+class Api(httpx.Client):
+    """The REST API as the first admin."""
+
+    def __init__(self, server: ServerProcess) -> None:
+        super().__init__(base_url=server.url, timeout=15)
+        r = self.post("/api/auth/login", json={"username": "admin", "password": ADMIN_PASSWORD})
+        r.raise_for_status()
+        self.headers["Authorization"] = f"Bearer {r.json()['access_token']}"
+
+    def machine_with_key(self, **fields: Any) -> tuple[str, str]:
+        r = self.post("/api/machines", json={"organization": "", "site": "", "tags": [],
+                                             **fields})
+        r.raise_for_status()
+        agent_id = r.json()["agent_id"]
+        r = self.post(f"/api/machines/{agent_id}/keys", json={})
+        r.raise_for_status()
+        return agent_id, r.json()["key"]
+
+    def support_code(self) -> str:
+        r = self.post("/api/codes", json={})
+        r.raise_for_status()
+        return str(r.json()["code"])
+
+    def machine(self, agent_id: str) -> dict[str, Any] | None:
+        r = self.get(f"/api/machines/{agent_id}")
+        return r.json() if r.status_code == 200 else None
+
+    def live_session(self, agent_id: str | None = None, within: float = 20.0,
+                     consent: str | None = None) -> dict[str, Any]:
+        deadline = time.monotonic() + within
+        while time.monotonic() < deadline:
+            r = self.get("/api/sessions")
+            r.raise_for_status()
+            for item in r.json():
+                if item["live"] and (agent_id is None or item["agent_id"] == agent_id) and (
+                        consent is None or item["consent_state"] == consent):
+                    return dict(item)
+            time.sleep(0.1)
+        raise AssertionError(f"no live session for {agent_id} (consent {consent})")
+
+    def viewer_token(self, session_id: str) -> str:
+        r = self.post(f"/api/sessions/{session_id}/viewer-token")
+        r.raise_for_status()
+        return str(r.json()["token"])
+
+
+class AgentProcess:
+    """``remote-agent`` as a child process on a given X display, with its own config home."""
+
+    def __init__(self, home: Path, display: str, *args: str, **env: str) -> None:
+        home.mkdir(parents=True, exist_ok=True)
+        self.home = home
+        self.log = home / "agent.log"
+        environ = {**os.environ, "DISPLAY": display, "XDG_CONFIG_HOME": str(home / "config"),
+                   "HOME": str(home), **env}
+        environ.pop("REMOTE_SUPPORT_PORT", None)
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen([str(BIN / "remote-agent"), *args], env=environ,
+                                            stdout=log, stderr=log)
+
+    @property
+    def config_path(self) -> Path:
+        return self.home / "config" / "remote-agent" / "agent.toml"
+
+    def wait(self, within: float = 20.0) -> int:
+        try:
+            return self.process.wait(within)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"agent still running; log:\n{self.output()}") from None
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:]
+
+    def stop(self) -> None:
+        stop_process(self.process)

@@ -1,0 +1,281 @@
+"""The server behind a real TLS terminator, as deployments run it: HAProxy or nginx.
+
+Two shapes, because they differ in what reaches the server:
+
+- ``haproxy-tcp``: HAProxy in ``mode tcp`` with ``ssl crt``. It decrypts and
+  forwards the bytes; the server sees the browser's own ``Host`` and
+  ``Origin`` and no header that says TLS was ever there.
+- ``nginx-http``: nginx as an HTTP proxy that passes ``Host`` on and adds
+  ``X-Forwarded-Proto`` and ``X-Forwarded-For`` (the usual WebSocket
+  configuration, ``Upgrade``/``Connection`` passed through).
+
+Certificates come from a throwaway :class:`TestCA` (``trustme``); nothing is
+trusted that the test did not hand over: Python clients get
+:meth:`TestCA.client_context`, Chromium an NSS database in its own ``HOME``
+(:meth:`TestCA.browser_home`), the agent its ``ca_bundle``. The Debian
+packages ``haproxy``, ``nginx`` and ``libnss3-tools`` (``certutil``) come with
+``scripts/bootstrap``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from .processes import ServerProcess, free_port, stop_process
+
+__all__ = ["HOSTNAME", "KINDS", "Deployment", "Terminator", "TestCA", "agent_home", "deployment"]
+
+Kind = Literal["haproxy-tcp", "nginx-http"]
+KINDS: tuple[Kind, ...] = ("haproxy-tcp", "nginx-http")
+HOSTNAME = "localhost"
+"""The name browsers and agents use; the certificate is for it (and 127.0.0.1)."""
+
+_READY_TIMEOUT = 15.0
+
+
+@dataclass
+class TestCA:
+    """A certificate authority of the test's own and a server certificate it issued."""
+
+    __test__ = False  # not a pytest test class
+
+    directory: Path
+
+    def __post_init__(self) -> None:
+        import trustme
+
+        self.directory.mkdir(parents=True, exist_ok=True)
+        ca = trustme.CA()
+        cert = ca.issue_cert(HOSTNAME, "127.0.0.1")
+        ca.cert_pem.write_to_path(str(self.ca_pem))
+        cert.private_key_pem.write_to_path(str(self.key_pem))
+        self.chain_pem.write_bytes(b"".join(blob.bytes() for blob in cert.cert_chain_pems))
+        cert.private_key_and_cert_chain_pem.write_to_path(str(self.key_and_chain_pem))
+
+    @property
+    def ca_pem(self) -> Path:
+        """The authority's certificate: what a client is given to trust."""
+        return self.directory / "ca.pem"
+
+    @property
+    def key_pem(self) -> Path:
+        return self.directory / "server.key"
+
+    @property
+    def chain_pem(self) -> Path:
+        return self.directory / "server-chain.pem"
+
+    @property
+    def key_and_chain_pem(self) -> Path:
+        """Key and chain in one file, as HAProxy's ``ssl crt`` takes them."""
+        return self.directory / "server-key-and-chain.pem"
+
+    def client_context(self) -> ssl.SSLContext:
+        """A verifying client context that trusts this authority only."""
+        return ssl.create_default_context(cafile=str(self.ca_pem))
+
+    def browser_home(self, home: Path) -> Path:
+        """A ``HOME`` whose NSS database (``~/.pki/nssdb``) trusts this authority:
+        Chromium on Linux reads its authorities from there."""
+        certutil = shutil.which("certutil")
+        if certutil is None:
+            raise RuntimeError("certutil is missing (Debian package libnss3-tools, "
+                               "installed by scripts/bootstrap)")
+        nssdb = home / ".pki" / "nssdb"
+        nssdb.mkdir(parents=True, exist_ok=True)
+        database = f"sql:{nssdb}"
+        subprocess.run([certutil, "-d", database, "-N", "--empty-password"], check=True,
+                       capture_output=True, timeout=30)
+        subprocess.run([certutil, "-d", database, "-A", "-t", "C,,", "-n", "test-ca",
+                        "-i", str(self.ca_pem)], check=True, capture_output=True, timeout=30)
+        return home
+
+
+@dataclass
+class Terminator:
+    """One running terminator on ``127.0.0.1:port`` in front of ``backend_port``."""
+
+    kind: Kind
+    ca: TestCA
+    backend_port: int
+    directory: Path
+    port: int = field(default_factory=free_port)
+    _process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def url(self) -> str:
+        """The public base URL, ``https://localhost:<port>``."""
+        return f"https://{HOSTNAME}:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"wss://{HOSTNAME}:{self.port}"
+
+    @property
+    def host(self) -> str:
+        """What a browser sends as ``Host`` (and the authority of its ``Origin``)."""
+        return f"{HOSTNAME}:{self.port}"
+
+    @property
+    def log(self) -> Path:
+        return self.directory / f"{self.kind}.log"
+
+    def start(self) -> Terminator:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        command = self._haproxy() if self.kind == "haproxy-tcp" else self._nginx()
+        with self.log.open("ab") as log:
+            self._process = subprocess.Popen(command, stdout=log, stderr=log,
+                                             stdin=subprocess.DEVNULL)
+        self._wait_ready()
+        return self
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            stop_process(process)
+
+    def _binary(self, name: str) -> str:
+        found = shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
+        if found is None:
+            raise RuntimeError(f"{name} is missing (Debian package {name}, installed by "
+                               "scripts/bootstrap)")
+        return found
+
+    def _haproxy(self) -> list[str]:
+        config = self.directory / "haproxy.cfg"
+        config.write_text(f"""\
+global
+    maxconn 256
+
+defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 1h
+    timeout server 1h
+
+frontend tls
+    bind 127.0.0.1:{self.port} ssl crt {self.ca.key_and_chain_pem}
+    default_backend server
+
+backend server
+    server app 127.0.0.1:{self.backend_port}
+""")
+        binary = self._binary("haproxy")
+        subprocess.run([binary, "-c", "-q", "-f", str(config)], check=True, timeout=30)
+        return [binary, "-db", "-f", str(config)]
+
+    def _nginx(self) -> list[str]:
+        d = self.directory
+        for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
+            (d / "temp" / name).mkdir(parents=True, exist_ok=True)
+        # As root, nginx would hand its workers to "nobody", who cannot enter the
+        # test's private directories; as anyone else the line is not needed.
+        user = "user root;" if os.geteuid() == 0 else ""
+        config = d / "nginx.conf"
+        config.write_text(f"""\
+{user}
+daemon off;
+worker_processes 1;
+pid {d / 'nginx.pid'};
+error_log {d / 'nginx-error.log'} info;
+events {{ worker_connections 256; }}
+http {{
+    access_log {d / 'nginx-access.log'};
+    client_body_temp_path {d / 'temp' / 'body'};
+    proxy_temp_path {d / 'temp' / 'proxy'};
+    fastcgi_temp_path {d / 'temp' / 'fastcgi'};
+    uwsgi_temp_path {d / 'temp' / 'uwsgi'};
+    scgi_temp_path {d / 'temp' / 'scgi'};
+    map $http_upgrade $connection_upgrade {{ default upgrade; '' close; }}
+    server {{
+        listen 127.0.0.1:{self.port} ssl;
+        ssl_certificate {self.ca.chain_pem};
+        ssl_certificate_key {self.ca.key_pem};
+        client_max_body_size 2m;
+        location / {{
+            proxy_pass http://127.0.0.1:{self.backend_port};
+            proxy_http_version 1.1;
+            proxy_set_header Host $http_host;
+            proxy_set_header Upgrade $http_upgrade;
+            proxy_set_header Connection $connection_upgrade;
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+            proxy_set_header X-Forwarded-Proto $scheme;
+            proxy_read_timeout 1h;
+            proxy_send_timeout 1h;
+        }}
+    }}
+}}
+""")
+        binary = self._binary("nginx")
+        base = [binary, "-e", "stderr", "-p", str(d), "-c", str(config)]
+        subprocess.run([*base, "-t", "-q"], check=True, timeout=30)
+        return base
+
+    def _wait_ready(self) -> None:
+        """Until a TLS handshake with the test CA succeeds on the port."""
+        assert self._process is not None
+        context = self.ca.client_context()
+        deadline = time.monotonic() + _READY_TIMEOUT
+        while True:
+            if self._process.poll() is not None:
+                raise RuntimeError(f"{self.kind} exited with {self._process.returncode}: "
+                                   f"{self.log.read_text(errors='replace')[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=1) as raw, \
+                        context.wrap_socket(raw, server_hostname=HOSTNAME):
+                    return
+            except OSError as exc:
+                if time.monotonic() > deadline:
+                    self.stop()
+                    raise RuntimeError(f"{self.kind} did not accept TLS on port {self.port}: "
+                                       f"{self.log.read_text(errors='replace')[-2000:]}") from exc
+                time.sleep(0.05)
+
+
+@dataclass
+class Deployment:
+    """A server process with the shipped settings behind one terminator."""
+
+    ca: TestCA
+    server: ServerProcess
+    terminator: Terminator
+
+    @property
+    def url(self) -> str:
+        return self.terminator.url
+
+
+@contextmanager
+def deployment(kind: Kind, workdir: Path, **settings: object) -> Iterator[Deployment]:
+    """A fresh CA, ``remote-support serve`` (``settings``: listed deviations only, as for
+    :class:`ServerProcess`) and a ``kind`` terminator in front of it."""
+    ca = TestCA(workdir / "ca")
+    server = ServerProcess(workdir / "server", **settings).start()
+    try:
+        terminator = Terminator(kind, ca, server.port, workdir / kind).start()
+        try:
+            yield Deployment(ca, server, terminator)
+        finally:
+            terminator.stop()
+    finally:
+        server.stop()
+
+
+def agent_home(home: Path, ca: TestCA) -> Path:
+    """An agent ``HOME`` whose ``agent.toml`` names ``ca``'s certificate as ``ca_bundle``
+    (for :class:`~remote_server.testing.processes.AgentProcess`)."""
+    config = home / "config" / "remote-agent" / "agent.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(f"ca_bundle = {json.dumps(str(ca.ca_pem))}\n", encoding="utf-8")
+    return home

@@ -1,0 +1,96 @@
+"""Login, change of password and "who am I" (CONTRACT 2), with their rate limits (SPEC 8)
+and the per-account guard against distributed guessing (T06)."""
+
+from __future__ import annotations
+
+from remote_core.records import Event
+
+from ..problem import Problem
+from ..ratelimit import RateLimiter
+from ..users import authenticate, check_password, hash_password
+from . import schemas as s
+from .endpoint import Call, Endpoint
+
+__all__ = ["ENDPOINTS"]
+
+
+KNOWN_ADDRESSES_PER_USER = 10
+"""Addresses of successful logins kept per user: they may still log in under a guard."""
+
+
+async def _guarded_out(call: Call, username: str) -> float | None:
+    """Seconds to wait when ``username``'s guard is up and this address is not one the
+    account has logged in from; the password is then not even checked."""
+    guard = await call.ctx.limiter.account_guard_for(username)
+    if guard is None:
+        return None
+    user = await call.ctx.store.get_user_by_username(username)
+    if user is not None and await call.ctx.store.is_login_address(user.id, call.ip):
+        return None
+    return guard
+
+
+async def login(call: Call) -> s.TokenOut:
+    body: s.LoginIn = call.body
+    limiter = call.ctx.limiter
+    wait = await limiter.check_login(call.ip)
+    if wait is not None:
+        raise Problem.rate_limited(wait, "too many login attempts; try again later")
+    wait = await _guarded_out(call, body.username)
+    if wait is not None:
+        raise Problem.rate_limited(wait, "too many failed logins to this account; try "
+                                         "again later, or from where you logged in before")
+    user = await authenticate(call.ctx.store, body.username, body.password)
+    if user is None:
+        await call.ctx.audit.record(Event(kind="auth.login_failed", target=body.username,
+                                          client_ip=call.ip))
+        if await limiter.record_account_failure(body.username):
+            await call.ctx.audit.record(Event(
+                kind="auth.account_guarded", target=body.username, client_ip=call.ip,
+                detail={"failures": RateLimiter.ACCOUNT_FAILURES_BEFORE_GUARD,
+                        "window_seconds": RateLimiter.ACCOUNT_FAILURE_WINDOW,
+                        "guard_seconds": RateLimiter.ACCOUNT_GUARD_SECONDS}))
+        raise Problem.unauthorized("wrong username or password")
+    await call.ctx.store.record_login_address(user.id, call.ip, KNOWN_ADDRESSES_PER_USER)
+    await call.ctx.audit.record(Event(kind="auth.login", actor=user.username,
+                                      target=user.id, client_ip=call.ip))
+    return s.TokenOut(access_token=call.ctx.tokens.mint_login(user),
+                      expires_in=call.ctx.tokens.login_ttl)
+
+
+async def change_password(call: Call) -> None:
+    body: s.ChangePasswordIn = call.body
+    wait = await call.ctx.limiter.check_change_password(call.ip)
+    if wait is not None:
+        raise Problem.rate_limited(wait, "too many password changes; try again later")
+    if not await check_password(call.me.password_hash, body.current_password):
+        await call.ctx.audit.record(Event(kind="auth.change_password_failed",
+                                          actor=call.me.username, client_ip=call.ip))
+        raise Problem(403, "the current password is wrong")
+    await call.ctx.store.update_user(call.me.id,
+                                     password_hash=await hash_password(body.new_password))
+    await call.ctx.audit.record(Event(kind="auth.password_changed", actor=call.me.username,
+                                      target=call.me.id, client_ip=call.ip))
+    await call.ctx.registry.user_changed(call.me.id, password_changed=True)
+
+
+async def me(call: Call) -> s.MeOut:
+    user = call.me
+    return s.MeOut(id=user.id, username=user.username, role=user.role,
+                   permissions=list(user.permissions), client_access=list(user.client_access))
+
+
+ENDPOINTS = [
+    Endpoint("POST", "/api/auth/login", login,
+             "Log in; answers a login token (8/min/IP; after 20 failed logins to one account "
+             "within 15 min, for 15 min only from addresses it logged in from before)",
+             access="public", body=s.LoginIn, result=s.TokenOut, tag="auth",
+             responses=((401, "wrong username or password"),
+                        (429, "rate limit, or the account's guard against distributed "
+                              "guessing"))),
+    Endpoint("POST", "/api/auth/change-password", change_password,
+             "Change the caller's password (5/min/IP); older tokens stop working",
+             body=s.ChangePasswordIn, status=204, tag="auth",
+             responses=((403, "the current password is wrong"), (429, "rate limit"))),
+    Endpoint("GET", "/api/auth/me", me, "The caller's account", result=s.MeOut, tag="auth"),
+]

@@ -1,0 +1,146 @@
+"""One declarative table drives both the routes and the OpenAPI document.
+
+Each :class:`Endpoint` names its handler, who may call it, its body and query
+models and the statuses it answers; :func:`route` wraps the handler with
+authentication, body and query validation and response rendering, so every
+handler starts from a checked :class:`Call`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from remote_core.records import User
+
+from ..bodies import parse_json, read_body
+from ..clientip import client_ip
+from ..context import ServerContext
+from ..problem import Problem, validation_problem
+from ..tokens import TokenError
+
+__all__ = ["Call", "Endpoint", "route"]
+
+Access = Literal["public", "user", "admin"]
+MAX_BODY_BYTES = 1024 * 1024
+
+
+@dataclass
+class Call:
+    """What a handler gets: the request, the server context and the checked inputs."""
+
+    request: Request
+    ctx: ServerContext
+    user: User | None
+    body: Any
+    query: Any
+    ip: str
+
+    def param(self, name: str) -> str:
+        return str(self.request.path_params[name])
+
+    @property
+    def me(self) -> User:
+        """The caller, on endpoints that require one."""
+        assert self.user is not None
+        return self.user
+
+
+Handler = Callable[[Call], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One operation of the HTTP API.
+
+    :param responses: statuses besides the success one, with what they mean (for the document).
+    :param result: the success body's model (``list[Model]`` allowed); ``None`` = no body.
+    """
+
+    method: str
+    path: str
+    handler: Handler
+    summary: str
+    access: Access = "user"
+    body: type[BaseModel] | None = None
+    query: type[BaseModel] | None = None
+    result: Any = None
+    status: int = 200
+    responses: tuple[tuple[int, str], ...] = ()
+    tag: str = ""
+    body_optional: bool = False
+
+
+def route(endpoint: Endpoint) -> Route:
+    async def handle(request: Request) -> Response:
+        ctx: ServerContext = request.app.state.ctx
+        user = await _caller(request, ctx) if endpoint.access != "public" else None
+        if endpoint.access == "admin" and not (user and user.is_admin):
+            raise Problem(403, "this endpoint is for administrators only")
+        query = None
+        if endpoint.query is not None:
+            query = _parse(endpoint.query, dict(request.query_params), "query")
+        body = await _body(request, endpoint) if endpoint.body else None
+        call = Call(request, ctx, user, body, query, client_ip(request.scope, ctx.settings))
+        response = _render(await endpoint.handler(call), endpoint.status)
+        # Answers carry accounts, keys shown once and live state: no cache keeps them.
+        response.headers.setdefault("cache-control", "no-store")
+        return response
+
+    return Route(endpoint.path, handle, methods=[endpoint.method],
+                 name=f"{endpoint.handler.__module__}.{endpoint.handler.__name__}")
+
+
+async def _caller(request: Request, ctx: ServerContext) -> User:
+    """The user behind ``Authorization: Bearer``; 401 unless it is a live login token."""
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Problem.unauthorized("a bearer login token is required")
+    try:
+        claims = ctx.tokens.verify_login(token.strip())
+    except TokenError as exc:
+        raise Problem.unauthorized(str(exc)) from None
+    user = await ctx.store.get_user(claims.user_id)
+    if user is None or user.disabled or claims.password_version != user.password_fingerprint:
+        raise Problem.unauthorized("token is no longer valid for this account")
+    return user
+
+
+def _parse(model: type[BaseModel], data: Any, source: str) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise validation_problem(exc, source) from None
+
+
+async def _body(request: Request, endpoint: Endpoint) -> Any:
+    assert endpoint.body is not None
+    ctx: ServerContext = request.app.state.ctx
+    raw = await read_body(request, MAX_BODY_BYTES, ctx.settings.request_body_timeout)
+    if not raw:  # no body at all; white space alone is a body that is not JSON
+        if endpoint.body_optional:
+            return endpoint.body()
+        raise Problem(400, "a JSON request body is required")
+    data = parse_json(raw)
+    if not isinstance(data, dict):
+        raise Problem(422, "body field 'body': expected a JSON object")
+    return _parse(endpoint.body, data, "body")
+
+
+def _render(result: Any, status: int) -> Response:
+    if isinstance(result, Response):
+        return result
+    if result is None:
+        return Response(status_code=204 if status == 200 else status)
+    if isinstance(result, BaseModel):
+        result = result.model_dump(mode="json")
+    elif isinstance(result, list):
+        result = [r.model_dump(mode="json") if isinstance(r, BaseModel) else r for r in result]
+    return JSONResponse(result, status_code=status)

@@ -1,0 +1,134 @@
+"""Releases, the agents' version poll and update pushes (SPEC 4, 9; CONTRACT 2)."""
+
+from __future__ import annotations
+
+from remote_core.errors import ConflictError
+from remote_core.protocol import pb
+from remote_core.records import Event, Release, utcnow
+from remote_core.semver import is_semver, semver_key
+
+from ..problem import Problem
+from . import schemas as s
+from .endpoint import Call, Endpoint
+from .machines import find_machine
+from .views import path_id, release_out
+
+__all__ = ["ENDPOINTS", "newest_release"]
+
+
+async def newest_release(call: Call) -> Release | None:
+    releases = [r for r in await call.ctx.store.list_releases() if is_semver(r.version)]
+    return max(releases, key=lambda r: semver_key(r.version), default=None)
+
+
+async def _release(call: Call) -> Release:
+    release = await call.ctx.store.get_release(path_id(call.param("version"), "release"))
+    if release is None:
+        raise Problem(404, "no such release")
+    return release
+
+
+async def list_releases(call: Call) -> list[s.ReleaseOut]:
+    releases = await call.ctx.store.list_releases()
+    ordered = sorted(releases, key=lambda r: semver_key(r.version) if is_semver(r.version)
+                     else (0, 0, 0, 0, ()), reverse=True)
+    return [release_out(r) for r in ordered]
+
+
+async def get_release(call: Call) -> s.ReleaseOut:
+    return release_out(await _release(call))
+
+
+async def create_release(call: Call) -> s.ReleaseOut:
+    body: s.ReleaseIn = call.body
+    release = Release(version=body.version, download_url=body.download_url,
+                      checksum_sha256=body.checksum_sha256.lower(), mandatory=body.mandatory,
+                      notes=body.notes, created_at=utcnow())
+    try:
+        release = await call.ctx.store.create_release(release)
+    except ConflictError:
+        raise Problem(409, f"release {body.version} exists") from None
+    await call.ctx.audit.record(Event(kind="release.created", actor=call.me.username,
+                                      target=release.version, client_ip=call.ip))
+    return release_out(release)
+
+
+async def patch_release(call: Call) -> s.ReleaseOut:
+    body: s.ReleasePatchIn = call.body
+    release = await _release(call)
+    updated = await call.ctx.store.update_release(
+        release.version, download_url=body.download_url,
+        checksum_sha256=body.checksum_sha256.lower() if body.checksum_sha256 else None,
+        mandatory=body.mandatory, notes=body.notes)
+    if updated is None:
+        raise Problem(404, "no such release")
+    await call.ctx.audit.record(Event(kind="release.updated", actor=call.me.username,
+                                      target=release.version, client_ip=call.ip))
+    return release_out(updated)
+
+
+async def delete_release(call: Call) -> None:
+    release = await _release(call)
+    if not await call.ctx.store.delete_release(release.version):
+        raise Problem(404, "no such release")
+    await call.ctx.audit.record(Event(kind="release.deleted", actor=call.me.username,
+                                      target=release.version, client_ip=call.ip))
+
+
+async def version(call: Call) -> s.VersionOut:
+    release = await newest_release(call)
+    if release is None:
+        raise Problem(404, "no release is published")
+    return s.VersionOut(version=release.version, download_url=release.download_url,
+                        checksum_sha256=release.checksum_sha256, mandatory=release.mandatory)
+
+
+async def push_update(call: Call) -> s.UpdatePushedOut:
+    body: s.UpdatePushIn = call.body
+    machine = await find_machine(call)
+    if body.version:
+        release = await call.ctx.store.get_release(body.version)
+    else:
+        release = await newest_release(call)
+    if release is None:
+        raise Problem(404, "no such release")
+    registry = call.ctx.registry
+    info = pb.UpdateInfo(version=release.version, download_url=release.download_url,
+                         checksum_sha256=release.checksum_sha256, mandatory=release.mandatory)
+    command = pb.AdminCommand(command=pb.ADMIN_UPDATE, reason=f"update to {release.version}")
+    # The agent learns what to install before it is told to install it.
+    if not (registry.is_online(machine.agent_id)
+            and await registry.send_to_agent(machine.agent_id, "update_info", info)
+            and await registry.send_to_agent(machine.agent_id, "admin_command", command)):
+        raise Problem(409, "the machine is not connected")
+    await call.ctx.audit.record(Event(kind="machine.update_pushed", agent_id=machine.agent_id,
+                                      actor=call.me.username, target=machine.agent_id,
+                                      client_ip=call.ip, detail={"version": release.version}))
+    return s.UpdatePushedOut(agent_id=machine.agent_id, version=release.version)
+
+
+_ONE = "/api/releases/{version}"
+_404 = ((404, "no such release"),)
+
+ENDPOINTS = [
+    Endpoint("GET", "/api/version", version, "The newest release by semantic version "
+             "(agents poll this)", access="public", result=s.VersionOut, tag="releases",
+             responses=((404, "no release is published"),)),
+    Endpoint("GET", "/api/releases", list_releases, "List releases, newest first",
+             result=list[s.ReleaseOut], tag="releases"),
+    Endpoint("POST", "/api/releases", create_release, "Publish a release", access="admin",
+             body=s.ReleaseIn, result=s.ReleaseOut, status=201, tag="releases",
+             responses=((409, "the version exists"),)),
+    Endpoint("GET", _ONE, get_release, "Get a release", result=s.ReleaseOut,
+             tag="releases", responses=_404),
+    Endpoint("PATCH", _ONE, patch_release, "Edit a release", access="admin",
+             body=s.ReleasePatchIn, result=s.ReleaseOut, tag="releases", responses=_404),
+    Endpoint("DELETE", _ONE, delete_release, "Delete a release", access="admin",
+             status=204, tag="releases", responses=_404),
+    Endpoint("POST", "/api/machines/{agent_id}/update", push_update,
+             "Push an update to a connected machine (AdminCommand ADMIN_UPDATE and "
+             "UpdateInfo)", access="admin", body=s.UpdatePushIn, body_optional=True,
+             result=s.UpdatePushedOut, status=202, tag="machines",
+             responses=((404, "no such machine or release"),
+                        (409, "the machine is not connected"))),
+]

@@ -1,0 +1,141 @@
+"""Sessions: list, read, remove (SPEC 3.3) and viewer tokens (SPEC 5.3)."""
+
+from __future__ import annotations
+
+from remote_core.records import DEFAULT_TENANT_ID, Event, SessionRecord
+
+from ...relay import NotReady, Refused
+from ...relay.consent import Standing
+from ...relay.rules import consent_refusal
+from ..problem import Problem
+from . import schemas as s
+from .endpoint import Call, Endpoint
+from .views import can_see, path_id, session_out, visible_organizations
+
+__all__ = ["ENDPOINTS"]
+
+RECENT = 100
+ASKING_RETRY_AFTER = "2"
+"""Seconds a technician's client waits before asking again while the end user is asked."""
+
+
+async def _organization(call: Call, agent_id: str) -> str | None:
+    live = call.ctx.registry.session_for_agent(agent_id)
+    if live is not None:
+        return live.organization
+    machine = await call.ctx.store.get_machine_by_id(agent_id)
+    return machine.organization if machine else None
+
+
+async def _visible(call: Call, agent_id: str) -> bool:
+    if visible_organizations(call.me) is None:
+        return True
+    organization = await _organization(call, agent_id)
+    return organization is not None and can_see(call.me, organization)
+
+
+async def _find(call: Call) -> tuple[str, SessionRecord | None]:
+    session_id = path_id(call.param("session_id"), "session")
+    record = await call.ctx.store.get_session(session_id)
+    live = call.ctx.registry.session(session_id)
+    if record is None and live is None:
+        raise Problem(404, "no such session")
+    agent_id = record.agent_id if record else live.agent_id  # type: ignore[union-attr]
+    if not await _visible(call, agent_id):
+        raise Problem(404, "no such session")
+    return session_id, record
+
+
+async def list_sessions(call: Call) -> list[s.SessionOut]:
+    registry = call.ctx.registry
+    live = {ls.session_id: ls for ls in registry.live_sessions()}
+    records = await call.ctx.store.list_sessions(limit=RECENT)
+    out = [session_out(r, live.pop(r.id, None)) for r in records]
+    out = [session_out(None, ls) for ls in live.values()] + out
+    allowed: dict[str, bool] = {}
+    visible = []
+    for item in out:
+        if item.agent_id not in allowed:
+            allowed[item.agent_id] = await _visible(call, item.agent_id)
+        if allowed[item.agent_id]:
+            visible.append(item)
+    return visible
+
+
+async def get_session(call: Call) -> s.SessionOut:
+    session_id, record = await _find(call)
+    return session_out(record, call.ctx.registry.session(session_id))
+
+
+async def delete_session(call: Call) -> s.SessionRemovalOut:
+    q: s.SessionDeleteQuery = call.query
+    session_id, record = await _find(call)
+    registry = call.ctx.registry
+    if q.purge:
+        if record is not None:
+            await call.ctx.store.soft_delete_session(session_id)
+        was_live = await registry.purge_session(session_id)
+    else:
+        was_live = await registry.disconnect_session(session_id, "removed by an operator")
+    await call.ctx.audit.record(Event(
+        kind="session.purged" if q.purge else "session.disconnected", session_id=session_id,
+        agent_id=record.agent_id if record else None, actor=call.me.username,
+        target=session_id, client_ip=call.ip, detail={"was_live": was_live},
+    ))
+    return s.SessionRemovalOut(session_id=session_id,
+                               action="purged" if q.purge else "disconnected",
+                               was_live=was_live)
+
+
+async def viewer_token(call: Call) -> s.ViewerTokenOut:
+    if not (call.me.is_admin or "view" in call.me.permissions):
+        raise Problem(403, "viewing needs the 'view' permission")
+    session_id, record = await _find(call)
+    live = call.ctx.registry.session(session_id)
+    if live is None:
+        raise Problem(409, "the session is not live")
+    try:
+        standing = await call.ctx.registry.admission(session_id, call.me.id)
+    except NotReady as exc:
+        raise Problem(409, str(exc)) from None
+    except Refused as exc:
+        raise Problem(403, str(exc)) from None
+    refusal = consent_refusal(standing, live.technician_name)
+    if standing is Standing.ASKING:
+        raise Problem(409, str(refusal), headers={"Retry-After": ASKING_RETRY_AFTER},
+                      extra={"consent": standing.value})
+    if refusal is not None:
+        raise Problem(403, refusal, extra={"consent": standing.value})
+    tenant = record.tenant_id if record else DEFAULT_TENANT_ID
+    token = call.ctx.tokens.mint_viewer(session_id, call.me, tenant)
+    await call.ctx.audit.record(Event(kind="viewer.token_issued", session_id=session_id,
+                                      agent_id=live.agent_id, actor=call.me.username,
+                                      client_ip=call.ip))
+    return s.ViewerTokenOut(token=token, expires_in=call.ctx.tokens.viewer_ttl,
+                            session_id=session_id)
+
+
+_ONE = "/api/sessions/{session_id}"
+_404 = ((404, "no such session"),)
+
+ENDPOINTS = [
+    Endpoint("GET", "/api/sessions", list_sessions, "Live and recent sessions",
+             result=list[s.SessionOut], tag="sessions"),
+    Endpoint("GET", _ONE, get_session, "Get a session", result=s.SessionOut,
+             tag="sessions", responses=_404),
+    Endpoint("DELETE", _ONE, delete_session,
+             "Remove a session: purge soft-deletes it and forgets the live one; without "
+             "purge a live session is disconnected", access="admin",
+             query=s.SessionDeleteQuery, result=s.SessionRemovalOut, tag="sessions",
+             responses=_404),
+    Endpoint("POST", _ONE + "/viewer-token", viewer_token,
+             "Mint a 5-minute viewer token bound to this session. On an attended session, "
+             "a technician other than the one the end user consented to is asked about: "
+             "the first request sends the end user a consent question naming them and "
+             "answers 409 (with Retry-After) while they decide; the same request succeeds "
+             "once they allow it, and answers 403 once they deny it or let it time out",
+             result=s.ViewerTokenOut, tag="sessions",
+             responses=(*_404, (403, "no 'view' permission, or the end user said no"),
+                        (409, "session not live, awaiting consent, or the end user is "
+                              "being asked to admit this technician"))),
+]

@@ -1,0 +1,133 @@
+"""Operator accounts, their permissions and client access (admin only, CONTRACT 2)."""
+
+from __future__ import annotations
+
+import uuid
+
+from remote_core.errors import ConflictError
+from remote_core.records import PERMISSIONS, Event, User, utcnow
+
+from ..problem import Problem
+from ..users import hash_password
+from . import schemas as s
+from .endpoint import Call, Endpoint
+from .views import path_id, user_out
+
+__all__ = ["ENDPOINTS"]
+
+
+async def _user(call: Call) -> User:
+    user = await call.ctx.store.get_user(path_id(call.param("user_id"), "user"))
+    if user is None:
+        raise Problem(404, "no such user")
+    return user
+
+
+def _not_self(call: Call, user: User, what: str) -> None:
+    if user.id == call.me.id:
+        raise Problem(409, f"administrators cannot {what} their own account")
+
+
+async def _audit(call: Call, kind: str, user: User) -> None:
+    await call.ctx.audit.record(Event(kind=kind, actor=call.me.username, target=user.username,
+                                      client_ip=call.ip))
+
+
+async def list_users(call: Call) -> list[s.UserOut]:
+    return [user_out(u) for u in await call.ctx.store.list_users()]
+
+
+async def create_user(call: Call) -> s.UserOut:
+    body: s.UserCreateIn = call.body
+    is_admin = body.role == "admin"
+    user = User(
+        id=str(uuid.uuid4()), username=body.username,
+        password_hash=await hash_password(body.password), role=body.role,
+        permissions=tuple(PERMISSIONS) if is_admin else tuple(dict.fromkeys(body.permissions)),
+        client_access=("*",) if is_admin else tuple(dict.fromkeys(body.client_access)),
+        created_at=utcnow(),
+    )
+    try:
+        user = await call.ctx.store.create_user(user)
+    except ConflictError:
+        raise Problem(409, f"username {body.username!r} is taken") from None
+    await _audit(call, "user.created", user)
+    return user_out(user)
+
+
+async def get_user(call: Call) -> s.UserOut:
+    return user_out(await _user(call))
+
+
+async def patch_user(call: Call) -> s.UserOut:
+    body: s.UserPatchIn = call.body
+    user = await _user(call)
+    if body.disabled or body.role == "technician":
+        _not_self(call, user, "disable or demote")
+    updated = await call.ctx.store.update_user(
+        user.id, role=body.role, disabled=body.disabled,
+        password_hash=await hash_password(body.password) if body.password else None,
+    )
+    if updated is None:
+        raise Problem(404, "no such user")
+    await _audit(call, "user.updated", updated)
+    await call.ctx.registry.user_changed(user.id, password_changed=bool(body.password))
+    return user_out(updated)
+
+
+async def delete_user(call: Call) -> None:
+    user = await _user(call)
+    _not_self(call, user, "delete")
+    if not await call.ctx.store.delete_user(user.id):
+        raise Problem(404, "no such user")
+    await _audit(call, "user.deleted", user)
+    await call.ctx.registry.user_changed(user.id)
+
+
+async def put_permissions(call: Call) -> s.UserOut:
+    body: s.PermissionsIn = call.body
+    user = await _user(call)
+    updated = await call.ctx.store.update_user(
+        user.id, permissions=tuple(dict.fromkeys(body.permissions)))
+    if updated is None:
+        raise Problem(404, "no such user")
+    await _audit(call, "user.permissions", updated)
+    await call.ctx.registry.user_changed(user.id)
+    return user_out(updated)
+
+
+async def put_client_access(call: Call) -> s.UserOut:
+    body: s.ClientAccessIn = call.body
+    user = await _user(call)
+    updated = await call.ctx.store.update_user(
+        user.id, client_access=tuple(dict.fromkeys(body.organizations)))
+    if updated is None:
+        raise Problem(404, "no such user")
+    await _audit(call, "user.client_access", updated)
+    await call.ctx.registry.user_changed(user.id)
+    return user_out(updated)
+
+
+_ONE = "/api/users/{user_id}"
+_404 = ((404, "no such user"),)
+
+ENDPOINTS = [
+    Endpoint("GET", "/api/users", list_users, "List users", access="admin",
+             result=list[s.UserOut], tag="users"),
+    Endpoint("POST", "/api/users", create_user, "Create a user", access="admin",
+             body=s.UserCreateIn, result=s.UserOut, status=201, tag="users",
+             responses=((409, "username taken"),)),
+    Endpoint("GET", _ONE, get_user, "Get a user", access="admin", result=s.UserOut,
+             tag="users", responses=_404),
+    Endpoint("PATCH", _ONE, patch_user, "Change role, disabled flag or password",
+             access="admin", body=s.UserPatchIn, result=s.UserOut, tag="users",
+             responses=(*_404, (409, "would lock the caller out"))),
+    Endpoint("DELETE", _ONE, delete_user, "Delete a user", access="admin", status=204,
+             tag="users", responses=(*_404, (409, "would lock the caller out"))),
+    Endpoint("PUT", _ONE + "/permissions", put_permissions, "Replace a user's permissions",
+             access="admin", body=s.PermissionsIn, result=s.UserOut, tag="users",
+             responses=_404),
+    Endpoint("PUT", _ONE + "/client-access", put_client_access,
+             "Replace the organizations a user sees (['*'] = all)", access="admin",
+             body=s.ClientAccessIn, result=s.UserOut, tag="users", responses=_404),
+]

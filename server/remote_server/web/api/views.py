@@ -1,0 +1,137 @@
+"""Records to response bodies, and the client-access rule (CONTRACT 2) that filters them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from remote_core.records import AgentKey, Event, Machine, Release, SessionRecord, SupportCode, User
+
+from ..problem import Problem
+from . import schemas as s
+
+if TYPE_CHECKING:
+    from ...relay.registry import Registry
+    from ...relay.session import LiveSession
+
+__all__ = [
+    "can_see",
+    "code_out",
+    "code_status",
+    "event_out",
+    "key_out",
+    "machine_out",
+    "path_id",
+    "release_out",
+    "session_out",
+    "user_out",
+    "visible_organizations",
+]
+
+
+def visible_organizations(user: User) -> tuple[str, ...] | None:
+    """``None`` when the user sees every organization (admins, or client access ``"*"``)."""
+    if user.is_admin or "*" in user.client_access:
+        return None
+    return tuple(user.client_access)
+
+
+def can_see(user: User, organization: str) -> bool:
+    allowed = visible_organizations(user)
+    return allowed is None or organization in allowed
+
+
+def path_id(value: str, what: str) -> str:
+    """A path identifier that cannot be one: 404 before it reaches the database."""
+    if not value or len(value) > 200 or any(ord(c) < 32 for c in value):
+        raise Problem(404, f"no such {what}")
+    return value
+
+
+def _timestamp(moment: datetime | None) -> str | None:
+    """RFC 3339, as pydantic writes it everywhere else in the API."""
+    return moment.isoformat().replace("+00:00", "Z") if moment else None
+
+
+def machine_out(machine: Machine, registry: Registry) -> dict[str, Any]:
+    """A :class:`~.schemas.MachineOut` body as a plain dict: stored rows are trusted, and
+    lists run to 10,000 machines, where building a model per row cost more than the query."""
+    live = registry.session_for_agent(machine.agent_id)
+    return {
+        "agent_id": machine.agent_id,
+        "machine_uid": machine.machine_uid,
+        "hostname": machine.hostname,
+        "os_version": machine.os_version,
+        "organization": machine.organization,
+        "site": machine.site,
+        "tags": list(machine.tags),
+        "is_elevated": machine.is_elevated,
+        "is_persistent": machine.is_persistent,
+        "status": "online" if registry.is_online(machine.agent_id) else "offline",
+        "agent_version": machine.agent_version,
+        "last_seen": _timestamp(machine.last_seen),
+        "session_id": live.session_id if live else None,
+    }
+
+
+def session_out(record: SessionRecord | None, live: LiveSession | None) -> s.SessionOut:
+    if record is not None:
+        return s.SessionOut(
+            id=record.id, agent_id=record.agent_id, is_managed=record.is_managed,
+            source=record.source,
+            consent_state=live.consent_state if live else record.consent_state,
+            technician=record.technician, session_type=record.session_type,
+            created_at=record.created_at, ended_at=record.ended_at,
+            end_reason=record.end_reason, live=live is not None,
+            viewer_count=live.viewer_count if live else 0,
+        )
+    assert live is not None
+    return s.SessionOut(
+        id=live.session_id, agent_id=live.agent_id, is_managed=live.is_managed,
+        source=live.source, consent_state=live.consent_state, technician=live.technician_id,
+        session_type=0, created_at=live.created_at, ended_at=None, end_reason=None,
+        live=True, viewer_count=live.viewer_count,
+    )
+
+
+def event_out(event: Event) -> s.EventOut:
+    return s.EventOut(
+        id=event.id, kind=event.kind, session_id=event.session_id, agent_id=event.agent_id,
+        actor=event.actor, target=event.target, client_ip=event.client_ip,
+        detail=dict(event.detail), created_at=event.created_at,
+    )
+
+
+def key_out(key: AgentKey) -> s.KeyOut:
+    return s.KeyOut(id=key.id, agent_id=key.agent_id, label=key.label,
+                    created_at=key.created_at, last_used_at=key.last_used_at,
+                    revoked_at=key.revoked_at)
+
+
+def user_out(user: User) -> s.UserOut:
+    return s.UserOut(id=user.id, username=user.username, role=user.role,
+                     permissions=list(user.permissions), client_access=list(user.client_access),
+                     disabled=user.disabled, created_at=user.created_at)
+
+
+def release_out(release: Release) -> s.ReleaseOut:
+    return s.ReleaseOut(version=release.version, download_url=release.download_url,
+                        checksum_sha256=release.checksum_sha256, mandatory=release.mandatory,
+                        notes=release.notes, created_at=release.created_at)
+
+
+def code_status(code: SupportCode, now_ts: float) -> s.CodeStatus:
+    if code.consumed_at is not None:
+        return "connected"
+    if code.cancelled_at is not None:
+        return "cancelled"
+    if code.expires_at.timestamp() <= now_ts:
+        return "expired"
+    return "pending"
+
+
+def code_out(code: SupportCode, now_ts: float) -> s.CodeOut:
+    return s.CodeOut(code=code.code, status=code_status(code, now_ts),
+                     technician=code.technician_name, created_at=code.created_at,
+                     expires_at=code.expires_at, consumed_at=code.consumed_at,
+                     agent_id=code.agent_id, session_id=code.session_id)

@@ -1,0 +1,101 @@
+"""The server's application factory: one Starlette app per settings object.
+
+The lifespan builds the :class:`ServerContext` (store opened and migrated,
+signing secret, tokens, rate limiter, audit, the session registry restored,
+the write queue's drain task started) and tears it down in reverse; a failed
+restore stops start-up (fail closed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+from starlette.applications import Starlette
+from starlette.responses import RedirectResponse
+from starlette.routing import Mount, Route
+
+from remote_core.plugins import Plugins, get_plugin_manager
+from remote_core.settings import Settings
+
+from ..relay.audit import Audit
+from ..relay.writes import WriteQueue
+from .api import routes as api_routes
+from .context import ServerContext, open_store
+from .origin import accepted_origins_text
+from .pending import PendingSockets
+from .problem import exception_handlers
+from .ratelimit import MemoryRateLimiter, RateLimiter
+from .signing import keep_fresh, load_key_ring
+from .tokens import VIEWER_TOKEN_TTL, TokenService
+from .users import FIRST_ADMIN_NAME, ensure_first_admin
+
+__all__ = ["create_app"]
+
+log = logging.getLogger(__name__)
+
+
+def create_app(settings: Settings, plugins: Plugins | None = None, *,
+               limiter: RateLimiter | None = None) -> Starlette:
+    """Build the server app; plugins are loaded from ``settings`` unless given.
+
+    :param limiter: the rate limiter (default: in process memory).
+    """
+    from ..relay.registry import Registry
+    from .ws import routes as ws_routes
+
+    plugins = plugins or get_plugin_manager(settings)
+    routes: list[Any] = [*api_routes(), *ws_routes()]
+    web_paths = []
+    for spec in plugins.web_apps():
+        if spec.factory is not None:
+            routes.append(Mount(spec.path, app=spec.factory(settings), name=spec.name))
+            web_paths.append(spec.path.rstrip("/"))
+    if web_paths and "" not in web_paths:
+        # The bare address opens the first mounted web app (the console).
+        home = web_paths[0] + "/"
+        routes.append(Route("/", lambda _request: RedirectResponse(home), name="home"))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        store = open_store(settings, plugins)
+        await store.open()
+        try:
+            password = await ensure_first_admin(store, settings.admin_password)
+            if password is not None:
+                # Shown once, on stdout only; never logged.
+                print(f"first start: created user {FIRST_ADMIN_NAME!r} with password "
+                      f"{password}  (change it after logging in)", flush=True)
+            writes = WriteQueue()
+            audit = Audit(store, plugins, writes)
+            registry = Registry(settings=settings, store=store, plugins=plugins, audit=audit)
+            await registry.restore()
+            log.info("viewer sockets accept %s", accepted_origins_text(settings))
+            tokens = TokenService(await load_key_ring(settings, store),
+                                  login_ttl=settings.login_token_ttl,
+                                  viewer_ttl=VIEWER_TOKEN_TTL)
+            app.state.ctx = ServerContext(
+                settings=settings, plugins=plugins, store=store, audit=audit, tokens=tokens,
+                limiter=limiter or MemoryRateLimiter(), registry=registry,
+                pending=PendingSockets(settings.max_pending_sockets_per_ip,
+                                       settings.max_pending_sockets),
+            )
+            async with anyio.create_task_group() as group:
+                writes.start(group)
+                group.start_soon(keep_fresh, tokens, settings, store)
+                try:
+                    yield
+                finally:
+                    await registry.shutdown("server shutting down")
+                    await writes.close()  # the writes an outage held back get a last chance
+                    group.cancel_scope.cancel()
+        finally:
+            await store.close()
+
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=exception_handlers)
+    app.state.settings = settings
+    app.state.plugins = plugins
+    return app

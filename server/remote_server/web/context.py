@@ -1,0 +1,44 @@
+"""Everything one running server shares, built in the app's lifespan and kept on ``app.state``.
+
+Handlers reach it as ``request.app.state.ctx`` (or ``websocket.app.state.ctx``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from remote_core.interfaces import Store
+from remote_core.plugins import Plugins
+from remote_core.settings import Settings
+
+from ..relay.audit import Audit
+
+if TYPE_CHECKING:
+    from ..relay.registry import Registry
+    from .pending import PendingSockets
+    from .ratelimit import RateLimiter
+    from .tokens import TokenService
+
+__all__ = ["ServerContext", "open_store"]
+
+
+@dataclass
+class ServerContext:
+    settings: Settings
+    plugins: Plugins
+    store: Store
+    audit: Audit
+    tokens: TokenService
+    limiter: RateLimiter
+    registry: Registry
+    pending: PendingSockets
+
+
+def open_store(settings: Settings, plugins: Plugins) -> Store:
+    """The store plugin for ``settings.database_url`` (not yet opened)."""
+    spec = plugins.store_for_url(settings.database_url)
+    if spec.factory is None:
+        raise TypeError(f"store {spec.name!r} registered no factory")
+    return spec.factory(settings.database_url)
+

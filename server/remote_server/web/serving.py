@@ -1,0 +1,128 @@
+"""Running the app under uvicorn as the relay needs it, with a shutdown that says goodbye.
+
+uvicorn's own shutdown closes every WebSocket with 1012 before the app's
+lifespan hears of it, so peers would never learn why. :class:`Server` first
+lets the registry send every peer ``Disconnect{reason}`` and close its socket,
+then hands over to uvicorn.
+"""
+
+from __future__ import annotations
+
+import copy
+import ctypes
+import ctypes.util
+import logging
+import socket
+import sys
+from typing import Any
+
+import uvicorn
+
+from remote_core.settings import Settings
+
+__all__ = ["MAX_HEADER_BYTES", "SHUTDOWN_REASON", "HideQueryStrings", "Server", "log_config",
+           "serve", "tune_allocator", "uvicorn_config"]
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN_REASON = "server shutting down"
+MAX_HEADER_BYTES = 64 * 1024
+"""The request line and all headers of one request, together."""
+
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+_HEAP_BUFFERS = 32 * 1024 * 1024  # glibc's largest mmap threshold; above any frame we accept
+_KEEP_FREED = 64 * 1024 * 1024
+
+
+def tune_allocator() -> bool:
+    """Serve frame-sized buffers from glibc's heap and keep up to 64 MiB of it when freed.
+
+    A relay allocates and frees a megabyte or so per frame. With glibc's
+    defaults those buffers could end up in fresh ``mmap``s or a heap trimmed
+    after each free, and every frame then paid about 50-130 page faults
+    (measured with 1 MB frames in ``bench/relay.py``). Returns False where the
+    C library is not glibc (nothing to tune).
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    ok = bool(mallopt(_M_MMAP_THRESHOLD, _HEAP_BUFFERS)) and bool(
+        mallopt(_M_TRIM_THRESHOLD, _KEEP_FREED))
+    if not ok:
+        log.warning("could not tune the C allocator for frame-sized buffers")
+    return ok
+
+
+class HideQueryStrings(logging.Filter):
+    """Keeps query strings out of uvicorn's request lines (its access log, and the
+    ``"WebSocket /ws/viewer?..." 403`` line it writes even for a refused upgrade).
+
+    No credential of this server travels in a URL, but clients that put one
+    there (``?token=...``) are common, and the operator's log is no place for
+    it: the query is replaced by its length.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.args, tuple):
+            record.args = tuple(_without_query(arg) for arg in record.args)
+        return True
+
+
+def _without_query(value: object) -> object:
+    if isinstance(value, str) and value.startswith("/") and "?" in value:
+        path, _, query = value.partition("?")
+        return f"{path}?[{len(query)} characters not logged]"
+    return value
+
+
+def log_config() -> dict[str, Any]:
+    """uvicorn's own logging configuration, with :class:`HideQueryStrings` on its handlers."""
+    config: dict[str, Any] = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+    config["filters"] = {"hide_query_strings": {"()": HideQueryStrings}}
+    for handler in config["handlers"].values():
+        handler["filters"] = [*handler.get("filters", []), "hide_query_strings"]
+    return config
+
+
+def uvicorn_config(app: Any, settings: Settings, **overrides: Any) -> uvicorn.Config:
+    """The one uvicorn configuration of the server (the CLI, tests and benchmarks share it)."""
+    options: dict[str, Any] = {
+        "host": settings.host,
+        "port": settings.port,
+        # h11 bounds the request line and headers together (httptools takes a
+        # 100 MB header); after the upgrade, WebSockets never pass through it.
+        "http": "h11",
+        "h11_max_incomplete_event_size": MAX_HEADER_BYTES,
+        "ws": settings.ws_impl,
+        "loop": settings.loop,
+        "ws_max_size": settings.max_message_bytes,
+        "ws_per_message_deflate": False,  # video is already compressed (see README)
+        "ws_ping_interval": None,  # the protocol has its own heartbeat
+        "log_level": settings.log_level,
+        "log_config": log_config(),
+        "proxy_headers": False,  # client IP: trusted proxies only, handled by the app
+        "lifespan": "on",
+    }
+    return uvicorn.Config(app, **{**options, **overrides})
+
+
+class Server(uvicorn.Server):
+    """uvicorn, but the relay's peers hear ``Disconnect{reason}`` before the sockets close."""
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        state = getattr(self.config.app, "state", None)
+        ctx = getattr(state, "ctx", None)
+        if ctx is not None:
+            await ctx.registry.shutdown(SHUTDOWN_REASON)
+        await super().shutdown(sockets)
+
+
+def serve(app: Any, settings: Settings) -> None:
+    """Run until interrupted (``remote-support serve``)."""
+    tune_allocator()
+    Server(uvicorn_config(app, settings)).run()

@@ -1,0 +1,160 @@
+"""The two WebSocket endpoints, ``/ws/agent`` and ``/ws/viewer`` (CONTRACT 1).
+
+A thin Starlette edge: check the upgrade (the viewer's ``Origin``, see
+:mod:`.origin`; the caps on sockets still owing their ``SessionRequest``, see
+:mod:`.pending`), accept, and hand the socket to the relay's drivers as a
+:class:`~remote_server.relay.peer.Transport`. Everything else, from the first
+message to the close frame, happens in :mod:`remote_server.relay`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from starlette.routing import WebSocketRoute
+from starlette.types import Receive, Scope, Send
+from starlette.websockets import WebSocket
+
+from remote_core.logsafe import peer_text
+
+from ..relay.auth import Refused
+from ..relay.peer import ViewerVerifier, serve_agent, serve_viewer
+from .clientip import client_ip
+from .context import ServerContext
+from .origin import check_origin
+from .pending import Slot
+from .tokens import TokenError, TokenService
+
+__all__ = ["TRY_AGAIN_LATER", "routes"]
+
+log = logging.getLogger(__name__)
+
+TRY_AGAIN_LATER = 1013
+"""RFC 6455 close code for a refusal the client should retry after a while (T36)."""
+
+
+class AsgiTransport:
+    """An accepted WebSocket as the relay's transport, on the raw ASGI callables.
+
+    Starlette's ``WebSocket`` does the handshake; after it, every message of the
+    hot path goes straight through ``receive``/``send`` without its per-call
+    state checks.
+
+    :param answered: called once, at the first message sent or the close: the
+        socket's ``SessionRequest`` has been answered, it is no longer pending.
+    """
+
+    def __init__(self, receive: Receive, send: Send,
+                 answered: Callable[[], None] | None = None) -> None:
+        self._receive = receive
+        self._send = send
+        self._answered = answered
+
+    def _settle(self) -> None:
+        if self._answered is not None:
+            self._answered()
+            self._answered = None
+
+    async def receive(self) -> bytes | str | None:
+        message = await self._receive()
+        if message["type"] == "websocket.disconnect":
+            return None
+        data = message.get("bytes")
+        if data is not None:
+            return bytes(data)
+        return str(message.get("text") or "")
+
+    async def send(self, data: bytes) -> None:
+        if self._answered is not None:
+            self._settle()
+        await self._send({"type": "websocket.send", "bytes": data})
+
+    async def close(self, code: int, reason: str) -> None:
+        self._settle()
+        await self._send({"type": "websocket.close", "code": code, "reason": reason})
+
+
+def _verifier(tokens: TokenService) -> ViewerVerifier:
+    def verify(token: str, session_id: str | None) -> tuple[str, str, str]:
+        try:
+            claims = tokens.verify_viewer(token, session_id)
+        except TokenError as exc:
+            raise Refused(f"viewer token refused: {exc}") from None
+        return claims.user_id, claims.session_id, claims.password_version
+
+    return verify
+
+
+def _context(websocket: WebSocket) -> ServerContext:
+    ctx: ServerContext = websocket.app.state.ctx
+    return ctx
+
+
+@asynccontextmanager
+async def _pending(websocket: WebSocket, ctx: ServerContext,
+                   address: str) -> AsyncIterator[Slot | None]:
+    """Accept the socket as pending, or accept and close it with 1013 when a cap is reached.
+
+    Yields the socket's slot (None when refused); the slot is freed on the way out
+    whatever happened, and earlier by the transport once the request is answered.
+    """
+    slot = ctx.pending.admit(address)
+    if slot is None:
+        try:
+            await websocket.accept()
+            await websocket.close(TRY_AGAIN_LATER, "too many connections awaiting their "
+                                                   "session_request; try again later")
+        except Exception:  # a flood's socket gone already: no traceback per socket
+            log.debug("a refused socket from %s left first", peer_text(address),
+                      exc_info=True)
+        yield None
+        return
+    try:
+        await websocket.accept()
+        yield slot
+    finally:
+        slot.release()
+
+
+async def agent_socket(scope: Scope, receive: Receive, send: Send) -> None:
+    websocket = WebSocket(scope, receive, send)
+    ctx = _context(websocket)
+    address = client_ip(scope, ctx.settings)
+    async with _pending(websocket, ctx, address) as slot:
+        if slot is None:
+            return
+        await serve_agent(AsgiTransport(receive, send, slot.release), ctx.registry,
+                          ctx.limiter, client_ip=address,
+                          machine_uid=websocket.headers.get("x-machine-uid"))
+
+
+async def viewer_socket(scope: Scope, receive: Receive, send: Send) -> None:
+    websocket = WebSocket(scope, receive, send)
+    ctx = _context(websocket)
+    if not check_origin(websocket.headers.get("origin"), scope, ctx.settings):
+        await websocket.close(code=1008)  # before accept: the upgrade is refused with 403
+        return
+    address = client_ip(scope, ctx.settings)
+    async with _pending(websocket, ctx, address) as slot:
+        if slot is None:
+            return
+        await serve_viewer(AsgiTransport(receive, send, slot.release), ctx.registry,
+                           _verifier(ctx.tokens), client_ip=address,
+                           session_hint=websocket.query_params.get("session_id") or None)
+
+
+class _Endpoint:
+    """An ASGI app for ``WebSocketRoute`` (a plain function would be wrapped per message)."""
+
+    def __init__(self, handler: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+        self._handler = handler
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._handler(scope, receive, send)
+
+
+def routes() -> list[WebSocketRoute]:
+    return [WebSocketRoute("/ws/agent", _Endpoint(agent_socket)),
+            WebSocketRoute("/ws/viewer", _Endpoint(viewer_socket))]
