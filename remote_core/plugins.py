@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import pluggy
 
 from . import ENTRY_POINT_GROUP, PROJECT_NAME, hookspecs
+from .compat import incompatibility
 from .errors import PluginError
 from .records import Event, SessionRecord
 from .types import (
@@ -126,22 +127,30 @@ def get_plugin_manager(settings: Any, extra: Iterable[tuple[str, object]] = ()) 
     failures: list[str] = []
     infos: dict[str, tuple[str, str]] = {}
     loaded: list[tuple[str, object]] = []
+    not_loaded = {name: "not requested (REMOTE_SUPPORT_PLUGINS)" for name in available
+                  if name not in names}
+    not_loaded |= {name: "blocked (REMOTE_SUPPORT_BLOCK_PLUGINS)"
+                   for name in getattr(settings, "block_plugins", ()) or () if name in available}
     for name in names:
         ep = available[name]
-        try:
-            loaded.append((name, ep.load()))
-        except Exception as exc:  # any import failure is reported, never a traceback
-            message = f"{name} ({ep.value}): {type(exc).__name__}: {exc}"
+        why = incompatibility(ep.dist)
+        if why is None:
+            try:
+                loaded.append((name, ep.load()))
+            except Exception as exc:  # any import failure is reported, never a traceback
+                why = f"failed to load ({ep.value}): {type(exc).__name__}: {exc}"
+        if why is not None:
+            not_loaded[name] = why
             if required:
-                failures.append(message)
+                failures.append(f"{name}: {why}")
             else:
-                log.warning("built-in plugin skipped, it failed to load: %s", message)
+                log.warning("plugin %s skipped: %s", name, why)
             continue
         dist = ep.dist
         infos[name] = (dist.name, dist.version) if dist else ("?", "?")
     if failures:
         raise PluginError(
-            "plugin(s) failed to load: " + "; ".join(failures)
+            "plugin(s) cannot be loaded: " + "; ".join(failures)
             + f". Available: {sorted(available)}"
         )
     for name, plugin in loaded:
@@ -150,7 +159,7 @@ def get_plugin_manager(settings: Any, extra: Iterable[tuple[str, object]] = ()) 
         _register(pm, name, plugin)
         infos[name] = ("(registered in process)", "")
     pm.check_pending()
-    return Plugins(pm, infos)
+    return Plugins(pm, infos, not_loaded)
 
 
 def _register(pm: pluggy.PluginManager, name: str, plugin: object) -> None:
@@ -165,10 +174,13 @@ def _register(pm: pluggy.PluginManager, name: str, plugin: object) -> None:
 class Plugins:
     """Typed facade over the pluggy manager: the only way app code reaches hooks."""
 
-    def __init__(self, pm: pluggy.PluginManager, infos: dict[str, tuple[str, str]]) -> None:
+    def __init__(self, pm: pluggy.PluginManager, infos: dict[str, tuple[str, str]],
+                 not_loaded: dict[str, str] | None = None) -> None:
         self._pm = pm
         self._infos = infos
         self._cache: dict[str, list[Any]] = {}
+        self.not_loaded: dict[str, str] = dict(sorted((not_loaded or {}).items()))
+        """Installed plugins that are not loaded, each with the reason."""
 
     @property
     def manager(self) -> pluggy.PluginManager:

@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 from remote_core.plugins import BUILTIN_PLUGINS
+
+from .test_plugins import FUTURE, install_fake_distribution
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -36,3 +39,18 @@ def test_entry_points_answer_help() -> None:
         out = run(command, "--help")
         assert out.returncode == 0, (command, out.stderr)
         assert "usage:" in out.stdout
+
+
+def test_plugins_says_which_installed_plugin_cannot_load(tmp_path: Path) -> None:
+    install_fake_distribution(tmp_path, "remote-codec-future", "remote_codec_future", FUTURE,
+                              "codec_future", requires=("remote-core>=1,<2",))
+    env = {"PYTHONPATH": str(tmp_path), "REMOTE_SUPPORT_AUTOLOAD_PLUGINS": "1"}
+    out = run("remote-support", "plugins", env=env)
+    assert out.returncode == 1, out.stderr
+    assert ("codec_future       error: remote-codec-future 1.2.3 is built for "
+            "remote-core<2,>=1; this is remote-core 0.1.0") in out.stdout
+    assert "remote-codec-raw-zstd 0.1.0" in out.stdout and "Traceback" not in out.stderr
+    named = run("remote-support", "plugins",
+                env={"PYTHONPATH": str(tmp_path), "REMOTE_SUPPORT_PLUGINS": "codec_future"})
+    assert named.returncode != 0 and "is built for remote-core<2,>=1" in named.stderr
+    assert "Traceback" not in named.stderr

@@ -16,12 +16,13 @@ from remote_core.types import CodecSpec, ConsentDecision, SessionContext, StoreS
 
 
 def install_fake_distribution(root: Path, dist: str, module: str, source: str,
-                              entry_name: str) -> None:
+                              entry_name: str, requires: tuple[str, ...] = ()) -> None:
     """Lay out an installed distribution (module + dist-info) the way pip would."""
     (root / f"{module}.py").write_text(textwrap.dedent(source))
     info = root / f"{dist}-1.2.3.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.2.3\n")
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.2.3\n"
+                                   + "".join(f"Requires-Dist: {r}\n" for r in requires))
     (info / "entry_points.txt").write_text(f"[remote_core.plugins]\n{entry_name} = {module}\n")
 
 
@@ -78,7 +79,7 @@ def test_broken_plugin_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Monk
     install_fake_distribution(tmp_path, "broken-plugin", "broken_plugin",
                               "raise ImportError('libfoo.so not found')", "broken")
     monkeypatch.syspath_prepend(str(tmp_path))
-    with pytest.raises(PluginError, match=r"broken .*libfoo\.so not found"):
+    with pytest.raises(PluginError, match=r"broken: failed to load .*libfoo\.so not found"):
         get_plugin_manager(Settings(plugins=("broken",)))
 
 
@@ -164,3 +165,40 @@ def test_every_hookspec_is_named_in_the_readme() -> None:
     readme = (Path(__file__).parent.parent / "README.md").read_text()
     missing = [name for name in hookspecs.__all__ if name not in readme]
     assert not missing, f"README.md does not document hooks {missing}"
+
+
+FUTURE = """
+from remote_core import hookimpl
+from remote_core.types import CodecSpec
+
+@hookimpl
+def register_codecs():
+    return [CodecSpec(name="future_codec", preference=1, frame_field="raw")]
+"""
+
+
+@pytest.fixture
+def plugin_for_another_core(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    install_fake_distribution(tmp_path, "remote-codec-future", "remote_codec_future", FUTURE,
+                              "codec_future", requires=("remote-core>=1,<2", "numpy"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def test_a_plugin_for_another_core_is_never_loaded(plugin_for_another_core: Path) -> None:
+    assert "codec_future" in discover()
+    # Named: start-up stops, saying which core it wants and which this is.
+    with pytest.raises(PluginError, match=r"remote-codec-future 1\.2\.3 is built for "
+                                          r"remote-core<2,>=1; this is remote-core 0\.1\.0"):
+        get_plugin_manager(Settings(plugins=("store_sql", "codec_future")))
+    # Autoloaded: skipped, and said why, while the rest loads.
+    plugins = get_plugin_manager(Settings(autoload_plugins=True))
+    assert "codec_future" not in plugins.names() and "store_sql" in plugins.names()
+    assert "built for remote-core<2,>=1" in plugins.not_loaded["codec_future"]
+    assert "future_codec" not in [c.name for c in plugins.codecs()]
+
+
+def test_installed_plugins_that_are_not_loaded_are_listed_with_why(outside_plugin: str) -> None:
+    plugins = get_plugin_manager(Settings(block_plugins=("codec_vp9",)))
+    assert plugins.not_loaded == {outside_plugin: "not requested (REMOTE_SUPPORT_PLUGINS)",
+                                  "codec_vp9": "blocked (REMOTE_SUPPORT_BLOCK_PLUGINS)"}

@@ -99,11 +99,20 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def cmd_plugins(settings: Settings) -> int:
+    """Loaded plugins with their hooks, then installed ones that are not loaded and why;
+    exit status 1 when one of those cannot load (built for another core, or broken)."""
     plugins = get_plugin_manager(settings)
     for info in plugins.describe():
         print(f"{info.name:<18} {info.distribution} {info.version}")
         print(f"{'':<18} hooks: {', '.join(info.hooks) or '(none)'}")
-    return 0
+    broken = False
+    if plugins.not_loaded:
+        print("\ninstalled, not loaded:")
+    for name, why in plugins.not_loaded.items():
+        chosen = why.startswith(("not requested", "blocked"))
+        broken |= not chosen
+        print(f"{name:<18} {'' if chosen else 'error: '}{why}")
+    return 1 if broken else 0
 
 
 async def _migrate(settings: Settings) -> int:
