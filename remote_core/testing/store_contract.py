@@ -193,6 +193,23 @@ class StoreContract:
         assert (again.organization, again.site, again.is_elevated, again.agent_version) == (
             "acme", "hq", True, "2.0")
 
+    async def test_a_report_fills_placement_only_where_the_operator_left_none(
+            self, store: Store) -> None:
+        await store.create_machine("a-1", "acme", "", ["ops"])
+        filled = await store.upsert_machine(MachineReport(
+            agent_id="a-1", organization="globex", site="hq", tags=("x",)))
+        assert (filled.organization, filled.site, filled.tags) == ("acme", "hq", ("ops",))
+        # A uid new to the store moves onto the agent_id's row: that row's placement holds.
+        moved = await store.upsert_machine(MachineReport(
+            agent_id="a-1", machine_uid="uid-1", organization="globex", site="branch",
+            tags=("y",)))
+        assert (moved.machine_uid, moved.organization, moved.site, moved.tags) == (
+            "uid-1", "acme", "hq", ("ops",))
+        # So does the row found through the uid, whatever agent_id reports it.
+        again = await store.upsert_machine(MachineReport(
+            agent_id="a-2", machine_uid="uid-1", organization="globex", tags=("z",)))
+        assert (again.agent_id, again.organization, again.tags) == ("a-1", "acme", ("ops",))
+
     async def test_agent_id_row_takes_a_newly_reported_uid(self, store: Store) -> None:
         await store.upsert_machine(MachineReport(agent_id="a-1"))
         moved = await store.upsert_machine(MachineReport(agent_id="a-1", machine_uid="uid-9"))
