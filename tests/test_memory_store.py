@@ -104,15 +104,6 @@ async def test_what_the_sql_store_refuses_is_refused() -> None:
     assert await store.list_events() == []
 
 
-async def test_a_report_cannot_move_a_machine_by_reporting_a_new_uid() -> None:
-    store = MemoryStore()
-    await store.create_machine("a-1", "acme", "hq", ["ops"])
-    moved = await store.upsert_machine(MachineReport(
-        agent_id="a-1", machine_uid="new-uid", organization="globex", site="x", tags=("y",)))
-    assert (moved.machine_uid, moved.organization, moved.site, moved.tags) == (
-        "new-uid", "acme", "hq", ("ops",))
-
-
 # -- the static authenticator -----------------------------------------------------------------
 
 

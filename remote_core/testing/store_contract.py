@@ -19,7 +19,9 @@ several rounds, exactly one winner each time.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import secrets
+import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -89,6 +91,13 @@ class StoreContract:
     @pytest.fixture
     def anyio_backend(self) -> str:
         return "asyncio"
+
+    def test_the_contract_exercises_every_store_method(self) -> None:
+        """A method added to ``Store`` must be added to the contract too."""
+        source = inspect.getsource(sys.modules[__name__])
+        untested = sorted(name for name in Store.__abstractmethods__
+                          if f"store.{name}(" not in source and f"store.{name})" not in source)
+        assert untested == []
 
     # -- lifecycle -------------------------------------------------------------------
     async def test_ping(self, store: Store) -> None:
