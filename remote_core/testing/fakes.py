@@ -157,28 +157,29 @@ class MemoryStore(Store):
     def _ring(self) -> list[SigningKey]:
         return sorted(_copies(self._signing_keys.values()), key=lambda k: (k.created_at, k.kid))
 
-    def _add_signing_key(self, key: SigningKey) -> None:
-        if key.kid in self._signing_keys:
-            raise ConflictError(f"signing key {key.kid!r} exists")
-        self._signing_keys[key.kid] = replace(key, created_at=_utc(key.created_at),
-                                              verify_until=_utc_or_none(key.verify_until))
+    @staticmethod
+    def _signing_key(key: SigningKey) -> SigningKey:
+        return replace(key, created_at=_utc(key.created_at),
+                       verify_until=_utc_or_none(key.verify_until))
 
     @_operation
     async def signing_keys(self, seed: SigningKey) -> list[SigningKey]:
         if not self._signing_keys:
-            self._add_signing_key(seed)
+            self._signing_keys[seed.kid] = self._signing_key(seed)
         return self._ring()
 
     @_operation
     async def rotate_signing_key(self, new: SigningKey,
                                  previous_until: datetime) -> list[SigningKey]:
         until, now = _utc(previous_until), utcnow()
-        for kid, key in list(self._signing_keys.items()):
-            if key.verify_until is not None and key.verify_until <= now:
-                del self._signing_keys[kid]
-            elif key.verify_until is None:
-                self._signing_keys[kid] = replace(key, verify_until=until)
-        self._add_signing_key(new)
+        # The ring changes whole or not at all, as in one transaction.
+        ring = {kid: key if key.verify_until is not None else replace(key, verify_until=until)
+                for kid, key in self._signing_keys.items()
+                if key.verify_until is None or key.verify_until > now}
+        if new.kid in ring:
+            raise ConflictError(f"signing key {new.kid!r} exists")
+        ring[new.kid] = self._signing_key(new)
+        self._signing_keys = ring
         return self._ring()
 
     # -- machines --------------------------------------------------------------------------

@@ -162,6 +162,12 @@ class StoreContract:
         assert [k.verify_until is None for k in ring] == [False, False, True]
         assert await store.signing_keys(self._key("e")) == ring
 
+    async def test_a_rotation_that_fails_changes_nothing(self, store: Store) -> None:
+        ring = await store.signing_keys(self._key("a", ago=10))
+        with pytest.raises(ConflictError):
+            await store.rotate_signing_key(ring[0], utcnow() + timedelta(hours=1))
+        assert await store.signing_keys(self._key("late")) == ring
+
     async def test_concurrent_rotations_leave_one_current_key(self, store: Store) -> None:
         await store.signing_keys(self._key("seed", ago=60))
         until = utcnow() + timedelta(hours=8)
