@@ -128,7 +128,7 @@ class MemoryStore(Store):
     def down(self, *methods: str) -> None:
         """Fail like an unreachable database: the named methods (every one when none is
         named) raise :class:`StoreError` until :meth:`up`; ``ping()`` answers False when
-        it is among them."""
+        it is among them, and ``close()`` never fails (releasing a pool needs no database)."""
         unknown = sorted(set(methods) - _OPERATIONS)
         if unknown:
             raise ValueError(f"not Store methods: {', '.join(unknown)}")
