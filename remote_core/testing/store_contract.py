@@ -19,7 +19,9 @@ several rounds, exactly one winner each time.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import secrets
+import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
@@ -90,6 +92,13 @@ class StoreContract:
     def anyio_backend(self) -> str:
         return "asyncio"
 
+    def test_the_contract_exercises_every_store_method(self) -> None:
+        """A method added to ``Store`` must be added to the contract too."""
+        source = inspect.getsource(sys.modules[__name__])
+        untested = sorted(name for name in Store.__abstractmethods__
+                          if f"store.{name}(" not in source and f"store.{name})" not in source)
+        assert untested == []
+
     # -- lifecycle -------------------------------------------------------------------
     async def test_ping(self, store: Store) -> None:
         assert await store.ping() is True
@@ -153,6 +162,12 @@ class StoreContract:
         assert [k.verify_until is None for k in ring] == [False, False, True]
         assert await store.signing_keys(self._key("e")) == ring
 
+    async def test_a_rotation_that_fails_changes_nothing(self, store: Store) -> None:
+        ring = await store.signing_keys(self._key("a", ago=10))
+        with pytest.raises(ConflictError):
+            await store.rotate_signing_key(ring[0], utcnow() + timedelta(hours=1))
+        assert await store.signing_keys(self._key("late")) == ring
+
     async def test_concurrent_rotations_leave_one_current_key(self, store: Store) -> None:
         await store.signing_keys(self._key("seed", ago=60))
         until = utcnow() + timedelta(hours=8)
@@ -192,6 +207,23 @@ class StoreContract:
         again = await store.upsert_machine(MachineReport(agent_id="a-1", agent_version="2.0"))
         assert (again.organization, again.site, again.is_elevated, again.agent_version) == (
             "acme", "hq", True, "2.0")
+
+    async def test_a_report_fills_placement_only_where_the_operator_left_none(
+            self, store: Store) -> None:
+        await store.create_machine("a-1", "acme", "", ["ops"])
+        filled = await store.upsert_machine(MachineReport(
+            agent_id="a-1", organization="globex", site="hq", tags=("x",)))
+        assert (filled.organization, filled.site, filled.tags) == ("acme", "hq", ("ops",))
+        # A uid new to the store moves onto the agent_id's row: that row's placement holds.
+        moved = await store.upsert_machine(MachineReport(
+            agent_id="a-1", machine_uid="uid-1", organization="globex", site="branch",
+            tags=("y",)))
+        assert (moved.machine_uid, moved.organization, moved.site, moved.tags) == (
+            "uid-1", "acme", "hq", ("ops",))
+        # So does the row found through the uid, whatever agent_id reports it.
+        again = await store.upsert_machine(MachineReport(
+            agent_id="a-2", machine_uid="uid-1", organization="globex", tags=("z",)))
+        assert (again.agent_id, again.organization, again.tags) == ("a-1", "acme", ("ops",))
 
     async def test_agent_id_row_takes_a_newly_reported_uid(self, store: Store) -> None:
         await store.upsert_machine(MachineReport(agent_id="a-1"))

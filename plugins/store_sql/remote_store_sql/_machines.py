@@ -70,12 +70,18 @@ _PLACEMENT = ("organization", "site", "tags")
 def _unassigned_only(conn: Connection, report: MachineReport,
                      values: dict[str, Any]) -> dict[str, Any]:
     """Placement is the operator's: a report fills organization, site and tags only where
-    the stored machine has none, so an agent cannot move itself into another list."""
+    the stored machine has none, so an agent cannot move itself into another list.
+
+    The stored machine is the row the upsert will update: the uid's, else (a uid new to
+    the store moves onto it) the agent_id's."""
     if not any(name in values for name in _PLACEMENT):
         return values
-    match = (machines.c.machine_uid == report.machine_uid if report.machine_uid
-             else machines.c.agent_id == report.agent_id)
-    row = conn.execute(sa.select(*(machines.c[n] for n in _PLACEMENT)).where(match)).first()
+    placement = sa.select(*(machines.c[n] for n in _PLACEMENT))
+    row = None
+    if report.machine_uid:
+        row = conn.execute(placement.where(machines.c.machine_uid == report.machine_uid)).first()
+    if row is None:
+        row = conn.execute(placement.where(machines.c.agent_id == report.agent_id)).first()
     if row is None:
         return values
     return {k: v for k, v in values.items() if k not in _PLACEMENT or not row._mapping[k]}
