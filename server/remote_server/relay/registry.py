@@ -18,6 +18,7 @@ import hmac
 import logging
 import time
 import uuid
+from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -64,13 +65,12 @@ from .rules import (
 )
 from .session import LiveSession, Session
 
-__all__ = ["Registry"]
+__all__ = ["HANDLERS", "Handler", "Registry"]
 
 log = logging.getLogger(__name__)
 
 _CONNECTED = "connected"  # in-memory support-code state after the first bind (SPEC 3.2)
 _SHUTDOWN_GRACE = 5.0
-_WHILE_PENDING = frozenset({"consent_response", "agent_status", "update_status", "display_info"})
 
 
 class Registry:
@@ -359,24 +359,42 @@ class Registry:
                                                    for k, v in placed.items()}))
 
     async def on_agent_message(self, session: Session, event: Inbound) -> str | None:
-        """Act on a non-video message from the agent; return why it was dropped, if it was."""
-        kind = event.kind
-        if session.pending and kind not in _WHILE_PENDING:
-            return "the session awaits consent: nothing is relayed"
-        if session.from_agent(event):
-            return None
-        if kind == "display_info":
-            session.set_display_info(event)
-        elif kind == "agent_status":
-            await self._agent_status(session, event.payload())
-        elif kind == "update_status":
-            await self.audit.record(Event("agent.update_status", session_id=session.session_id,
-                                          agent_id=session.agent_id,
-                                          detail=update_status_detail(event.payload())))
-        elif kind == "consent_response":
-            return await self._consent_response(session, event.payload())
-        else:
-            return f"an agent's {kind} is not relayed"
+        """Relay a message from the agent as the route table says, and act on it where the
+        table sends it to the server; return why it was dropped, if it was."""
+        return await self._dispatch(session, session.agent, event, _FROM_AGENT)
+
+    async def on_viewer_message(self, session: Session, viewer: Link,
+                                event: Inbound) -> str | None:
+        """The same for a message from one of the session's viewers."""
+        return await self._dispatch(session, viewer, event, _FROM_VIEWER)
+
+    async def _dispatch(self, session: Session, sender: Link, event: Inbound,
+                        handlers: Mapping[str, Handler]) -> str | None:
+        why = session.relay(sender, event)
+        if why is not None:
+            return why
+        handler = handlers.get(event.kind)
+        return None if handler is None else await handler(self, session, event)
+
+    async def _on_display_info(self, session: Session, event: Inbound) -> str | None:
+        session.display_info = event.payload()  # what a viewer joining later is answered
+        return None
+
+    async def _on_agent_status(self, session: Session, event: Inbound) -> str | None:
+        await self._agent_status(session, event.payload())
+        return None
+
+    async def _on_update_status(self, session: Session, event: Inbound) -> str | None:
+        await self.audit.record(Event("agent.update_status", session_id=session.session_id,
+                                      agent_id=session.agent_id,
+                                      detail=update_status_detail(event.payload())))
+        return None
+
+    async def _on_consent_response(self, session: Session, event: Inbound) -> str | None:
+        return await self._consent_response(session, event.payload())
+
+    async def _on_switch_display(self, session: Session, event: Inbound) -> str | None:
+        session.display_id = event.payload().display_id  # keyframes requested for it
         return None
 
     async def _consent_response(self, session: Session, response: Any) -> str | None:
@@ -649,3 +667,21 @@ class Registry:
                                           detail={"reason": reason,
                                                   "viewers": len(session.viewers)}))
         log.info("session %s of agent %s ended: %s", session.session_id, session.agent_id, reason)
+
+
+Handler = Callable[[Registry, Session, Inbound], Awaitable[str | None]]
+"""Acts on a message the route table sends to the server; returns why it was dropped."""
+
+_FROM_AGENT: Mapping[str, Handler] = {
+    "display_info": Registry._on_display_info,
+    "agent_status": Registry._on_agent_status,
+    "update_status": Registry._on_update_status,
+    "consent_response": Registry._on_consent_response,
+}
+_FROM_VIEWER: Mapping[str, Handler] = {
+    "switch_display": Registry._on_switch_display,
+}
+HANDLERS: Mapping[Role, Mapping[str, Handler]] = {Role.AGENT: _FROM_AGENT,
+                                                  Role.VIEWER: _FROM_VIEWER}
+"""The kinds the registry acts on, by sender (``peer.py`` answers heartbeats and goodbyes,
+the first message is the handshake): together, every row the table sends to the server."""
