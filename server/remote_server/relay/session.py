@@ -20,7 +20,7 @@ import anyio
 from remote_core.protocol import ROUTES, Inbound, Role, To, pb
 from remote_core.records import CONSENT_PENDING
 
-from .consent import ConsentBook, Standing
+from .consent import Ask, ConsentBook, Standing
 from .link import Link
 
 __all__ = ["KEYFRAME_REQUEST_INTERVAL", "LiveSession", "Session"]
@@ -103,6 +103,24 @@ class Session:
         if self.consent is not None and user_id in self.consent.admitted:
             return self.consent.admitted[user_id]
         return self.control_consented
+
+    def ask(self, ask: Ask, dialog_secs: int) -> None:
+        """Queue a question for the end user; it goes out when no other is open."""
+        assert self.consent is not None
+        self.consent.queue(ask)
+        self.ask_next(dialog_secs)
+
+    def ask_next(self, dialog_secs: int) -> None:
+        """Send the next queued question, if none is open (one at a time: see consent.py)."""
+        assert self.consent is not None
+        ask = self.consent.next()
+        if ask is None or self.ended:
+            return
+        self.agent.send("consent_request", pb.ConsentRequest(
+            session_id=self.session_id, technician_name=ask.name,
+            access_mode=pb.CONSENT_CONTROL if ask.control else pb.CONSENT_VIEW,
+            timeout_secs=dialog_secs))
+        self.consent_asked.set()
 
     def tell_participants(self) -> None:
         """Tell an attended session's agent who is connected now, if that changed.
