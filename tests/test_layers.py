@@ -7,6 +7,8 @@ The rules, each the reason a distribution stays small or a layer replaceable:
 - the protocol imports nothing of the project but the generated wire code;
 - the core (``remote_core``) imports no plugin, agent, viewer or server;
 - the relay imports nothing of the web edge (``remote_server.web``);
+- the REST API reaches live sessions only through the ``SessionDirectory``
+  protocol, never the registry class;
 - a plugin imports no server and no other plugin;
 - the agent and the Python viewer import no server and no store.
 """
@@ -104,6 +106,9 @@ def violations(imports: list[Import], plugins: set[str]) -> list[str]:
         if rule is None and within(i.importer, "remote_server.relay"):
             if within(i.imported, "remote_server.web", "remote_server.cli"):
                 rule = "the relay does not import the web edge"
+        if rule is None and within(i.importer, "remote_server.web.api"):
+            if within(i.imported, "remote_server.relay.registry"):
+                rule = "the REST API reaches sessions through the SessionDirectory protocol"
         if rule is None and i.importer.split(".")[0] in plugins:
             own = i.importer.split(".")[0]
             if within(i.imported, *apps) or (top in plugins and top != own):
@@ -129,6 +134,7 @@ def test_every_import_keeps_to_the_layers() -> None:
     ("remote_core.plugins", "remote_auth_agentkey.generate_agent_key", "the core"),
     ("remote_core.codecs", "remote_server.web.app", "the core"),
     ("remote_server.relay.registry", "remote_server.web.audit.Audit", "the relay"),
+    ("remote_server.web.api.views", "remote_server.relay.registry.Registry", "the REST API"),
     ("remote_auth_supportcode", "remote_server.web.supportcode", "a plugin"),
     ("remote_codec_vp9", "remote_codec_h264.pyav", "a plugin"),
     ("remote_agent.session", "remote_server.relay", "the agent"),

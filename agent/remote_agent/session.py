@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +36,7 @@ from .streamer import Streamer
 from .update import Offer, Updater
 from .update_download import tls_context
 
-__all__ = ["AgentSession", "Ending", "Refused", "Timing"]
+__all__ = ["HANDLERS", "NOT_ACTED_ON", "AgentSession", "Ending", "Refused", "Timing"]
 
 log = logging.getLogger(__name__)
 
@@ -195,49 +196,68 @@ class AgentSession:
 
     # -- handlers ------------------------------------------------------------------------
     async def _handle(self, kind: str, message: Any) -> bool:
-        """Act on one message; ``True`` ends the session."""
-        if kind == "video_ack":
-            self.streamer.ack(message.sequence)
-        elif kind in {"mouse_event", "key_event", "special_key"}:
-            await self._inject(kind, message)
-        elif kind == "start_stream":
-            self.state.start(message.viewer_id, message.display_id)
-            self._cursor_due = True  # the new viewer needs the shape and position too
-            self.streamer.poke()
-        elif kind == "stop_stream":
-            self.state.stop(message.viewer_id)
-            self.streamer.poke()
-        elif kind == "switch_display":
-            if self.devices.display(message.display_id, self.displays) is None:
-                log.warning("SwitchDisplay to unknown display %d ignored", message.display_id)
-            else:
-                self.state.switch(message.display_id)
-                self.streamer.poke()
-        elif kind == "quality_settings":
-            try:
-                self.state.set_quality(message)
-            except ValueError as exc:
-                log.warning("QualitySettings ignored: %s", exc)
-            self.streamer.poke()
-        elif kind == "heartbeat_ack":
-            self.rtt_ms = max(0.0, time.time() * 1000 - message.client_timestamp)
-        elif kind == "consent_request":
-            self._ask_consent(message)
-        elif kind == "participants":
-            self.presence.told(message)
-        elif kind == "chat_message":
-            self.chat.received(message)
-        elif kind == "clipboard_data":
-            await self._paste(message)
-        elif kind == "clipboard_request":
-            await self._send_clipboard(force=True)
-        elif kind == "admin_command":
-            return await self._admin(message)
-        elif kind == "update_info":
-            self._offered(Offer.from_info(message))
-        else:
-            log.debug("%s from the server is not handled by this agent", kind)
-        return False
+        """Act on one message by the handler table; ``True`` ends the session."""
+        handler = HANDLERS.get(kind)
+        if handler is None:
+            log.debug("%s from the server is not acted on by this agent", kind)
+            return False
+        return bool(await handler(self, message))
+
+    async def _on_video_ack(self, message: Any) -> None:
+        self.streamer.ack(message.sequence)
+
+    async def _on_mouse_event(self, message: Any) -> None:
+        await self._inject("mouse_event", message)
+
+    async def _on_key_event(self, message: Any) -> None:
+        await self._inject("key_event", message)
+
+    async def _on_special_key(self, message: Any) -> None:
+        await self._inject("special_key", message)
+
+    async def _on_start_stream(self, message: Any) -> None:
+        self.state.start(message.viewer_id, message.display_id)
+        self._cursor_due = True  # the new viewer needs the shape and position too
+        self.streamer.poke()
+
+    async def _on_stop_stream(self, message: Any) -> None:
+        self.state.stop(message.viewer_id)
+        self.streamer.poke()
+
+    async def _on_switch_display(self, message: Any) -> None:
+        if self.devices.display(message.display_id, self.displays) is None:
+            log.warning("SwitchDisplay to unknown display %d ignored", message.display_id)
+            return
+        self.state.switch(message.display_id)
+        self.streamer.poke()
+
+    async def _on_quality_settings(self, message: Any) -> None:
+        try:
+            self.state.set_quality(message)
+        except ValueError as exc:
+            log.warning("QualitySettings ignored: %s", exc)
+        self.streamer.poke()
+
+    async def _on_heartbeat_ack(self, message: Any) -> None:
+        self.rtt_ms = max(0.0, time.time() * 1000 - message.client_timestamp)
+
+    async def _on_consent_request(self, message: Any) -> None:
+        self._ask_consent(message)
+
+    async def _on_participants(self, message: Any) -> None:
+        self.presence.told(message)
+
+    async def _on_chat_message(self, message: Any) -> None:
+        self.chat.received(message)
+
+    async def _on_clipboard_data(self, message: Any) -> None:
+        await self._paste(message)
+
+    async def _on_clipboard_request(self, message: Any) -> None:
+        await self._send_clipboard(force=True)
+
+    async def _on_update_info(self, message: Any) -> None:
+        self._offered(Offer.from_info(message))
 
     async def _inject(self, kind: str, message: Any) -> None:
         sink = self.devices.input
@@ -478,3 +498,28 @@ class AgentSession:
                 x, y = position[0] - display.x, position[1] - display.y
                 visible = 0 <= x < display.width and 0 <= y < display.height
                 await self.send("cursor_position", pb.CursorPosition(x=x, y=y, visible=visible))
+
+
+HANDLERS: dict[str, Callable[[AgentSession, Any], Awaitable[bool | None]]] = {
+    "video_ack": AgentSession._on_video_ack,
+    "mouse_event": AgentSession._on_mouse_event,
+    "key_event": AgentSession._on_key_event,
+    "special_key": AgentSession._on_special_key,
+    "start_stream": AgentSession._on_start_stream,
+    "stop_stream": AgentSession._on_stop_stream,
+    "switch_display": AgentSession._on_switch_display,
+    "quality_settings": AgentSession._on_quality_settings,
+    "heartbeat_ack": AgentSession._on_heartbeat_ack,
+    "consent_request": AgentSession._on_consent_request,
+    "participants": AgentSession._on_participants,
+    "chat_message": AgentSession._on_chat_message,
+    "clipboard_data": AgentSession._on_clipboard_data,
+    "clipboard_request": AgentSession._on_clipboard_request,
+    "admin_command": AgentSession._admin,
+    "update_info": AgentSession._on_update_info,
+}
+"""What the agent does with each kind the server sends it; ``True`` ends the session. The
+handshake answer and ``disconnect`` are read before it (``_handshake``, ``_read``)."""
+
+NOT_ACTED_ON = {"latency_report": "the agent keeps no latency figures of its own"}
+"""Kinds the server may send the agent that it reads and lets go, each with why."""

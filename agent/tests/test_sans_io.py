@@ -7,10 +7,11 @@ from remote_agent.backoff import Backoff
 from remote_agent.config import AgentConfig
 from remote_agent.flow import FlowWindow
 from remote_agent.presence import Connected, Presence, describe
+from remote_agent.session import HANDLERS, NOT_ACTED_ON
 from remote_agent.stream import StreamState
 from remote_agent.streamer import is_keyframe, video_message
 
-from remote_core.protocol import pb
+from remote_core.protocol import ALLOWED, Role, pb
 
 
 # -- backoff ---------------------------------------------------------------------------------
@@ -185,3 +186,11 @@ def test_presence_tells_its_listeners_each_change_once():
     assert heard == [(Connected("techa", True), Connected("tech\\x0ab", False)), ()]
     assert describe(heard[0]) == "techa (view and control), tech\\x0ab (view)"
     assert describe(()) == "nobody"
+
+
+def test_the_agent_acts_on_every_kind_the_server_may_send_it_or_says_why_not() -> None:
+    # The route table says what reaches an agent; the handshake answer and the goodbye
+    # are read before the handler table.
+    reaching = ALLOWED[(Role.SERVER, Role.AGENT)] - {"session_response", "disconnect"}
+    assert set(HANDLERS).isdisjoint(NOT_ACTED_ON)
+    assert set(HANDLERS) | set(NOT_ACTED_ON) == reaching

@@ -7,10 +7,11 @@ rest of the project never imports ``remote_core._proto`` directly.
 from __future__ import annotations
 
 from ._wire import FIELD_BY_NUMBER, NUMBER_BY_FIELD, pb, peek, wrap
-from .connection import ALLOWED, DEFAULT_MAX_MESSAGE_BYTES, INPUT_KINDS, Connection, Role, State
+from .connection import DEFAULT_MAX_MESSAGE_BYTES, Connection, State
 from .errors import CloseCode, LocalProtocolError, ProtocolError, RemoteProtocolError
 from .events import Dropped, Inbound, ProtocolEvent
 from .frames import is_keyframe
+from .routes import ALLOWED, INPUT_KINDS, ROUTES, Role, Route, To, routes_from
 
 __all__ = [
     "ALLOWED",
@@ -18,6 +19,7 @@ __all__ = [
     "FIELD_BY_NUMBER",
     "INPUT_KINDS",
     "NUMBER_BY_FIELD",
+    "ROUTES",
     "CloseCode",
     "Connection",
     "Dropped",
@@ -27,9 +29,12 @@ __all__ = [
     "ProtocolEvent",
     "RemoteProtocolError",
     "Role",
+    "Route",
     "State",
+    "To",
     "is_keyframe",
     "pb",
     "peek",
+    "routes_from",
     "wrap",
 ]

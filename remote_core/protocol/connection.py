@@ -1,8 +1,9 @@
 """Per-connection protocol state, with no sockets: bytes in, events out; events in, bytes out.
 
 One :class:`Connection` per WebSocket. It knows who is on each side, which
-messages each side may send (one table, :data:`ALLOWED`), and the state of the
-connection (awaiting ``session_request``, authenticated, closed).
+messages each side may send (derived from the one route table, ``routes.py``),
+and the state of the connection (awaiting ``session_request``, authenticated,
+closed).
 """
 
 from __future__ import annotations
@@ -11,26 +12,14 @@ import enum
 from collections import Counter
 from typing import Any
 
-from ._wire import FIELD_BY_NUMBER, DecodeError, pb, peek, wrap
+from ._wire import FIELD_BY_NUMBER, NUMBER_BY_FIELD, DecodeError, pb, peek, wrap
 from .errors import CloseCode, LocalProtocolError, RemoteProtocolError
 from .events import Dropped, Inbound, ProtocolEvent
+from .routes import ALLOWED, INPUT_KINDS, ROUTES, Role
 
-__all__ = [
-    "ALLOWED",
-    "DEFAULT_MAX_MESSAGE_BYTES",
-    "INPUT_KINDS",
-    "Connection",
-    "Role",
-    "State",
-]
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "Connection", "State"]
 
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
-
-
-class Role(enum.Enum):
-    AGENT = "agent"
-    VIEWER = "viewer"
-    SERVER = "server"
 
 
 class State(enum.Enum):
@@ -39,36 +28,8 @@ class State(enum.Enum):
     CLOSED = "closed"
 
 
-_RELAYED_TO_AGENT = {
-    "video_ack", "switch_display", "mouse_event", "key_event", "special_key",
-    "clipboard_data", "clipboard_request", "quality_settings", "latency_report", "chat_message",
-}
-
-ALLOWED: dict[tuple[Role, Role], frozenset[str]] = {
-    (Role.AGENT, Role.SERVER): frozenset({
-        "session_request", "video_frame", "cursor_shape", "cursor_position", "clipboard_data",
-        "latency_report", "heartbeat", "disconnect", "agent_status", "chat_message",
-        "update_status", "consent_response", "display_info",
-    }),
-    (Role.VIEWER, Role.SERVER): frozenset({
-        "session_request", "heartbeat", "disconnect", *_RELAYED_TO_AGENT,
-    }),
-    (Role.SERVER, Role.AGENT): frozenset({
-        "session_response", "heartbeat_ack", "disconnect", "start_stream", "stop_stream",
-        "admin_command", "update_info", "consent_request", "participants", *_RELAYED_TO_AGENT,
-    }),
-    (Role.SERVER, Role.VIEWER): frozenset({
-        "session_response", "heartbeat_ack", "disconnect", "video_frame", "cursor_shape",
-        "cursor_position", "clipboard_data", "chat_message", "latency_report", "display_info",
-    }),
-}
-"""Which message kinds each sender may send to each receiver. Anything else is dropped."""
-
-INPUT_KINDS = frozenset({"mouse_event", "key_event", "special_key", "clipboard_data",
-                         "admin_command"})
-"""Input-bearing kinds a VIEW_ONLY viewer may not send (CONTRACT 1, View-only)."""
-
 _FIRST = {Role.SERVER: "session_response"}
+_VIDEO_FRAME = NUMBER_BY_FIELD["video_frame"]
 
 
 class Connection:
@@ -91,6 +52,7 @@ class Connection:
         self._inbound = ALLOWED[(peer, local)]
         self._outbound = ALLOWED[(local, peer)]
         self._first_in = _FIRST.get(peer, "session_request")
+        self._video = ROUTES.get((peer, "video_frame"))
         self._first_out = _FIRST.get(local, "session_request")
 
     # -- receiving ---------------------------------------------------------
@@ -123,6 +85,21 @@ class Connection:
         if self.view_only and event.kind in INPUT_KINDS:
             return self._drop(event.kind, "view-only session")
         return event
+
+    def video_offset(self, data: bytes) -> int | None:
+        """The relay's fast path: where the ``VideoFrame`` starts in ``data`` when it is a
+        well-framed video frame this connection takes now, else None (take the full path).
+
+        Exactly what :meth:`receive_data` would accept as ``video_frame`` in this state,
+        answered with one peek at the outer tag and no parse: a frame is megabytes.
+        """
+        if (self._video is None or self.state is not State.AUTHENTICATED
+                or len(data) > self.max_message_bytes):
+            return None
+        peeked = peek(data)
+        if peeked is None or peeked[0] != _VIDEO_FRAME:
+            return None
+        return peeked[1]
 
     def _frame(self, data: bytes) -> ProtocolEvent:
         peeked = peek(data)

@@ -13,14 +13,13 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any, Protocol
 
 import anyio
 from anyio.abc import TaskGroup
 
 from remote_core.protocol import (
-    NUMBER_BY_FIELD,
     CloseCode,
     Connection,
     Dropped,
@@ -29,7 +28,6 @@ from remote_core.protocol import (
     RemoteProtocolError,
     Role,
     pb,
-    peek,
 )
 from remote_core.records import Event
 
@@ -43,7 +41,6 @@ __all__ = ["CodeLimiter", "Transport", "ViewerVerifier", "serve_agent", "serve_v
 
 log = logging.getLogger(__name__)
 
-VIDEO_FRAME = NUMBER_BY_FIELD["video_frame"]
 CLOSE_GRACE = 5.0
 """Seconds a closing socket has to take its last messages before it is cut off."""
 
@@ -145,10 +142,24 @@ def _dropped(link: Link, kind: str, why: str, *, counted: bool = False) -> None:
     log.log(level, "dropped %s from %s (%s); %d so far", kind, link.id, why, count)
 
 
-def _heartbeat(link: Link, event: Inbound) -> None:
+def _heartbeat(link: Link, event: Inbound) -> str | None:
     beat = event.payload()
     link.send("heartbeat_ack", pb.HeartbeatAck(client_timestamp=beat.timestamp,
                                                server_timestamp=int(time.time() * 1000)))
+    return None
+
+
+def _goodbye(link: Link, event: Inbound) -> str | None:
+    reason = event.payload().reason[:200]
+    link.close("goodbye", notify=False)
+    return "peer said goodbye" + (f": {reason}" if reason else "")
+
+
+CONNECTION_HANDLERS: Mapping[str, Callable[[Link, Inbound], str | None]] = {
+    "heartbeat": _heartbeat,
+    "disconnect": _goodbye,
+}
+"""What every socket answers itself, whoever sent it; a returned reason ends the socket."""
 
 
 async def _run(transport: Transport, link: Link, silence: float,
@@ -170,10 +181,10 @@ async def _run(transport: Transport, link: Link, silence: float,
 
 async def _read_loop(transport: Transport, link: Link,
                      handle: Callable[[Inbound], Awaitable[str | None]],
-                     fast: Callable[[bytes | str], bool] | None = None) -> str:
+                     video: Callable[[bytes, int], None] | None = None) -> str:
     """Read until the peer leaves or breaks the protocol; return why reading stopped.
 
-    :param fast: takes the raw message first and returns True when it dealt with it.
+    :param video: takes a video frame the connection accepts, as it came (the hot path).
     """
     conn = link.conn
     while True:
@@ -181,20 +192,22 @@ async def _read_loop(transport: Transport, link: Link,
         if data is None:  # after our own close frame, the reason is ours
             return link.close_reason or "peer disconnected"
         link.last_heard = time.monotonic()
-        if fast is not None and fast(data):
-            continue
+        if video is not None and type(data) is bytes:
+            offset = conn.video_offset(data)
+            if offset is not None:
+                video(data, offset)
+                continue
         try:
             event = conn.receive_data(data)
             if isinstance(event, Dropped):
                 _dropped(link, event.kind, event.reason, counted=True)
                 continue
-            if event.kind == "heartbeat":
-                _heartbeat(link, event)
+            answer = CONNECTION_HANDLERS.get(event.kind)
+            if answer is not None:
+                ended = answer(link, event)
+                if ended is not None:
+                    return ended
                 continue
-            if event.kind == "disconnect":
-                reason = event.payload().reason[:200]
-                link.close("goodbye", notify=False)
-                return "peer said goodbye" + (f": {reason}" if reason else "")
             try:
                 why = await handle(event)
             except (RemoteProtocolError, LocalProtocolError):
@@ -256,28 +269,11 @@ async def _serve_session_agent(transport: Transport, registry: Registry,
                                session: Session) -> None:
     link = session.agent
 
-    limit = registry.settings.max_message_bytes
-
-    def video(data: bytes | str) -> bool:
-        """The hot path: a well-framed video frame goes out as it came, without a parse.
-
-        Exactly what ``Connection.receive_data`` would answer for it in this state
-        (a ``video_frame`` is always allowed from an authenticated agent), minus
-        the event object; anything else takes the full path.
-        """
-        if type(data) is not bytes or len(data) > limit:
-            return False
-        peeked = peek(data)
-        if peeked is None or peeked[0] != VIDEO_FRAME:
-            return False
-        session.fan_out_video(data, peeked[1])
-        return True
-
     async def handle(event: Inbound) -> str | None:
         return await registry.on_agent_message(session, event)
 
     async def read() -> str:
-        return await _read_loop(transport, link, handle, video)
+        return await _read_loop(transport, link, handle, session.fan_out_video)
 
     async def consent() -> None:
         await registry.consent_timer(session)
@@ -320,7 +316,7 @@ async def serve_viewer(transport: Transport, registry: Registry, verify: ViewerV
             return
 
         async def handle(event: Inbound) -> str | None:
-            return session.from_viewer(link, event)
+            return await registry.on_viewer_message(session, link, event)
 
         async def read() -> str:
             return await _read_loop(transport, link, handle)

@@ -1,9 +1,10 @@
 """One live session: its agent, its viewers, and how messages flow between them.
 
-Routing here is synchronous and never waits: every message is queued in the
-receiving peer's outbox, whose policy (``outbox.py``) bounds memory. Video is
-forwarded as the bytes the agent sent; only small control payloads the server
-itself acts on are ever parsed.
+Where a message goes is the protocol's route table (``remote_core.protocol.ROUTES``);
+:meth:`Session.relay` only carries it out. Routing here is synchronous and never
+waits: every message is queued in the receiving peer's outbox, whose policy
+(``outbox.py``) bounds memory. Video is forwarded as the bytes the agent sent;
+every other relayed payload is first checked to parse.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from typing import Any
 
 import anyio
 
-from remote_core.protocol import NUMBER_BY_FIELD, Inbound, pb
+from remote_core.protocol import ROUTES, Inbound, Role, To, pb
 from remote_core.records import CONSENT_PENDING
 
-from .consent import ConsentBook, Standing
+from .consent import Ask, ConsentBook, Standing
 from .link import Link
 
 __all__ = ["KEYFRAME_REQUEST_INTERVAL", "LiveSession", "Session"]
@@ -28,18 +29,6 @@ log = logging.getLogger(__name__)
 
 KEYFRAME_REQUEST_INTERVAL = 1.0
 """Seconds between two keyframe requests made on behalf of one lagging viewer."""
-
-VIDEO_FRAME = NUMBER_BY_FIELD["video_frame"]
-
-# Agent -> viewers.
-_TO_VIEWERS_LOSSY = frozenset({"cursor_shape", "cursor_position", "latency_report"})
-_TO_VIEWERS = frozenset({"clipboard_data", "chat_message"})
-# Viewer -> agent; stream-wide settings are for control viewers only.
-_STREAM_SETTINGS = frozenset({"switch_display", "quality_settings"})
-_TO_AGENT_LOSSY = frozenset({"video_ack", "latency_report"})
-_TO_AGENT = frozenset({"mouse_event", "key_event", "special_key", "clipboard_data",
-                       "clipboard_request", *_STREAM_SETTINGS})
-
 
 @dataclass(frozen=True, slots=True)
 class LiveSession:
@@ -115,6 +104,24 @@ class Session:
             return self.consent.admitted[user_id]
         return self.control_consented
 
+    def ask(self, ask: Ask, dialog_secs: int) -> None:
+        """Queue a question for the end user; it goes out when no other is open."""
+        assert self.consent is not None
+        self.consent.queue(ask)
+        self.ask_next(dialog_secs)
+
+    def ask_next(self, dialog_secs: int) -> None:
+        """Send the next queued question, if none is open (one at a time: see consent.py)."""
+        assert self.consent is not None
+        ask = self.consent.next()
+        if ask is None or self.ended:
+            return
+        self.agent.send("consent_request", pb.ConsentRequest(
+            session_id=self.session_id, technician_name=ask.name,
+            access_mode=pb.CONSENT_CONTROL if ask.control else pb.CONSENT_VIEW,
+            timeout_secs=dialog_secs))
+        self.consent_asked.set()
+
     def tell_participants(self) -> None:
         """Tell an attended session's agent who is connected now, if that changed.
 
@@ -151,52 +158,32 @@ class Session:
         self.agent.send("start_stream", pb.StartStream(viewer_id=viewer.id,
                                                        display_id=self.display_id))
 
-    def from_agent(self, event: Inbound) -> bool:
-        """Relay what the agent sent to the viewers; False if the kind is not relayed.
+    # -- relaying ----------------------------------------------------------------------
+    def relay(self, sender: Link, event: Inbound) -> str | None:
+        """Pass what ``sender`` (the agent or a viewer) sent on, as the route table says;
+        return why it was not, or None. What the table sends to the server itself is the
+        caller's to act on (the registry's handler tables).
 
-        :raises RemoteProtocolError: (1007) the payload does not parse.
+        :raises RemoteProtocolError: (1007) a relayed payload does not parse.
         """
-        if event.kind in _TO_VIEWERS_LOSSY:
-            data = _parsable(event)
+        role = Role.AGENT if sender is self.agent else Role.VIEWER
+        route = ROUTES.get((role, event.kind))
+        if route is None:
+            return f"a {role.value}'s {event.kind} is not relayed"
+        if self.pending and not route.while_pending:
+            return "the session awaits consent: nothing is relayed"
+        if route.forwarded_as_bytes:  # video that missed the fast path (non-canonical bytes)
+            self.fan_out_video(event.data, event.offset)
+            return None
+        if not route.to & (To.AGENT | To.VIEWERS | To.OTHER_VIEWERS):
+            return None
+        data = _parsable(event)
+        if route.to & To.AGENT and role is Role.VIEWER:
+            self.agent.forward(data, lossy=route.lossy)
+        if route.to & To.VIEWERS or (route.to & To.OTHER_VIEWERS and role is Role.VIEWER):
             for viewer in self.viewers.values():
-                viewer.forward(data, lossy=True)
-        elif event.kind in _TO_VIEWERS:
-            data = _parsable(event)
-            for viewer in self.viewers.values():
-                viewer.forward(data)
-        else:
-            return False
-        return True
-
-    def set_display_info(self, event: Inbound) -> None:
-        self.display_info = event.payload()
-        for viewer in self.viewers.values():
-            viewer.forward(event.data)
-
-    # -- viewers -> agent ------------------------------------------------------------
-    def from_viewer(self, viewer: Link, event: Inbound) -> str | None:
-        """Relay what a viewer sent; return why it was dropped, or None if relayed.
-
-        :raises RemoteProtocolError: (1007) the payload does not parse.
-        """
-        kind = event.kind
-        if kind in _TO_AGENT_LOSSY:
-            self.agent.forward(_parsable(event), lossy=True)
-        elif kind in _TO_AGENT:
-            if kind in _STREAM_SETTINGS:
-                if viewer.conn.view_only:
-                    return "view-only viewers do not change the shared stream"
-                if kind == "switch_display":
-                    self.display_id = event.payload().display_id
-            self.agent.forward(_parsable(event))
-        elif kind == "chat_message":
-            data = _parsable(event)
-            self.agent.forward(data)
-            for other in self.viewers.values():
-                if other is not viewer:
-                    other.forward(data)
-        else:
-            return f"a viewer's {kind} is not relayed"
+                if viewer is not sender:
+                    viewer.forward(data, lossy=route.lossy)
         return None
 
 

@@ -15,6 +15,7 @@ from remote_core.settings import Settings
 from ..relay.audit import Audit
 
 if TYPE_CHECKING:
+    from ..relay.directory import SessionDirectory
     from ..relay.registry import Registry
     from .pending import PendingSockets
     from .ratelimit import RateLimiter
@@ -32,7 +33,13 @@ class ServerContext:
     tokens: TokenService
     limiter: RateLimiter
     registry: Registry
+    """The relay's own: the sockets' endpoints and the lifespan use it."""
     pending: PendingSockets
+
+    @property
+    def directory(self) -> SessionDirectory:
+        """Live sessions as the REST API may see them (a typed protocol, not the class)."""
+        return self.registry
 
 
 def open_store(settings: Settings, plugins: Plugins) -> Store:

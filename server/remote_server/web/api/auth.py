@@ -71,7 +71,7 @@ async def change_password(call: Call) -> None:
                                      password_hash=await hash_password(body.new_password))
     await call.ctx.audit.record(Event(kind="auth.password_changed", actor=call.me.username,
                                       target=call.me.id, client_ip=call.ip))
-    await call.ctx.registry.user_changed(call.me.id, password_changed=True)
+    await call.ctx.directory.user_changed(call.me.id, password_changed=True)
 
 
 async def me(call: Call) -> s.MeOut:

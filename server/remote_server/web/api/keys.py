@@ -41,7 +41,7 @@ async def revoke_key(call: Call) -> None:
     key = await call.ctx.store.revoke_agent_key(machine.agent_id, key_id)
     if key is None:
         raise Problem(404, "this machine has no such key")
-    closed = await call.ctx.registry.close_agents_with_key(key.id, "agent key revoked")
+    closed = await call.ctx.directory.close_agents_with_key(key.id, "agent key revoked")
     await call.ctx.audit.record(Event(kind="agent_key.revoked", agent_id=machine.agent_id,
                                       actor=call.me.username, target=key.id,
                                       client_ip=call.ip, detail={"sockets_closed": closed}))

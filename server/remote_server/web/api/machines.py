@@ -40,14 +40,14 @@ async def list_machines(call: Call) -> list[dict[str, Any]]:
         organization=q.organization, site=q.site, tag=q.tag, status=q.status, text=q.q,
         organizations=visible_organizations(call.me), limit=q.limit, offset=q.offset,
     ))
-    registry = call.ctx.registry
+    registry = call.ctx.directory
     out = [machine_out(m, registry) for m in machines]
     # The registry knows who is connected right now; the stored status may lag behind.
     return [m for m in out if q.status is None or m["status"] == q.status]
 
 
 async def get_machine(call: Call) -> dict[str, Any]:
-    return machine_out(await find_machine(call), call.ctx.registry)
+    return machine_out(await find_machine(call), call.ctx.directory)
 
 
 async def create_machine(call: Call) -> dict[str, Any]:
@@ -57,7 +57,7 @@ async def create_machine(call: Call) -> dict[str, Any]:
     await call.ctx.audit.record(Event(kind="machine.preregistered", agent_id=machine.agent_id,
                                       actor=call.me.username, target=machine.agent_id,
                                       client_ip=call.ip))
-    return machine_out(machine, call.ctx.registry)
+    return machine_out(machine, call.ctx.directory)
 
 
 async def patch_machine(call: Call) -> dict[str, Any]:
@@ -68,7 +68,7 @@ async def patch_machine(call: Call) -> dict[str, Any]:
         tags=tuple(body.tags) if body.tags is not None else None)
     if updated is None:
         raise Problem(404, "no such machine")
-    return machine_out(updated, call.ctx.registry)
+    return machine_out(updated, call.ctx.directory)
 
 
 async def _history(call: Call, agent_id: str) -> s.HistoryOut:
@@ -77,7 +77,7 @@ async def _history(call: Call, agent_id: str) -> s.HistoryOut:
     events = await store.list_events(agent_id=agent_id, limit=HISTORY_LIMIT)
     return s.HistoryOut(
         agent_id=agent_id,
-        sessions=[session_out(r, call.ctx.registry.session(r.id)) for r in sessions],
+        sessions=[session_out(r, call.ctx.directory.session(r.id)) for r in sessions],
         events=[event_out(e) for e in events],
     )
 
@@ -88,7 +88,7 @@ async def history(call: Call) -> s.HistoryOut:
 
 async def remove_machine(call: Call, agent_id: str, *, purge: bool, uninstall: bool) -> bool:
     """Remove one machine (SPEC 3.3); ``True`` if an uninstall command reached it."""
-    registry = call.ctx.registry
+    registry = call.ctx.directory
     sent = False
     if uninstall and registry.is_online(agent_id):
         command = pb.AdminCommand(command=pb.ADMIN_UNINSTALL, reason="removed by an operator")

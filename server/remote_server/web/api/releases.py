@@ -92,7 +92,7 @@ async def push_update(call: Call) -> s.UpdatePushedOut:
         release = await newest_release(call)
     if release is None:
         raise Problem(404, "no such release")
-    registry = call.ctx.registry
+    registry = call.ctx.directory
     info = pb.UpdateInfo(version=release.version, download_url=release.download_url,
                          checksum_sha256=release.checksum_sha256, mandatory=release.mandatory)
     command = pb.AdminCommand(command=pb.ADMIN_UPDATE, reason=f"update to {release.version}")

@@ -20,7 +20,7 @@ ASKING_RETRY_AFTER = "2"
 
 
 async def _organization(call: Call, agent_id: str) -> str | None:
-    live = call.ctx.registry.session_for_agent(agent_id)
+    live = call.ctx.directory.session_for_agent(agent_id)
     if live is not None:
         return live.organization
     machine = await call.ctx.store.get_machine_by_id(agent_id)
@@ -37,7 +37,7 @@ async def _visible(call: Call, agent_id: str) -> bool:
 async def _find(call: Call) -> tuple[str, SessionRecord | None]:
     session_id = path_id(call.param("session_id"), "session")
     record = await call.ctx.store.get_session(session_id)
-    live = call.ctx.registry.session(session_id)
+    live = call.ctx.directory.session(session_id)
     if record is None and live is None:
         raise Problem(404, "no such session")
     agent_id = record.agent_id if record else live.agent_id  # type: ignore[union-attr]
@@ -47,7 +47,7 @@ async def _find(call: Call) -> tuple[str, SessionRecord | None]:
 
 
 async def list_sessions(call: Call) -> list[s.SessionOut]:
-    registry = call.ctx.registry
+    registry = call.ctx.directory
     live = {ls.session_id: ls for ls in registry.live_sessions()}
     records = await call.ctx.store.list_sessions(limit=RECENT)
     out = [session_out(r, live.pop(r.id, None)) for r in records]
@@ -64,13 +64,13 @@ async def list_sessions(call: Call) -> list[s.SessionOut]:
 
 async def get_session(call: Call) -> s.SessionOut:
     session_id, record = await _find(call)
-    return session_out(record, call.ctx.registry.session(session_id))
+    return session_out(record, call.ctx.directory.session(session_id))
 
 
 async def delete_session(call: Call) -> s.SessionRemovalOut:
     q: s.SessionDeleteQuery = call.query
     session_id, record = await _find(call)
-    registry = call.ctx.registry
+    registry = call.ctx.directory
     if q.purge:
         if record is not None:
             await call.ctx.store.soft_delete_session(session_id)
@@ -91,11 +91,11 @@ async def viewer_token(call: Call) -> s.ViewerTokenOut:
     if not (call.me.is_admin or "view" in call.me.permissions):
         raise Problem(403, "viewing needs the 'view' permission")
     session_id, record = await _find(call)
-    live = call.ctx.registry.session(session_id)
+    live = call.ctx.directory.session(session_id)
     if live is None:
         raise Problem(409, "the session is not live")
     try:
-        standing = await call.ctx.registry.admission(session_id, call.me.id)
+        standing = await call.ctx.directory.admission(session_id, call.me.id)
     except NotReady as exc:
         raise Problem(409, str(exc)) from None
     except Refused as exc:

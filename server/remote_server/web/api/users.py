@@ -71,7 +71,7 @@ async def patch_user(call: Call) -> s.UserOut:
     if updated is None:
         raise Problem(404, "no such user")
     await _audit(call, "user.updated", updated)
-    await call.ctx.registry.user_changed(user.id, password_changed=bool(body.password))
+    await call.ctx.directory.user_changed(user.id, password_changed=bool(body.password))
     return user_out(updated)
 
 
@@ -81,7 +81,7 @@ async def delete_user(call: Call) -> None:
     if not await call.ctx.store.delete_user(user.id):
         raise Problem(404, "no such user")
     await _audit(call, "user.deleted", user)
-    await call.ctx.registry.user_changed(user.id)
+    await call.ctx.directory.user_changed(user.id)
 
 
 async def put_permissions(call: Call) -> s.UserOut:
@@ -92,7 +92,7 @@ async def put_permissions(call: Call) -> s.UserOut:
     if updated is None:
         raise Problem(404, "no such user")
     await _audit(call, "user.permissions", updated)
-    await call.ctx.registry.user_changed(user.id)
+    await call.ctx.directory.user_changed(user.id)
     return user_out(updated)
 
 
@@ -104,7 +104,7 @@ async def put_client_access(call: Call) -> s.UserOut:
     if updated is None:
         raise Problem(404, "no such user")
     await _audit(call, "user.client_access", updated)
-    await call.ctx.registry.user_changed(user.id)
+    await call.ctx.directory.user_changed(user.id)
     return user_out(updated)
 
 

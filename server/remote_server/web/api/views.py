@@ -11,7 +11,7 @@ from ..problem import Problem
 from . import schemas as s
 
 if TYPE_CHECKING:
-    from ...relay.registry import Registry
+    from ...relay.directory import SessionDirectory
     from ...relay.session import LiveSession
 
 __all__ = [
@@ -53,7 +53,7 @@ def _timestamp(moment: datetime | None) -> str | None:
     return moment.isoformat().replace("+00:00", "Z") if moment else None
 
 
-def machine_out(machine: Machine, registry: Registry) -> dict[str, Any]:
+def machine_out(machine: Machine, registry: SessionDirectory) -> dict[str, Any]:
     """A :class:`~.schemas.MachineOut` body as a plain dict: stored rows are trusted, and
     lists run to 10,000 machines, where building a model per row cost more than the query."""
     live = registry.session_for_agent(machine.agent_id)

@@ -1,0 +1,122 @@
+"""Where every message kind goes: the one route table of the protocol.
+
+One row per sender role and message kind says where the message goes and
+how: to the server itself, to the agent, to the session's viewers (or the
+other viewers of the sender), lossy or not, whether it moves while the
+session awaits the end user's consent, whether only a viewer with control
+may send it, and whether the relay checks the payload or forwards the bytes
+as they came (video alone). Rows from ``SERVER`` are what the server itself
+originates. Everything else is derived from this table: which kinds each
+side may send each other (:data:`ALLOWED`), what a view-only viewer may not
+send (:data:`INPUT_KINDS`), and the video fast path. A kind with no row from a
+sender is dropped when that sender sends it.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+__all__ = ["ALLOWED", "INPUT_KINDS", "ROUTES", "Role", "Route", "To", "routes_from"]
+
+
+class Role(enum.Enum):
+    AGENT = "agent"
+    VIEWER = "viewer"
+    SERVER = "server"
+
+
+class To(enum.Flag):
+    """Destinations of a message."""
+
+    SERVER = enum.auto()
+    """The server acts on it itself (a handler of the relay)."""
+    AGENT = enum.auto()
+    VIEWERS = enum.auto()
+    """Every viewer of the session."""
+    OTHER_VIEWERS = enum.auto()
+    """Every viewer of the session but the sender."""
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    to: To
+    lossy: bool = False
+    """May be dropped for a receiver that lags (its outbox's lossy class)."""
+    while_pending: bool = False
+    """Moves while the session awaits the end user's consent (else: dropped then)."""
+    control_only: bool = False
+    """A view-only viewer may not send it (input, and the settings of the shared stream)."""
+    forwarded_as_bytes: bool = False
+    """Relayed without a parse (video: the hot path; receivers treat garbage as a lost frame)."""
+
+
+_A, _V, _S = Role.AGENT, Role.VIEWER, Role.SERVER
+
+ROUTES: Mapping[tuple[Role, str], Route] = MappingProxyType({
+    # -- from an agent -------------------------------------------------------------------
+    (_A, "session_request"): Route(To.SERVER),
+    (_A, "heartbeat"): Route(To.SERVER, while_pending=True),
+    (_A, "disconnect"): Route(To.SERVER, while_pending=True),
+    (_A, "video_frame"): Route(To.VIEWERS, lossy=True, forwarded_as_bytes=True),
+    (_A, "cursor_shape"): Route(To.VIEWERS, lossy=True),
+    (_A, "cursor_position"): Route(To.VIEWERS, lossy=True),
+    (_A, "latency_report"): Route(To.VIEWERS, lossy=True),
+    (_A, "clipboard_data"): Route(To.VIEWERS),
+    (_A, "chat_message"): Route(To.VIEWERS),
+    (_A, "display_info"): Route(To.SERVER | To.VIEWERS, while_pending=True),
+    (_A, "agent_status"): Route(To.SERVER, while_pending=True),
+    (_A, "update_status"): Route(To.SERVER, while_pending=True),
+    (_A, "consent_response"): Route(To.SERVER, while_pending=True),
+    # -- from a viewer -------------------------------------------------------------------
+    (_V, "session_request"): Route(To.SERVER),
+    (_V, "heartbeat"): Route(To.SERVER),
+    (_V, "disconnect"): Route(To.SERVER),
+    (_V, "video_ack"): Route(To.AGENT, lossy=True),
+    (_V, "latency_report"): Route(To.AGENT, lossy=True),
+    (_V, "mouse_event"): Route(To.AGENT, control_only=True),
+    (_V, "key_event"): Route(To.AGENT, control_only=True),
+    (_V, "special_key"): Route(To.AGENT, control_only=True),
+    (_V, "clipboard_data"): Route(To.AGENT, control_only=True),
+    (_V, "clipboard_request"): Route(To.AGENT),
+    (_V, "switch_display"): Route(To.AGENT | To.SERVER, control_only=True),
+    (_V, "quality_settings"): Route(To.AGENT, control_only=True),
+    (_V, "chat_message"): Route(To.AGENT | To.OTHER_VIEWERS),
+    # -- what the server originates ------------------------------------------------------------
+    (_S, "session_response"): Route(To.AGENT | To.VIEWERS),
+    (_S, "heartbeat_ack"): Route(To.AGENT | To.VIEWERS),
+    (_S, "disconnect"): Route(To.AGENT | To.VIEWERS),
+    (_S, "start_stream"): Route(To.AGENT),
+    (_S, "stop_stream"): Route(To.AGENT),
+    (_S, "admin_command"): Route(To.AGENT),
+    (_S, "update_info"): Route(To.AGENT),
+    (_S, "consent_request"): Route(To.AGENT),
+    (_S, "participants"): Route(To.AGENT),
+})
+
+
+def routes_from(role: Role) -> dict[str, Route]:
+    """The rows whose sender is ``role``, by kind."""
+    return {kind: route for (sender, kind), route in ROUTES.items() if sender is role}
+
+
+def _reaching(receiver: To) -> frozenset[str]:
+    """What the server sends a peer: what it originates for it and what it relays to it."""
+    return frozenset(
+        kind for (sender, kind), route in ROUTES.items()
+        if receiver & route.to or (receiver is To.VIEWERS and To.OTHER_VIEWERS & route.to
+                                   and sender is _V))
+
+
+ALLOWED: Mapping[tuple[Role, Role], frozenset[str]] = MappingProxyType({
+    (_A, _S): frozenset(routes_from(_A)),
+    (_V, _S): frozenset(routes_from(_V)),
+    (_S, _A): _reaching(To.AGENT),
+    (_S, _V): _reaching(To.VIEWERS),
+})
+"""Which kinds each sender may send each receiver (derived from :data:`ROUTES`)."""
+
+INPUT_KINDS = frozenset(kind for kind, route in routes_from(_V).items() if route.control_only)
+"""What a VIEW_ONLY viewer may not send (CONTRACT 1, View-only): dropped by the protocol."""

@@ -1,0 +1,333 @@
+"""Who gets in: agents (authentication, identity, consent policy) and viewers.
+
+An agent's ``SessionRequest`` is authenticated by the loaded methods, bound to
+its machine row (SPEC 5.2, 5.4) and, for an attended session, to its support
+code (single use: claimed in the index, then consumed by the database's
+conditional update), and registered with its consent state (SPEC 3.1, the
+policy hook first). A viewer is admitted against the user's standing now (not
+only the token's), the end user's consent for that technician, and the
+password the token was minted under. Everything here is policy and store
+access; the index holds who is connected and the registry ends sessions.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import Any
+
+import anyio
+
+from remote_core.errors import ConflictError, NotFoundError, StoreError
+from remote_core.interfaces import Store
+from remote_core.plugins import Plugins
+from remote_core.protocol import Connection, Role, pb
+from remote_core.records import (
+    CONSENT_PENDING,
+    Event,
+    Machine,
+    MachineReport,
+    SessionRecord,
+    User,
+    utcnow,
+)
+from remote_core.settings import Settings
+from remote_core.textrules import escaped
+from remote_core.types import (
+    AgentCredential,
+    AgentIdentity,
+    AuthContext,
+    ConsentDecision,
+    SessionContext,
+)
+
+from .audit import Audit
+from .auth import NotReady, Refused, Unavailable, authenticate
+from .consent import Ask, ConsentBook, Standing
+from .identity import MAX_ID, resolve_unkeyed
+from .index import SessionIndex
+from .link import Link
+from .rules import (
+    can_control,
+    check_session_type,
+    consent_refusal,
+    initial_consent_state,
+    reported_text,
+    viewing_refusal,
+)
+from .session import Session
+
+__all__ = ["Admission", "write_offline"]
+
+log = logging.getLogger(__name__)
+
+EndSession = Callable[[Session, str], Awaitable[None]]
+
+
+class Admission:
+    """Opens agents' sessions and admits viewers into them, for one server process.
+
+    :param end: how a session ends (the registry's one way), for the session a
+        reconnecting agent replaces.
+    """
+
+    def __init__(self, *, settings: Settings, store: Store, plugins: Plugins, audit: Audit,
+                 index: SessionIndex, end: EndSession) -> None:
+        self._settings = settings
+        self._store = store
+        self._plugins = plugins
+        self._audit = audit
+        self._writes = audit.writes
+        self._index = index
+        self._end = end
+        context = AuthContext(settings=settings, store=store)
+        self._authenticators = [m.factory(context) for m in plugins.auth_methods()
+                                if m.factory is not None]
+
+    async def open_agent(self, request: Any, *, client_ip: str | None = None,
+                         machine_uid: str | None = None) -> Session:
+        """Authenticate an agent's ``SessionRequest`` and open its session.
+
+        The agent's link already holds the ``SessionResponse`` (and, for an
+        attended session, the ``ConsentRequest``) when this returns.
+
+        :raises Refused: with the reason to show the agent.
+        """
+        if self._index.closing:
+            raise Refused("the server is shutting down")
+        check_session_type(request.session_type)
+        credential = AgentCredential(
+            token=request.session_token, agent_id=request.agent_id.strip(),
+            machine_uid=(machine_uid or "").strip() or None,
+            client_version=request.client_version[:64], client_ip=client_ip,
+        )
+        try:
+            return await self._open_agent(credential, client_ip)
+        except (ConflictError, NotFoundError):
+            raise
+        except StoreError as exc:
+            log.warning("agent from %s refused: the database is unavailable (%s)",
+                        client_ip, exc)
+            raise Unavailable("the server's database is unavailable; retry later") from None
+
+    async def _open_agent(self, credential: AgentCredential, client_ip: str | None) -> Session:
+        try:
+            identity = await authenticate(self._authenticators, credential)
+        except Refused as exc:
+            await self._audit.record(Event(
+                "agent.auth_failed", agent_id=escaped(credential.agent_id, MAX_ID) or None,
+                client_ip=client_ip, detail={"error": str(exc)}))
+            raise
+        session_id = str(uuid.uuid4())
+        code = identity.support_code
+        if code is not None:
+            if not self._index.claim_code(code):  # Pending -> Connected, before any await
+                raise Refused("support code already used")
+        try:
+            return await self._bind(identity, credential, session_id)
+        except BaseException:
+            if code is not None and not await self._code_consumed(code):
+                self._index.release_code(code)  # back to Pending: the database never bound it
+            raise
+
+    async def _code_consumed(self, code: str) -> bool:
+        with anyio.CancelScope(shield=True):
+            try:
+                row = await self._store.get_support_code(code)
+            except Exception:
+                return True  # unknown: keep the code Connected (fail closed)
+        return row is not None and row.consumed_at is not None
+
+    async def _bind(self, identity: AgentIdentity, credential: AgentCredential,
+                    session_id: str) -> Session:
+        if identity.authoritative:
+            agent_id = identity.agent_id
+            if await self._store.get_machine_by_id(agent_id) is None:
+                raise Refused("the machine this key belongs to no longer exists")
+            uid = None  # a keyed agent's claimed uid is dropped (SPEC 5.2)
+        else:
+            agent_id, uid = await resolve_unkeyed(self._store, self._index.uids, identity)
+        if identity.support_code is not None:
+            consumed = await self._store.consume_support_code(
+                identity.support_code, agent_id, session_id, utcnow())
+            if not consumed:
+                raise Refused("support code already used")
+        machine = await self._store.upsert_machine(MachineReport(
+            agent_id=agent_id, machine_uid=uid, status="online",
+            agent_version=reported_text(credential.client_version),
+            is_persistent=identity.persistent,
+        ))
+        agent_id = machine.agent_id
+        if uid:
+            self._index.remember_uid(uid, agent_id)
+        try:
+            return await self._register(identity, credential, session_id, machine, uid)
+        except StoreError:
+            # The row says "online" already: put that right once the database can take it.
+            await self._writes.submit(("machine", agent_id), f"offline state of machine "
+                                     f"{agent_id}", partial(write_offline, self._store, self._index,
+                                                            agent_id, utcnow()))
+            raise
+
+    async def _register(self, identity: AgentIdentity, credential: AgentCredential,
+                        session_id: str, machine: Machine, uid: str | None) -> Session:
+        agent_id = machine.agent_id
+        consent_state, control = await self._decide_consent(identity, session_id, agent_id)
+        now = utcnow()
+        conn = Connection(Role.SERVER, Role.AGENT, self._settings.max_message_bytes)
+        link = Link(conn, self._settings.viewer_buffer_bytes, agent_id, credential.client_ip)
+        session = Session(
+            session_id=session_id, agent_id=agent_id, agent=link, source=identity.method,
+            is_managed=not identity.attended, consent_state=consent_state, created_at=now,
+            organization=machine.organization, technician_id=identity.technician_id,
+            technician_name=identity.technician_name, control_consented=control,
+            key_id=identity.key_id, machine_uid=uid, support_code=identity.support_code,
+        )
+        if identity.attended:
+            session.consent = ConsentBook(self._settings.consent_timeout + 2)  # the dialog first
+        record = SessionRecord(id=session_id, agent_id=agent_id, is_managed=session.is_managed,
+                               source=identity.method, consent_state=consent_state,
+                               technician=identity.technician_name or None, created_at=now)
+        await self._store.create_session(record)
+        previous = self._index.add(session)  # no await between the read and the write
+        if previous is not None:
+            await self._end(previous, "replaced by a new connection of this agent")
+        link.outbox.put(conn.accept(session_id))
+        if consent_state == CONSENT_PENDING and session.consent is not None:
+            first = Ask(identity.technician_id, identity.technician_name, control, first=True)
+            session.ask(first, self._settings.consent_timeout)
+        self._plugins.session_opened(record)
+        await self._audit.record(Event("session.opened", session_id=session_id, agent_id=agent_id,
+                                      actor=identity.technician_id, client_ip=credential.client_ip,
+                                      detail={"source": identity.method,
+                                              "consent_state": consent_state}))
+        log.info("agent %s connected (%s), session %s, consent %s", agent_id, identity.method,
+                 session_id, consent_state)
+        return session
+
+    async def _decide_consent(self, identity: AgentIdentity, session_id: str,
+                              agent_id: str) -> tuple[str, bool]:
+        """(consent_state, whether control is consented); the policy hook decides first."""
+        control = True
+        if identity.technician_id:
+            user = await self._store.get_user(identity.technician_id)
+            control = user is not None and can_control(user)
+        decision = self._plugins.consent_policy(SessionContext(
+            session_id=session_id, agent_id=agent_id, method=identity.method,
+            attended=identity.attended, technician_name=identity.technician_name,
+            access_mode=pb.CONSENT_CONTROL if control else pb.CONSENT_VIEW,
+        ))
+        if decision is ConsentDecision.DENY:
+            await self._audit.record(Event("session.consent_denied", session_id=session_id,
+                                          agent_id=agent_id, detail={"by": "policy"}))
+            raise Refused("the session was refused by the server's consent policy")
+        return initial_consent_state(decision, identity.attended), control
+
+    async def join_viewer(self, *, session_id: str, user_id: str, password_version: str,
+                          request: Any, client_ip: str | None = None) -> tuple[Session, Link]:
+        """Admit a viewer whose token names ``session_id``; its link holds the response.
+
+        ``password_version`` is the user's password fingerprint when the token was minted:
+        a token from before a password change is refused.
+
+        :raises Refused: with the reason to show the viewer.
+        """
+        if self._index.closing:
+            raise Refused("the server is shutting down")
+        check_session_type(request.session_type)
+        session = self._index.get(session_id)
+        if session is None or session.ended:
+            raise Refused("the session is not live")
+        if request.agent_id and request.agent_id != session.agent_id:
+            raise Refused("the viewer token is for another session")
+        if session.pending:
+            raise Refused("the session is awaiting the end user's consent")
+        user = await self._viewing_user(session, user_id)
+        refusal = consent_refusal(session.standing(user.id), session.technician_name)
+        if refusal is not None:
+            raise Refused(refusal)
+        if not hmac.compare_digest(user.password_fingerprint, password_version):
+            raise Refused("the viewer token was issued before a password change")
+        view_only = (request.session_type == pb.VIEW_ONLY or not can_control(user)
+                     or not session.control_consented_for(user.id))
+        viewer_id = uuid.uuid4().hex
+        conn = Connection(Role.SERVER, Role.VIEWER, self._settings.max_message_bytes)
+        link = Link(conn, self._settings.viewer_buffer_bytes, viewer_id, client_ip)
+        link.actor = user.username
+        link.user_id = user.id
+        link.outbox.put(conn.accept(session_id, session.display_info, view_only=view_only))
+        session.viewers[viewer_id] = link
+        session.agent.send("start_stream", pb.StartStream(viewer_id=viewer_id,
+                                                          display_id=session.display_id))
+        session.tell_participants()
+        await self._audit.record(Event("viewer.joined", session_id=session_id,
+                                      agent_id=session.agent_id, actor=user.username,
+                                      client_ip=client_ip,
+                                      detail={"viewer_id": viewer_id, "view_only": view_only}))
+        return session, link
+
+    async def _viewing_user(self, session: Session, user_id: str) -> User:
+        """The user, if they may view this session's machine at all now.
+
+        :raises Refused: they may not (gone, disabled, no ``view``, another organization).
+        """
+        user = await self._store.get_user(user_id)
+        refusal = viewing_refusal(user, session.organization)
+        if refusal is not None:
+            raise Refused(refusal)
+        assert user is not None
+        return user
+
+    async def admission(self, session_id: str, user_id: str) -> Standing:
+        """Where ``user_id`` stands with the end user of a live, consented session; a first
+        request of a technician the end user has not been asked about asks them now.
+
+        The consent policy hook decides first, as for the session's own technician.
+
+        :raises NotReady: the session is not live or awaits its own consent.
+        :raises Refused: the user may not view this machine at all.
+        """
+        session = self._index.get(session_id)
+        if session is None or session.ended:
+            raise NotReady("the session is not live")
+        if session.pending:
+            raise NotReady("the session is still awaiting the end user's consent")
+        user = await self._viewing_user(session, user_id)
+        standing = session.standing(user.id)
+        if standing is not Standing.UNASKED or session.ended:
+            return standing
+        assert session.consent is not None
+        ask = Ask(user.id, user.username, can_control(user))
+        decision = self._plugins.consent_policy(SessionContext(
+            session_id=session_id, agent_id=session.agent_id, method=session.source,
+            attended=True, technician_name=ask.name,
+            access_mode=pb.CONSENT_CONTROL if ask.control else pb.CONSENT_VIEW))
+        if decision is ConsentDecision.DENY:
+            session.consent.refuse(ask, Standing.DENIED)
+            await self._audit.record(Event("session.consent_denied", session_id=session_id,
+                                          agent_id=session.agent_id, actor=user.username,
+                                          detail={"by": "policy", "technician": ask.name}))
+        elif decision is ConsentDecision.APPROVE:
+            session.consent.admit(ask)
+            await self._audit.record(Event("session.consent_granted", session_id=session_id,
+                                          agent_id=session.agent_id, actor=user.username,
+                                          detail={"by": "policy", "technician": ask.name}))
+        else:
+            # No await since the standing was read: asked once.
+            session.ask(ask, self._settings.consent_timeout)
+            await self._audit.record(Event("session.consent_requested", session_id=session_id,
+                                          agent_id=session.agent_id, actor=user.username,
+                                          detail={"technician": ask.name,
+                                                  "control": ask.control}))
+            log.info("asking the end user of session %s to admit %s", session_id, ask.name)
+        return session.standing(user.id)
+
+
+async def write_offline(store: Store, index: SessionIndex, agent_id: str, ended: Any) -> None:
+    """Mark a machine offline, unless its agent has come back meanwhile (a write that waited
+    out a database outage runs against the live state as it is then)."""
+    if index.for_agent(agent_id) is None:
+        await store.set_machine_status(agent_id, "offline", ended)

@@ -1,0 +1,99 @@
+"""The route table is complete, and the protocol does what it says (no sockets)."""
+
+from __future__ import annotations
+
+import pytest
+
+from remote_core.protocol import (
+    ALLOWED,
+    INPUT_KINDS,
+    ROUTES,
+    Connection,
+    Dropped,
+    Inbound,
+    LocalProtocolError,
+    Role,
+    To,
+    pb,
+    wrap,
+)
+
+EVERY_KIND = sorted(f.name for f in pb.Message.DESCRIPTOR.oneofs_by_name["payload"].fields)
+CLIENTS = [Role.AGENT, Role.VIEWER]
+
+
+def empty(kind: str) -> object:
+    return getattr(pb, pb.Message.DESCRIPTOR.fields_by_name[kind].message_type.name)()
+
+
+def authenticated(peer: Role, *, view_only: bool = False) -> Connection:
+    server = Connection(Role.SERVER, peer)
+    server.receive_data(wrap("session_request", pb.SessionRequest()))
+    server.accept("s-1", view_only=view_only)
+    return server
+
+
+@pytest.mark.parametrize("kind", EVERY_KIND)
+def test_every_message_kind_has_a_row(kind: str) -> None:
+    senders = [role for role in Role if (role, kind) in ROUTES]
+    assert senders, f"Message.{kind} has no row in ROUTES: nobody may send it"
+
+
+@pytest.mark.parametrize("peer", CLIENTS)
+@pytest.mark.parametrize("kind", EVERY_KIND)
+def test_the_server_takes_from_a_peer_exactly_its_rows(peer: Role, kind: str) -> None:
+    event = authenticated(peer).receive_data(wrap(kind, empty(kind)))
+    routed = (peer, kind) in ROUTES and kind != "session_request"
+    assert isinstance(event, Inbound if routed else Dropped), (peer, kind, event)
+
+
+@pytest.mark.parametrize("kind", EVERY_KIND)
+def test_a_view_only_viewer_sends_no_control_only_kind(kind: str) -> None:
+    event = authenticated(Role.VIEWER, view_only=True).receive_data(wrap(kind, empty(kind)))
+    route = ROUTES.get((Role.VIEWER, kind))
+    passes = route is not None and not route.control_only and kind != "session_request"
+    assert isinstance(event, Inbound if passes else Dropped), (kind, event)
+    assert (kind in INPUT_KINDS) == (route is not None and route.control_only)
+
+
+def reaches(peer: Role, kind: str) -> bool:
+    """Whether the table sends ``kind`` to ``peer``: originated for it, or relayed to it by
+    the other side (a viewer's message to the other viewers included)."""
+    for (sender, k), route in ROUTES.items():
+        if k != kind or (sender is peer and not route.to & To.OTHER_VIEWERS):
+            continue
+        if peer is Role.AGENT and route.to & To.AGENT:
+            return True
+        if peer is Role.VIEWER and (route.to & To.VIEWERS or (sender is Role.VIEWER
+                                    and route.to & To.OTHER_VIEWERS)):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("peer", CLIENTS)
+@pytest.mark.parametrize("kind", EVERY_KIND)
+def test_the_server_sends_a_peer_what_it_originates_or_relays_to_it(peer: Role,
+                                                                      kind: str) -> None:
+    server = authenticated(peer)
+    if reaches(peer, kind):
+        server.send(kind, empty(kind))
+    else:
+        with pytest.raises(LocalProtocolError):
+            server.send(kind, empty(kind))
+    assert (kind in ALLOWED[(Role.SERVER, peer)]) == reaches(peer, kind)
+
+
+def test_only_video_is_forwarded_unread() -> None:
+    assert [k for (_, k), r in ROUTES.items() if r.forwarded_as_bytes] == ["video_frame"]
+
+
+@pytest.mark.parametrize("peer", CLIENTS)
+def test_the_video_fast_path_is_the_protocols_rule(peer: Role) -> None:
+    frame = wrap("video_frame", pb.VideoFrame(sequence=7))
+    assert authenticated(peer).video_offset(frame) == (2 if peer is Role.AGENT else None)
+    assert Connection(Role.SERVER, peer).video_offset(frame) is None  # before authentication
+    assert authenticated(Role.AGENT).video_offset(wrap("heartbeat", pb.Heartbeat())) is None
+    too_big = Connection(Role.SERVER, Role.AGENT, max_message_bytes=len(frame) - 1)
+    too_big.receive_data(wrap("session_request", pb.SessionRequest()))
+    too_big.accept("s-1")
+    assert too_big.video_offset(frame) is None
