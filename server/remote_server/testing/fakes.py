@@ -59,9 +59,9 @@ class FakeTransport:
         """The peer goes away (the server's next receive answers None)."""
         self._in[0].send_nowait(None)
 
-    async def take(self, timeout: float = 5.0) -> bytes | None:
+    async def take(self, wait: float = 5.0) -> bytes | None:
         """The next message the server sent, or None once it closed the socket."""
-        with anyio.fail_after(timeout):
+        with anyio.fail_after(wait):
             try:
                 return await self._out[1].receive()
             except (anyio.EndOfStream, anyio.ClosedResourceError):
@@ -74,6 +74,8 @@ class FakePeer:
     def __init__(self, role: Role) -> None:
         self.transport = FakeTransport()
         self.conn = Connection(role, Role.SERVER)
+        self.passed: list[str] = []
+        """Kinds :meth:`expect` read past while waiting for another."""
 
     def send(self, kind: str, payload: Any) -> None:
         self.transport.put(self.conn.send(kind, payload))
@@ -86,11 +88,12 @@ class FakePeer:
         """``payload`` as ``kind`` whether or not this side may send it (an attacker's)."""
         self.transport.put(wrap(kind, payload))
 
-    async def expect(self, kind: str, timeout: float = 5.0) -> Any:
-        """Read until a ``kind`` arrives; return its payload. Fails on a close or a timeout."""
-        with anyio.fail_after(timeout):
+    async def expect(self, kind: str, wait: float = 5.0) -> Any:
+        """Read until a ``kind`` arrives; return its payload. Fails on a close or after
+        ``wait`` seconds."""
+        with anyio.fail_after(wait):
             while True:
-                data = await self.transport.take(timeout)
+                data = await self.transport.take(wait)
                 if data is None:
                     raise AssertionError(f"closed {self.transport.closed} while expecting {kind}")
                 event = self.conn.receive_data(data)
@@ -101,11 +104,12 @@ class FakePeer:
                     self.conn.authenticated()
                 if event.kind == kind:
                     return event.payload()
+                self.passed.append(event.kind)
 
-    async def closed(self, timeout: float = 5.0) -> tuple[int, str]:
+    async def closed(self, wait: float = 5.0) -> tuple[int, str]:
         """Read until the server closes the socket; return its code and reason."""
-        with anyio.fail_after(timeout):
-            while await self.transport.take(timeout) is not None:
+        with anyio.fail_after(wait):
+            while await self.transport.take(wait) is not None:
                 pass
         assert self.transport.closed is not None
         return self.transport.closed
