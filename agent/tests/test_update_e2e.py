@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 
@@ -467,5 +468,119 @@ def test_an_agent_installed_from_a_release_build_updates_itself(tmp_path, x_disp
         assert r.status_code == 202, r.text
         assert_updated(api, agent_id, agent, builds, pid)
         assert releases.hits["/remote-agent-1.0.1.pyz"] == 1
+    finally:
+        agent.stop()
+
+
+# -- T45: the server SIGKILLed right after it pushed ADMIN_UPDATE ------------------------------
+def process_argv(agent: ArtifactAgent) -> list[str]:
+    return [a.decode() for a in
+            Path(f"/proc/{agent.process.pid}/cmdline").read_bytes().split(b"\0") if a]
+
+
+def running_version(agent: ArtifactAgent) -> str:
+    """The build the agent process runs, read from the process rather than from the server.
+
+    It started from the 1.0.0 file; restarting into an installed update is an
+    ``execv`` that keeps the pid and adds ``--post-update`` to its command line.
+    """
+    return "1.0.1" if "--post-update" in process_argv(agent) else "1.0.0"
+
+
+def file_runs_as(artifact: Path) -> str:
+    """``python remote-agent.pyz --version``: the file on disk is whole and starts."""
+    run = subprocess.run([sys.executable, str(artifact), "--version"], capture_output=True,
+                         text=True, timeout=60, check=False, stdin=subprocess.DEVNULL)
+    assert run.returncode == 0, run.stderr
+    return run.stdout.strip()
+
+
+def back_online(api: Api, agent_id: str, before: str) -> dict | None:
+    """The machine row once the agent holds a session other than ``before``."""
+    machine = api.machine(agent_id)
+    if machine and machine["status"] == "online" and machine["session_id"] not in ("", before):
+        return machine
+    return None
+
+
+@pytest.mark.parametrize("moment", ["pushed", "UPDATE_DOWNLOADING", "UPDATE_RESTARTING"])
+def test_server_killed_after_admin_update_agent_comes_back_old_or_new(
+        tmp_path, x_display, builds, server, api, releases, moment):
+    """SIGKILL the server once it accepted the push (or while the agent downloads, or once
+    the agent said it restarts into the update), then start it again on the same database.
+
+    The agent must come back by itself (nobody restarts it), on a build that is
+    whole and runs, with ``agent_version`` the build its process runs; it must not
+    fetch the release again by itself; a second push must still work; and the
+    cleanup of a second ``--post-update`` start must change nothing.
+    """
+    slow = moment == "UPDATE_DOWNLOADING"
+    path = "/remote-agent-1.0.1.pyz"
+    url = releases.publish(path, Route(builds["1.0.1"].path.read_bytes(),
+                                       seconds_per_chunk=0.1 if slow else 0.0))
+    release(api, "1.0.1", url, builds["1.0.1"].sha256)
+    agent_id, agent = start_agent(tmp_path, x_display, builds, server, api, releases)
+    try:
+        pid = agent.process.pid
+        first_session = api.machine(agent_id)["session_id"]
+        r = api.post(f"/api/machines/{agent_id}/update", json={"version": "1.0.1"})
+        assert r.status_code == 202, r.text
+        if moment != "pushed":
+            wait_for(moment, lambda: [e for e in reported(api, agent_id, moment)
+                                      if not slow or e["progress"] > 0], agent)
+        assert server.process is not None
+        server.process.kill()  # no shutdown, no Disconnect: the socket simply dies
+        server.process.wait(10)
+        server.start()  # the same port and database
+        with closing(Api(server)) as after:  # a fresh login on the new process
+            machine = wait_for("the agent back by itself after the restart",
+                               lambda: back_online(after, agent_id, first_session), agent,
+                               within=120)
+            assert agent.process.pid == pid and agent.process.poll() is None
+            runs = running_version(agent)
+            on_disk = built_version(agent.artifact, builds)
+            assert on_disk in ("1.0.0", "1.0.1")  # whole, never neither
+            assert file_runs_as(agent.artifact) == on_disk
+            assert machine["agent_version"] == runs, (machine, runs)
+            assert on_disk == runs, "an installed update the process never restarted into"
+            if moment == "UPDATE_RESTARTING":
+                assert runs == "1.0.1"
+            if runs == "1.0.1":  # the outcome, reported once a server listened again
+                wait_for("UPDATE_COMPLETE", lambda: reported(after, agent_id,
+                                                             "UPDATE_COMPLETE"), agent)
+            hits = releases.hits[path]
+            assert hits <= 1
+            time.sleep(5)  # nothing fetches the release again, nothing restarts
+            assert releases.hits[path] == hits
+            assert after.machine(agent_id)["session_id"] == machine["session_id"]
+            assert agent.process.pid == pid and running_version(agent) == runs
+            if runs == "1.0.0":  # the interrupted update wedged nothing: a new push works
+                r = after.post(f"/api/machines/{agent_id}/update", json={"version": "1.0.1"})
+                assert r.status_code == 202, r.text
+                wait_for("agent_version 1.0.1", lambda: online_at(after, agent_id, "1.0.1"),
+                         agent, within=120)
+                wait_for("UPDATE_COMPLETE", lambda: reported(after, agent_id,
+                                                             "UPDATE_COMPLETE"), agent)
+                hits += 1
+                assert releases.hits[path] == hits
+                assert agent.process.pid == pid and running_version(agent) == "1.0.1"
+            installed = sorted(p.name for p in agent.artifact.parent.iterdir())
+            assert installed == ["remote-agent.pyz", "remote-agent.pyz.previous"]
+
+            # Killed and started again with the command line it runs (``--post-update``
+            # included): the cleanup runs a second time and changes nothing.
+            agent.argv = process_argv(agent)
+            assert agent.argv[-1] == "--post-update"
+            session = after.machine(agent_id)["session_id"]
+            agent.kill()
+            agent.start()
+            machine = wait_for("the agent back after a second --post-update start",
+                               lambda: back_online(after, agent_id, session), agent)
+            assert machine["agent_version"] == "1.0.1"
+            assert agent.artifact.read_bytes() == builds["1.0.1"].path.read_bytes()
+            previous = agent.artifact.with_name("remote-agent.pyz.previous")
+            assert previous.read_bytes() == builds["1.0.0"].path.read_bytes()
+            assert sorted(p.name for p in agent.artifact.parent.iterdir()) == installed
+            assert releases.hits[path] == hits
     finally:
         agent.stop()
