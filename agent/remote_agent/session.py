@@ -139,6 +139,10 @@ class AgentSession:
             await self._report_status()
             if self.updater is not None:
                 await self.updater.connected(self._send_update_status)
+                if self.updater.installed:  # the connection broke as it was installed
+                    await self.updater.restarting(self._send_update_status)
+                    self.ending = Ending.UPDATE
+                    return self.ending
             self.chat.attach(self._send_chat)
             try:
                 async with anyio.create_task_group() as group:

@@ -183,8 +183,17 @@ class Updater:
         finally:
             self._busy = False
         self.installed = offer.version
-        await report(self._status(pb.UPDATE_RESTARTING, progress=100))
+        await self.restarting(report)
         return True
+
+    async def restarting(self, report: Report) -> None:
+        """Say the agent restarts into the installed build; the restart must happen even
+        when the server cannot hear of it (a lost connection would otherwise leave the old
+        process running with the new build on disk, refusing every later update)."""
+        try:
+            await report(self._status(pb.UPDATE_RESTARTING, progress=100))
+        except Exception as exc:  # a courtesy, like progress reports
+            log.warning("could not report the restart into %s: %s", self.installed, exc)
 
     async def _update(self, offer: Offer, report: Report) -> None:
         await report(self._status(pb.UPDATE_CHECKING))

@@ -114,6 +114,25 @@ async def test_a_newer_verified_release_replaces_the_file_and_keeps_the_previous
 
 
 @pytest.mark.anyio
+async def test_an_installed_update_restarts_even_when_the_restart_cannot_be_reported(
+        artifact, releases):
+    # The connection broke while the build was being installed: the report fails, and the
+    # agent must still restart into what is on disk, not run the old build beside it.
+    url = releases.publish("a.pyz", Route(NEW))
+    reports = Reports()
+
+    async def lost_at_restart(status):
+        if status.state == pb.UPDATE_RESTARTING:
+            raise ConnectionError("the server went away")
+        await reports(status)
+
+    agent = updater(artifact, releases)
+    assert await agent.run(Offer("1.0.1", url, NEW_SHA), lost_at_restart) is True
+    assert agent.installed == "1.0.1" and artifact.read_bytes() == NEW
+    assert reports.states[-1] == "UPDATE_INSTALLING"
+
+
+@pytest.mark.anyio
 async def test_restarted_on_the_old_build_reports_failure(artifact, releases):
     url = releases.publish("a.pyz", Route(NEW))
     await updater(artifact, releases).run(Offer("1.0.1", url, NEW_SHA), Reports())
