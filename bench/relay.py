@@ -501,7 +501,8 @@ def hot_path_costs() -> list[dict[str, Any]]:
         conn.accept("s")
         offset = conn.receive_data(data).offset  # type: ignore[union-attr]
         for what, call in (
-            ("receive_data (peek, the hot path)", lambda d=data, c=conn: c.receive_data(d)),
+            ("video_offset (the relay's fast path)", lambda d=data, c=conn: c.video_offset(d)),
+            ("receive_data (the full path, peek)", lambda d=data, c=conn: c.receive_data(d)),
             ("is_keyframe (skipping viewers only)", lambda d=data, o=offset: is_keyframe(d, o)),
             ("full Message parse (avoided)", lambda d=data: pb.Message.FromString(d)),
         ):
