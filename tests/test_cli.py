@@ -54,3 +54,10 @@ def test_plugins_says_which_installed_plugin_cannot_load(tmp_path: Path) -> None
                 env={"PYTHONPATH": str(tmp_path), "REMOTE_SUPPORT_PLUGINS": "codec_future"})
     assert named.returncode != 0 and "is built for remote-core<2,>=1" in named.stderr
     assert "Traceback" not in named.stderr
+
+
+def test_the_agent_takes_any_methods_credential_but_not_a_support_code_as_a_key() -> None:
+    # A plugin's own credential (not cak_) is a key like any other; a support code given
+    # as --key is a mix-up, said at once.
+    out = run("remote-agent", "--server", "http://127.0.0.1:9", "--key", "abc-def-ghj")
+    assert out.returncode == 2 and "--key was given a support code" in out.stderr

@@ -17,6 +17,7 @@ import anyio.lowlevel
 from remote_core.errors import RemoteSupportError
 from remote_core.plugins import get_plugin_manager
 from remote_core.settings import load_settings
+from remote_core.supportcode import normalize_support_code
 
 from . import __version__
 from .chat import ChatChannel
@@ -41,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=__version__)
     parser.add_argument("--server", help="server base URL, http(s)://host:port")
     who = parser.add_mutually_exclusive_group()
-    who.add_argument("--key", help="per-agent key cak_... (managed agent)")
+    who.add_argument("--key", help="the machine's credential, a cak_... agent key or another "
+                                   "loaded auth method's (managed agent)")
     who.add_argument("--code", help="support code XXX-XXX-XXX (attended agent)")
     parser.add_argument("--config", type=Path, default=None,
                         help=f"agent config file (default: {default_config_path()})")
@@ -176,8 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error("--server is required (or run `remote-agent install` first)")
         if not args.code and not config.key:
             parser.error("give --key cak_... (managed) or --code XXX-XXX-XXX (attended)")
-        if args.key and not args.key.startswith("cak_"):
-            parser.error("--key must be an agent key starting with cak_")
+        if args.key and normalize_support_code(args.key) is not None:
+            parser.error("--key was given a support code; an attended agent takes --code")
         config = config.with_identity(config_path)
         token = args.code or config.key
         return _run(config, config_path, token, attended=bool(args.code),
