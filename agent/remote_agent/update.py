@@ -18,7 +18,7 @@ import logging
 import subprocess
 import sys
 import zipfile
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,7 @@ __all__ = ["Offer", "Report", "UpdateFailed", "Updater"]
 
 log = logging.getLogger(__name__)
 
-Report = Callable[[Any], Awaitable[None]]
+Report = Callable[[Any], Coroutine[Any, Any, None]]
 """Sends one ``UpdateStatus`` to the server."""
 
 
@@ -317,6 +317,7 @@ class Updater:
         if reported != version:
             raise UpdateFailed(f"the download is version {reported[:64]!r}, not {version}")
 
-    def _status(self, state: int, error: str = "", progress: int = 0) -> Any:
+    def _status(self, state: pb.UpdateState, error: str = "",
+                progress: int = 0) -> Any:
         return pb.UpdateStatus(current_version=self.current, state=state,
                                error_message=error[:500], progress_percent=progress)

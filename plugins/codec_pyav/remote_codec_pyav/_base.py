@@ -20,11 +20,12 @@ import time
 from abc import abstractmethod
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import av
 import numpy as np
 import numpy.typing as npt
+from av.video.codeccontext import VideoCodecContext
 from av.video.frame import PictureType
 from av.video.reformatter import VideoReformatter
 
@@ -94,7 +95,7 @@ class PyAVEncoder(Encoder):
         self.close()
         config = self._config
         pw, ph = self.padded_size(width, height)
-        ctx = av.CodecContext.create(self.codec_name, "w")
+        ctx = cast(VideoCodecContext, av.CodecContext.create(self.codec_name, "w"))
         ctx.width, ctx.height = pw, ph
         ctx.pix_fmt = "yuv420p"
         # Say what swscale produced (BT.601, limited range), so every decoder,
@@ -158,8 +159,10 @@ class PyAVEncoder(Encoder):
         # No reordering (no B-frames, no lag): decode order is display order, dts == pts.
         pts = max(self._last_pts + 1, round((time.monotonic() - self._start) * 1_000_000))
         self._last_pts = pts
-        payload = pb.EncodedFrame(data=data, keyframe=is_key, pts=pts, dts=pts)
-        return pb.VideoFrame(**{self.frame_field: payload})
+        message = pb.VideoFrame()
+        getattr(message, self.frame_field).CopyFrom(
+            pb.EncodedFrame(data=data, keyframe=is_key, pts=pts, dts=pts))
+        return message
 
     def _unchanged(self, current: npt.NDArray[np.uint8], dirty: Sequence[Rect] | None) -> bool:
         """Nothing to send: the capture source says so, or the pixels equal the last frame's
@@ -210,8 +213,8 @@ class PyAVDecoder(Decoder):
             pictures = self._context.decode(av.Packet(data))
             if not pictures:
                 return None
-            image: npt.NDArray[np.uint8] = self._reformatter.reformat(
-                pictures[-1], format="bgra").to_ndarray()
+            image = cast(npt.NDArray[np.uint8], self._reformatter.reformat(
+                pictures[-1], format="bgra").to_ndarray())
         except av.FFmpegError as exc:
             self._context = self._new_context()  # do not build on a broken reference
             raise ValueError(f"{field} frame does not decode: {exc}") from None

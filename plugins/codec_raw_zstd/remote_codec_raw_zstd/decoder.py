@@ -40,7 +40,7 @@ class RawZstdDecoder(Decoder):
             if raw.dirty_rects:
                 raise ValueError("a raw keyframe must not carry dirty rectangles")
             image = np.empty((h, w, 4), np.uint8)
-            self._fill(raw, memoryview(image).cast("B"))
+            self._fill(raw, image.data.cast("B"))
             self._framebuffer = image
             return image.copy()
         framebuffer = self._framebuffer
@@ -56,7 +56,7 @@ class RawZstdDecoder(Decoder):
         if area > w * h:
             raise ValueError(f"dirty rectangles cover {area} pixels, more than the frame's {w * h}")
         payload = np.empty(area * 4, np.uint8)
-        self._fill(raw, memoryview(payload))
+        self._fill(raw, payload.data)
         offset = 0
         for x, y, rw, rh in rects:
             size = rw * rh * 4

@@ -108,7 +108,7 @@ class RawZstdEncoder(Encoder):
                  rect_count: int) -> tuple[bytes, bool] | None:
         """``(data, compressed)``: the payload compressed, or as it is when that is no
         smaller; ``None`` when that does not fit one message."""
-        data = self._compressor.compress(payload)
+        data = self._compressor.compress(payload.data)
         if len(data) < payload.nbytes:
             return (data, True) if fits(len(data), rect_count, self._limit) else None
         if not fits(payload.nbytes, rect_count, self._limit):

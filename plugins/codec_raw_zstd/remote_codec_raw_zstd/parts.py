@@ -97,13 +97,13 @@ def keyframe_part(image: npt.NDArray[np.uint8], compressor: zstandard.ZstdCompre
     for part in _slices(image, Rect(0, 0, w, h), budget):
         if rows and total + _worst(part.nbytes) + _TAIL_RESERVE > budget:
             break
-        out += [stream.compress(part), stream.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)]
+        out += [stream.compress(part.data), stream.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)]
         total += len(out[-1]) + len(out[-2])
         rows += part.shape[0]
     step = _slice_rows(w, budget)
     blank = np.broadcast_to(PLACEHOLDER, (step, w, 4)).copy()
     for y in range(rows, h, step):
-        out.append(stream.compress(blank[:min(step, h - y)]))
+        out.append(stream.compress(blank[:min(step, h - y)].data))
     out.append(stream.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH))
     return b"".join(out), rows
 
@@ -136,7 +136,7 @@ def pack_rects(image: npt.NDArray[np.uint8], rects: Sequence[Rect],
         for part in _slices(image, rect, budget):
             if raw and total + _worst(part.nbytes) > budget:
                 break
-            total += len(stream.compress(part))
+            total += len(stream.compress(part.data))
             total += len(stream.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK))
             raw.append(part)
             rows += part.shape[0]
@@ -150,7 +150,7 @@ def pack_rects(image: npt.NDArray[np.uint8], rects: Sequence[Rect],
         rest = []
     raw_bytes = sum(part.nbytes for part in raw)
     final = compressor.compressobj(size=raw_bytes)
-    data = b"".join([*(final.compress(part) for part in raw), final.flush()])
+    data = b"".join([*(final.compress(part.data) for part in raw), final.flush()])
     if len(data) >= raw_bytes:
         return Packed(b"".join(part.tobytes() for part in raw), False, taken, rest)
     return Packed(data, True, taken, rest)

@@ -31,7 +31,7 @@ class ConsoleConsent(ConsentPrompt):
         self._output.write(question(request) + " [y/N] ")
         self._output.flush()
         deadline = time.monotonic() + request.timeout_secs
-        remaining = request.timeout_secs
+        remaining = float(request.timeout_secs)
         while remaining > 0:
             ready, _, _ = select.select([self._input], [], [], remaining)
             if ready:
