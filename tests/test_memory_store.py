@@ -25,11 +25,6 @@ from remote_core.types import AgentCredential, AuthContext, AuthRejected
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class TestMemoryStoreContract(StoreContract):
     """Every Store method, the races and the fail-closed restore, in memory."""
 

@@ -19,11 +19,6 @@ from remote_core.errors import ConflictError, StoreError
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 class Database:
     def __init__(self) -> None:
         self.down = False

@@ -11,11 +11,6 @@ from websockets.asyncio.server import serve
 from remote_core.wsclient import ConnectionClosed, HandshakeError, connect, ws_url
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 async def _handler(ws):
     seen_headers = ws.request.headers.get("X-Machine-UID", "")
     async for message in ws:

@@ -6,11 +6,6 @@ from remote_server.testing.processes import Api, ServerProcess
 from remote_core.testing.xvfb import shared_xvfb
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def x_display():
     """The process-wide Xvfb: Tk in this process must never lose its display."""

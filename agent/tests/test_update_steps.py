@@ -41,11 +41,6 @@ NEW_SHA = hashlib.sha256(NEW).hexdigest()
 
 
 @pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-@pytest.fixture
 def releases(tmp_path):
     with ReleaseServer(tmp_path / "releases") as server:
         yield server

@@ -27,11 +27,6 @@ from remote_core.protocol import pb, wrap
 from .conftest import server_settings
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, clock: ManualClock) -> Iterator[LiveServer]:
     settings = server_settings(tmp_path_factory.mktemp("live"))

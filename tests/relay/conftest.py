@@ -45,11 +45,6 @@ IMPATIENT = shortened_timeouts(1 / 30)
 """Heartbeat 0.5 s, silence 1.5 s, first message 0.33 s, consent 2 s: the shipped ratios."""
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     with live_server(relay_settings(tmp_path_factory.mktemp("relay"))) as live:

@@ -11,11 +11,6 @@ from remote_core.protocol import NUMBER_BY_FIELD, is_keyframe, pb, peek, wrap
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def frame(sequence: int, keyframe: bool = False, size: int = 100, codec: str = "raw") -> bytes:
     if codec == "raw":
         video = pb.VideoFrame(sequence=sequence, raw=pb.RawFrame(

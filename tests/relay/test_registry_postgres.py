@@ -25,11 +25,6 @@ from remote_core.supportcode import generate_support_code
 pytestmark = [pytest.mark.anyio, pytest.mark.postgres]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 async def test_racing_registries_bind_a_code_exactly_once() -> None:
     with postgres_database("relay") as database:
         settings = test_settings(database_url=database.url)

@@ -23,11 +23,6 @@ __all__ = ["ADMIN_PASSWORD", "IMPATIENT", "SHARED_KEY", "Admin", "Peer", "RawRes
            "private_postgres_fixture", "raw_request", "relay_settings"]
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """One live server for the suite, with the relay suite's deviations: every client speaks

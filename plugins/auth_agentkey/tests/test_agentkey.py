@@ -18,11 +18,6 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 async def store(tmp_path) -> AsyncIterator[Store]:
     store = make_store(f"sqlite:///{tmp_path / 'keys.db'}")
     await store.open()

@@ -13,11 +13,6 @@ from remote_core.types import AgentCredential, AuthContext
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def authenticator(key: str | None) -> SharedKeyAuthenticator:
     return SharedKeyAuthenticator(AuthContext(Settings(shared_agent_key=key), store=None))  # type: ignore[arg-type]
 

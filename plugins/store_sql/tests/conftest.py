@@ -21,11 +21,6 @@ DATA_TABLES = ("session_events", "agent_keys", "machines", "support_codes", "ses
                "signing_keys", "login_addresses")
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture(scope="session")
 def postgres_scratch() -> Iterator[Database]:
     """One PostgreSQL database for the session's contract tests, emptied per test."""
