@@ -182,10 +182,6 @@ class Plugins:
         self.not_loaded: dict[str, str] = dict(sorted((not_loaded or {}).items()))
         """Installed plugins that are not loaded, each with the reason."""
 
-    @property
-    def manager(self) -> pluggy.PluginManager:
-        return self._pm
-
     def names(self) -> list[str]:
         return [name for name, _ in self._pm.list_name_plugin()]
 

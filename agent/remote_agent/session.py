@@ -103,7 +103,6 @@ class AgentSession:
         self.session_id = ""
         self.connected_at: float | None = None
         self.ending = Ending.CLOSED
-        self.rtt_ms: float | None = None
         self._ws: WebSocketClient | None = None
         self._input_limiter = anyio.CapacityLimiter(1)
         self._last_heard = time.monotonic()
@@ -241,9 +240,6 @@ class AgentSession:
         except ValueError as exc:
             log.warning("QualitySettings ignored: %s", exc)
         self.streamer.poke()
-
-    async def _on_heartbeat_ack(self, message: Any) -> None:
-        self.rtt_ms = max(0.0, time.time() * 1000 - message.client_timestamp)
 
     async def _on_consent_request(self, message: Any) -> None:
         self._ask_consent(message)
@@ -513,7 +509,6 @@ HANDLERS: dict[str, Callable[[AgentSession, Any], Awaitable[bool | None]]] = {
     "stop_stream": AgentSession._on_stop_stream,
     "switch_display": AgentSession._on_switch_display,
     "quality_settings": AgentSession._on_quality_settings,
-    "heartbeat_ack": AgentSession._on_heartbeat_ack,
     "consent_request": AgentSession._on_consent_request,
     "participants": AgentSession._on_participants,
     "chat_message": AgentSession._on_chat_message,
@@ -525,5 +520,8 @@ HANDLERS: dict[str, Callable[[AgentSession, Any], Awaitable[bool | None]]] = {
 """What the agent does with each kind the server sends it; ``True`` ends the session. The
 handshake answer and ``disconnect`` are read before it (``_handshake``, ``_read``)."""
 
-NOT_ACTED_ON = {"latency_report": "the agent keeps no latency figures of its own"}
+NOT_ACTED_ON = {
+    "latency_report": "the agent keeps no latency figures of its own",
+    "heartbeat_ack": "its arrival is what counts: any message resets the silence watch",
+}
 """Kinds the server may send the agent that it reads and lets go, each with why."""

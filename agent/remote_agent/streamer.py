@@ -72,8 +72,6 @@ class Streamer:
         self._wake = anyio.Event()
         self._limiter = anyio.CapacityLimiter(1)
         self.sequence = 0
-        self.frames_sent = 0
-        self.bytes_sent = 0
         self.streaming_display: DisplayDesc | None = None
 
     def poke(self) -> None:
@@ -157,8 +155,6 @@ class Streamer:
                 await self._send(data)
                 self.flow.sent(self.sequence, self._clock())
                 pacer.sent(started)
-                self.frames_sent += 1
-                self.bytes_sent += len(data)
         finally:
             encoder.close()
 

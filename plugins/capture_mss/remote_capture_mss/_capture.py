@@ -107,10 +107,6 @@ class MssCapture(CaptureSource):
             return True
         return self._watcher.wait(timeout)
 
-    def forget(self) -> None:
-        """Drop the kept image, so the next grab is a full one (keyframes)."""
-        self._frame = self._frame_display = None
-
     def close(self) -> None:
         if self._watcher is not None:
             self._watcher.close()

@@ -42,7 +42,7 @@ class Outbox:
         self.budget = budget
         self.queued_bytes = 0
         self.dropped_frames = 0
-        self.dropped_other = 0
+        self.dropped_lossy = 0
         self.skipping = False
         self._items: deque[tuple[bytes, bool]] = deque()  # (data, is_video)
         self._close: Close | None = None
@@ -89,7 +89,7 @@ class Outbox:
             return False
         if self.queued_bytes + len(data) > self.budget and self._items:
             if lossy:
-                self.dropped_other += 1
+                self.dropped_lossy += 1
                 return False
             if self.queued_bytes + len(data) > 2 * self.budget:
                 self.close(1008, "peer cannot keep up", drain=False)

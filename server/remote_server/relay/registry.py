@@ -311,6 +311,7 @@ class Registry:
                 actor=viewer.actor, client_ip=viewer.client_ip,
                 detail={"viewer_id": viewer.id, "reason": reason,
                         "dropped_frames": viewer.outbox.dropped_frames,
+                        "dropped_lossy": viewer.outbox.dropped_lossy,
                         "dropped_messages": sum(viewer.conn.dropped.values())}))
 
     # -- operator actions ------------------------------------------------------------------
