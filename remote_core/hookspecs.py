@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from . import hookspec
 
 if TYPE_CHECKING:
-    from .records import Event, SessionRecord
+    from .records import AuditEvent, SessionRecord
     from .types import (
         AuthMethod,
         CaptureSpec,
@@ -141,5 +141,5 @@ def session_closed(session: SessionRecord, reason: str) -> None:
 
 
 @hookspec
-def audit_event(event: Event) -> None:
+def audit_event(event: AuditEvent) -> None:
     """Notification: an audit event was written (server). Must not block."""

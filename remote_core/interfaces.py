@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from .records import (
     AgentKey,
-    Event,
+    AuditEvent,
     Machine,
     MachineFilter,
     MachineReport,
@@ -377,10 +377,10 @@ class Store(ABC):
 
     # -- audit -------------------------------------------------------------------------------
     @abstractmethod
-    async def add_event(self, event: Event) -> None:
+    async def add_event(self, event: AuditEvent) -> None:
         """Append to the session-event log."""
 
     @abstractmethod
     async def list_events(self, session_id: str | None = None, agent_id: str | None = None,
-                          limit: int = 100) -> list[Event]:
+                          limit: int = 100) -> list[AuditEvent]:
         """Newest first."""

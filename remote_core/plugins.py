@@ -24,7 +24,7 @@ import pluggy
 from . import ENTRY_POINT_GROUP, PROJECT_NAME, hookspecs
 from .compat import incompatibility
 from .errors import PluginError
-from .records import Event, SessionRecord
+from .records import AuditEvent, SessionRecord
 from .types import (
     AuthMethod,
     CaptureSpec,
@@ -276,7 +276,7 @@ class Plugins:
     def session_closed(self, session: SessionRecord, reason: str) -> None:
         self._notify(lambda: self._pm.hook.session_closed(session=session, reason=reason))
 
-    def audit_event(self, event: Event) -> None:
+    def audit_event(self, event: AuditEvent) -> None:
         self._notify(lambda: self._pm.hook.audit_event(event=event))
 
     @staticmethod

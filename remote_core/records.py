@@ -19,7 +19,7 @@ __all__ = [
     "DEFAULT_TENANT_ID",
     "PERMISSIONS",
     "AgentKey",
-    "Event",
+    "AuditEvent",
     "Machine",
     "MachineFilter",
     "MachineReport",
@@ -219,7 +219,7 @@ class Release:
 
 
 @dataclass(frozen=True, slots=True)
-class Event:
+class AuditEvent:
     """One audit-log entry: a session or viewer event, or an operator action."""
 
     kind: str

@@ -10,7 +10,7 @@ import pytest
 
 from remote_core.errors import ConflictError, StoreError
 from remote_core.plugins import get_plugin_manager
-from remote_core.records import Event, MachineReport
+from remote_core.records import AuditEvent, MachineReport
 from remote_core.settings import Settings
 from remote_core.testing.fakes import (
     MemoryStore,
@@ -54,7 +54,7 @@ async def test_an_outage_fails_every_call_until_the_store_is_up() -> None:
     with pytest.raises(StoreError, match="down"):
         await store.get_machine("m-1")
     with pytest.raises(StoreError):
-        await store.add_event(Event("x"))
+        await store.add_event(AuditEvent("x"))
     with pytest.raises(StoreError):
         await store.open()
     await store.close()  # harmless, as disposing of a pool is
@@ -67,7 +67,7 @@ async def test_an_outage_of_named_methods_leaves_the_others() -> None:
     store = MemoryStore()
     store.down("add_event", "upsert_machine")
     with pytest.raises(StoreError):
-        await store.add_event(Event("x"))
+        await store.add_event(AuditEvent("x"))
     assert await store.ping() is True
     assert await store.create_machine("m-1") is not None
     with pytest.raises(ValueError, match="not Store methods: add_events"):
@@ -76,7 +76,7 @@ async def test_an_outage_of_named_methods_leaves_the_others() -> None:
 
 async def test_reads_are_copies_of_what_is_stored() -> None:
     store = MemoryStore()
-    await store.add_event(Event("x", detail={"nested": {"n": 1}}))
+    await store.add_event(AuditEvent("x", detail={"nested": {"n": 1}}))
     [first] = await store.list_events()
     first.detail["nested"]["n"] = 2
     [again] = await store.list_events()
@@ -90,7 +90,7 @@ async def test_what_the_sql_store_refuses_is_refused() -> None:
     with pytest.raises(StoreError, match="naive"):
         await store.create_session(make_session("a-1", created_at=datetime(2030, 1, 1)))
     with pytest.raises(StoreError, match="JSON"):
-        await store.add_event(Event("x", detail={"when": datetime(2030, 1, 1)}))
+        await store.add_event(AuditEvent("x", detail={"when": datetime(2030, 1, 1)}))
     with pytest.raises(ConflictError):
         await store.record_login_address("nobody", "192.0.2.1", keep=2)
     session = await store.create_session(make_session("a-1"))

@@ -34,7 +34,7 @@ from ..interfaces import Authenticator, Store
 from ..records import (
     DEFAULT_TENANT_ID,
     AgentKey,
-    Event,
+    AuditEvent,
     Machine,
     MachineFilter,
     MachineReport,
@@ -122,7 +122,7 @@ class MemoryStore(Store):
         self._users: dict[str, User] = {}
         self._login_addresses: dict[tuple[str, str], datetime] = {}
         self._releases: dict[str, Release] = {}
-        self._events: list[Event] = []
+        self._events: list[AuditEvent] = []
 
     # -- outages -------------------------------------------------------------------------
     def down(self, *methods: str) -> None:
@@ -551,7 +551,7 @@ class MemoryStore(Store):
 
     # -- audit -------------------------------------------------------------------------------------
     @_operation
-    async def add_event(self, event: Event) -> None:
+    async def add_event(self, event: AuditEvent) -> None:
         try:  # the SQL store keeps the detail as JSON: what JSON cannot hold fails there too
             detail = json.loads(json.dumps(dict(event.detail)))
         except (TypeError, ValueError) as error:
@@ -562,7 +562,7 @@ class MemoryStore(Store):
 
     @_operation
     async def list_events(self, session_id: str | None = None, agent_id: str | None = None,
-                          limit: int = 100) -> list[Event]:
+                          limit: int = 100) -> list[AuditEvent]:
         found = [e for e in reversed(self._events)
                  if (session_id is None or e.session_id == session_id)
                  and (agent_id is None or e.agent_id == agent_id)]

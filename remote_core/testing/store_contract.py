@@ -35,7 +35,7 @@ from ..interfaces import Store
 from ..records import (
     CONSENT_NOT_REQUIRED,
     CONSENT_PENDING,
-    Event,
+    AuditEvent,
     MachineFilter,
     MachineReport,
     Release,
@@ -603,12 +603,12 @@ class StoreContract:
 
     # -- audit ---------------------------------------------------------------------------------
     async def test_events(self, store: Store) -> None:
-        await store.add_event(Event("session_opened", session_id="s-1", agent_id="a-1",
-                                    detail={"method": "agentkey", "n": 1}))
-        await store.add_event(Event("viewer_joined", session_id="s-1", agent_id="a-1",
-                                    actor="tess"))
-        await store.add_event(Event("machine_purged", agent_id="a-2", actor="admin",
-                                    target="a-2", client_ip="192.0.2.7"))
+        await store.add_event(AuditEvent("session_opened", session_id="s-1", agent_id="a-1",
+                                         detail={"method": "agentkey", "n": 1}))
+        await store.add_event(AuditEvent("viewer_joined", session_id="s-1", agent_id="a-1",
+                                         actor="tess"))
+        await store.add_event(AuditEvent("machine_purged", agent_id="a-2", actor="admin",
+                                         target="a-2", client_ip="192.0.2.7"))
         newest = await store.list_events()
         assert [e.kind for e in newest] == ["machine_purged", "viewer_joined", "session_opened"]
         assert newest[0].client_ip == "192.0.2.7" and newest[0].id is not None

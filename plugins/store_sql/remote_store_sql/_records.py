@@ -10,7 +10,7 @@ from sqlalchemy.engine import Connection
 
 from remote_core.records import (
     DEFAULT_TENANT_ID,
-    Event,
+    AuditEvent,
     Release,
     SessionRecord,
     SupportCode,
@@ -179,16 +179,16 @@ def delete_release(conn: Connection, version: str) -> bool:
 # -- audit --------------------------------------------------------------------------------
 
 
-def event_from_row(row: Any) -> Event:
+def event_from_row(row: Any) -> AuditEvent:
     m = row._mapping
-    return Event(
+    return AuditEvent(
         kind=m["kind"], session_id=m["session_id"], agent_id=m["agent_id"], actor=m["actor"],
         target=m["target"], client_ip=m["client_ip"], detail=dict(m["detail"] or {}),
         created_at=m["created_at"], id=m["id"], tenant_id=m["tenant_id"] or DEFAULT_TENANT_ID,
     )
 
 
-def add_event(conn: Connection, event: Event, now: datetime) -> None:
+def add_event(conn: Connection, event: AuditEvent, now: datetime) -> None:
     conn.execute(sa.insert(session_events).values(
         kind=event.kind, session_id=event.session_id, agent_id=event.agent_id,
         actor=event.actor, target=event.target, client_ip=event.client_ip,
@@ -198,7 +198,7 @@ def add_event(conn: Connection, event: Event, now: datetime) -> None:
 
 
 def list_events(conn: Connection, session_id: str | None, agent_id: str | None,
-                limit: int) -> list[Event]:
+                limit: int) -> list[AuditEvent]:
     query = sa.select(session_events).order_by(session_events.c.id.desc()).limit(max(limit, 0))
     if session_id is not None:
         query = query.where(session_events.c.session_id == session_id)

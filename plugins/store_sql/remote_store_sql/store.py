@@ -19,7 +19,7 @@ from remote_core.errors import ConflictError, StoreError
 from remote_core.interfaces import Store
 from remote_core.records import (
     AgentKey,
-    Event,
+    AuditEvent,
     Machine,
     MachineFilter,
     MachineReport,
@@ -251,11 +251,11 @@ class SqlStore(Store):
         return await self._runner.write(_records.delete_release, version)
 
     # -- audit ------------------------------------------------------------------
-    async def add_event(self, event: Event) -> None:
+    async def add_event(self, event: AuditEvent) -> None:
         await self._runner.write(_records.add_event, event, utcnow())
 
     async def list_events(self, session_id: str | None = None, agent_id: str | None = None,
-                          limit: int = 100) -> list[Event]:
+                          limit: int = 100) -> list[AuditEvent]:
         return await self._runner.read(_records.list_events, session_id, agent_id, limit)
 
 

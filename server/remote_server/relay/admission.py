@@ -27,7 +27,7 @@ from remote_core.plugins import Plugins
 from remote_core.protocol import Connection, Role, pb
 from remote_core.records import (
     CONSENT_PENDING,
-    Event,
+    AuditEvent,
     Machine,
     MachineReport,
     SessionRecord,
@@ -117,7 +117,7 @@ class Admission:
         try:
             identity = await authenticate(self._authenticators, credential)
         except Refused as exc:
-            await self._audit.record(Event(
+            await self._audit.record(AuditEvent(
                 "agent.auth_failed", agent_id=escaped(credential.agent_id, MAX_ID) or None,
                 client_ip=client_ip, detail={"error": str(exc)}))
             raise
@@ -200,10 +200,10 @@ class Admission:
             first = Ask(identity.technician_id, identity.technician_name, control, first=True)
             session.ask(first, self._settings.consent_timeout)
         self._plugins.session_opened(record)
-        await self._audit.record(Event("session.opened", session_id=session_id, agent_id=agent_id,
-                                      actor=identity.technician_id, client_ip=credential.client_ip,
-                                      detail={"source": identity.method,
-                                              "consent_state": consent_state}))
+        await self._audit.record(AuditEvent(
+            "session.opened", session_id=session_id, agent_id=agent_id,
+            actor=identity.technician_id, client_ip=credential.client_ip,
+            detail={"source": identity.method, "consent_state": consent_state}))
         log.info("agent %s connected (%s), session %s, consent %s", agent_id, identity.method,
                  session_id, consent_state)
         return session
@@ -221,8 +221,8 @@ class Admission:
             access_mode=pb.CONSENT_CONTROL if control else pb.CONSENT_VIEW,
         ))
         if decision is ConsentDecision.DENY:
-            await self._audit.record(Event("session.consent_denied", session_id=session_id,
-                                          agent_id=agent_id, detail={"by": "policy"}))
+            await self._audit.record(AuditEvent("session.consent_denied", session_id=session_id,
+                                                agent_id=agent_id, detail={"by": "policy"}))
             raise Refused("the session was refused by the server's consent policy")
         return initial_consent_state(decision, identity.attended), control
 
@@ -263,10 +263,10 @@ class Admission:
         session.agent.send("start_stream", pb.StartStream(viewer_id=viewer_id,
                                                           display_id=session.display_id))
         session.tell_participants()
-        await self._audit.record(Event("viewer.joined", session_id=session_id,
-                                      agent_id=session.agent_id, actor=user.username,
-                                      client_ip=client_ip,
-                                      detail={"viewer_id": viewer_id, "view_only": view_only}))
+        await self._audit.record(AuditEvent(
+            "viewer.joined", session_id=session_id, agent_id=session.agent_id,
+            actor=user.username, client_ip=client_ip,
+            detail={"viewer_id": viewer_id, "view_only": view_only}))
         return session, link
 
     async def _viewing_user(self, session: Session, user_id: str) -> User:
@@ -307,21 +307,21 @@ class Admission:
             access_mode=pb.CONSENT_CONTROL if ask.control else pb.CONSENT_VIEW))
         if decision is ConsentDecision.DENY:
             session.consent.refuse(ask, Standing.DENIED)
-            await self._audit.record(Event("session.consent_denied", session_id=session_id,
-                                          agent_id=session.agent_id, actor=user.username,
-                                          detail={"by": "policy", "technician": ask.name}))
+            await self._audit.record(AuditEvent("session.consent_denied", session_id=session_id,
+                                                agent_id=session.agent_id, actor=user.username,
+                                                detail={"by": "policy", "technician": ask.name}))
         elif decision is ConsentDecision.APPROVE:
             session.consent.admit(ask)
-            await self._audit.record(Event("session.consent_granted", session_id=session_id,
-                                          agent_id=session.agent_id, actor=user.username,
-                                          detail={"by": "policy", "technician": ask.name}))
+            await self._audit.record(AuditEvent("session.consent_granted", session_id=session_id,
+                                                agent_id=session.agent_id, actor=user.username,
+                                                detail={"by": "policy", "technician": ask.name}))
         else:
             # No await since the standing was read: asked once.
             session.ask(ask, self._settings.consent_timeout)
-            await self._audit.record(Event("session.consent_requested", session_id=session_id,
-                                          agent_id=session.agent_id, actor=user.username,
-                                          detail={"technician": ask.name,
-                                                  "control": ask.control}))
+            await self._audit.record(AuditEvent("session.consent_requested", session_id=session_id,
+                                                agent_id=session.agent_id, actor=user.username,
+                                                detail={"technician": ask.name,
+                                                             "control": ask.control}))
             log.info("asking the end user of session %s to admit %s", session_id, ask.name)
         return session.standing(user.id)
 

@@ -7,7 +7,7 @@ import logging
 
 from remote_core.interfaces import Store
 from remote_core.plugins import Plugins
-from remote_core.records import Event, utcnow
+from remote_core.records import AuditEvent, utcnow
 
 from .writes import WriteQueue
 
@@ -28,7 +28,7 @@ class Audit:
         self._plugins = plugins
         self.writes = writes or WriteQueue()
 
-    async def record(self, event: Event) -> None:
+    async def record(self, event: AuditEvent) -> None:
         if event.created_at is None:
             event = dataclasses.replace(event, created_at=utcnow())
 

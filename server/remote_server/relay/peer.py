@@ -29,7 +29,7 @@ from remote_core.protocol import (
     Role,
     pb,
 )
-from remote_core.records import Event
+from remote_core.records import AuditEvent
 
 from .auth import Refused, Unavailable, looks_like_support_code
 from .link import Link
@@ -248,7 +248,7 @@ async def serve_agent(transport: Transport, registry: Registry, limiter: CodeLim
         except Refused as exc:
             if (limited and not isinstance(exc, Unavailable)
                     and await limiter.record_code_result(client_ip, False)):
-                await registry.audit.record(Event(
+                await registry.audit.record(AuditEvent(
                     kind="support_code.lockout", client_ip=client_ip,
                     detail={"via": "agent socket"}))
             log.info("agent from %s refused: %s", client_ip, exc)

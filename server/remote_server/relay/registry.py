@@ -27,7 +27,7 @@ from remote_core.plugins import Plugins
 from remote_core.protocol import CloseCode, Inbound, Role, pb
 from remote_core.records import (
     CONSENT_GRANTED,
-    Event,
+    AuditEvent,
     MachineReport,
     SessionRecord,
     utcnow,
@@ -142,9 +142,9 @@ class Registry:
     async def _consent_timed_out(self, session: Session, ask: Ask) -> None:
         assert session.consent is not None
         session.consent.refuse(ask, Standing.TIMED_OUT)  # before any await: never "unasked"
-        await self.audit.record(Event("session.consent_timeout", session_id=session.session_id,
-                                      agent_id=session.agent_id,
-                                      detail={"technician": ask.name}))
+        await self.audit.record(AuditEvent("session.consent_timeout", session_id=session.session_id,
+                                           agent_id=session.agent_id,
+                                           detail={"technician": ask.name}))
         if ask.first:
             await self._end(session, "consent timed out")
             return
@@ -178,10 +178,10 @@ class Registry:
         placed = {name: getattr(machine, name) for name in ("organization", "site", "tags")
                   if before is not None and getattr(before, name) != getattr(machine, name)}
         if placed:
-            await self.audit.record(Event(
+            await self.audit.record(AuditEvent(
                 "machine.placement_reported", session_id=session.session_id,
                 agent_id=session.agent_id, detail={k: v if isinstance(v, str) else list(v)
-                                                   for k, v in placed.items()}))
+                                                        for k, v in placed.items()}))
 
     async def on_agent_message(self, session: Session, event: Inbound) -> str | None:
         """Relay a message from the agent as the route table says, and act on it where the
@@ -210,9 +210,9 @@ class Registry:
         return None
 
     async def _on_update_status(self, session: Session, event: Inbound) -> str | None:
-        await self.audit.record(Event("agent.update_status", session_id=session.session_id,
-                                      agent_id=session.agent_id,
-                                      detail=update_status_detail(event.payload())))
+        await self.audit.record(AuditEvent("agent.update_status", session_id=session.session_id,
+                                           agent_id=session.agent_id,
+                                           detail=update_status_detail(event.payload())))
         return None
 
     async def _on_consent_response(self, session: Session, event: Inbound) -> str | None:
@@ -234,10 +234,10 @@ class Registry:
             assert session.consent is not None
             session.consent.refuse(ask, Standing.DENIED)  # before any await: never "unasked"
             reason = escaped(response.reason)
-            await self.audit.record(Event("session.consent_denied", session_id=session.session_id,
-                                          agent_id=session.agent_id,
-                                          detail={"by": "end user", "reason": reason,
-                                                  "technician": ask.name}))
+            await self.audit.record(AuditEvent(
+                "session.consent_denied", session_id=session.session_id,
+                agent_id=session.agent_id,
+                detail={"by": "end user", "reason": reason, "technician": ask.name}))
             if ask.first:
                 await self._end(session, "consent denied" + (f": {reason}" if reason else ""))
                 return None
@@ -252,9 +252,9 @@ class Registry:
         else:
             assert session.consent is not None
             session.consent.admit(ask)
-        await self.audit.record(Event("session.consent_granted", session_id=session.session_id,
-                                      agent_id=session.agent_id,
-                                      detail={"technician": ask.name}))
+        await self.audit.record(AuditEvent("session.consent_granted", session_id=session.session_id,
+                                           agent_id=session.agent_id,
+                                           detail={"technician": ask.name}))
         log.info("consent granted to %s for session %s", ask.name, session.session_id)
 
     async def agent_gone(self, session: Session, reason: str) -> None:
@@ -292,7 +292,7 @@ class Registry:
                 elif user is not None and not can_control(user) and not viewer.conn.view_only:
                     viewer.conn.view_only = True
                     session.tell_participants()
-                    await self.audit.record(Event(
+                    await self.audit.record(AuditEvent(
                         "viewer.downgraded", session_id=session.session_id,
                         agent_id=session.agent_id, actor=viewer.actor,
                         detail={"viewer_id": viewer.id, "reason": "control withdrawn"}))
@@ -306,7 +306,7 @@ class Registry:
             session.agent.send("stop_stream", pb.StopStream(viewer_id=viewer.id))
             session.tell_participants()
         with anyio.CancelScope(shield=True):
-            await self.audit.record(Event(
+            await self.audit.record(AuditEvent(
                 "viewer.left", session_id=session.session_id, agent_id=session.agent_id,
                 actor=viewer.actor, client_ip=viewer.client_ip,
                 detail={"viewer_id": viewer.id, "reason": reason,
@@ -394,10 +394,10 @@ class Registry:
                 technician=session.technician_name or None, created_at=session.created_at,
                 ended_at=ended, end_reason=reason)
             self.plugins.session_closed(record, reason)
-            await self.audit.record(Event("session.closed", session_id=session.session_id,
-                                          agent_id=session.agent_id,
-                                          detail={"reason": reason,
-                                                  "viewers": len(session.viewers)}))
+            await self.audit.record(AuditEvent("session.closed", session_id=session.session_id,
+                                               agent_id=session.agent_id,
+                                               detail={"reason": reason,
+                                                       "viewers": len(session.viewers)}))
         log.info("session %s of agent %s ended: %s", session.session_id, session.agent_id, reason)
 
 

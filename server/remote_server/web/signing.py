@@ -20,7 +20,7 @@ import anyio
 
 from remote_core.errors import ConfigError
 from remote_core.interfaces import Store
-from remote_core.records import Event, SigningKey, utcnow
+from remote_core.records import AuditEvent, SigningKey, utcnow
 from remote_core.settings import Settings
 
 from ..relay.audit import Audit
@@ -92,8 +92,7 @@ async def rotate(settings: Settings, store: Store, audit: Audit,
     new = SigningKey(kid=key_id(secret), secret=secret, created_at=now)
     until = now + timedelta(seconds=overlap)
     await store.rotate_signing_key(new, until)
-    await audit.record(Event(kind="auth.signing_key_rotated", actor="remote-support secret rotate",
-                             target=new.kid,
-                             detail={"previous_kid": previous.kid,
-                                     "previous_verifies_until": until.isoformat()}))
+    await audit.record(AuditEvent(
+        kind="auth.signing_key_rotated", actor="remote-support secret rotate", target=new.kid,
+        detail={"previous_kid": previous.kid, "previous_verifies_until": until.isoformat()}))
     return Rotation(current=new.kid, previous=previous.kid, previous_until=until)

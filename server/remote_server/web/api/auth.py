@@ -3,7 +3,7 @@ and the per-account guard against distributed guessing (T06)."""
 
 from __future__ import annotations
 
-from remote_core.records import Event
+from remote_core.records import AuditEvent
 
 from ..problem import Problem
 from ..ratelimit import RateLimiter
@@ -42,18 +42,18 @@ async def login(call: Call) -> s.TokenOut:
                                          "again later, or from where you logged in before")
     user = await authenticate(call.ctx.store, body.username, body.password)
     if user is None:
-        await call.ctx.audit.record(Event(kind="auth.login_failed", target=body.username,
-                                          client_ip=call.ip))
+        await call.ctx.audit.record(AuditEvent(kind="auth.login_failed", target=body.username,
+                                               client_ip=call.ip))
         if await limiter.record_account_failure(body.username):
-            await call.ctx.audit.record(Event(
+            await call.ctx.audit.record(AuditEvent(
                 kind="auth.account_guarded", target=body.username, client_ip=call.ip,
                 detail={"failures": RateLimiter.ACCOUNT_FAILURES_BEFORE_GUARD,
                         "window_seconds": RateLimiter.ACCOUNT_FAILURE_WINDOW,
                         "guard_seconds": RateLimiter.ACCOUNT_GUARD_SECONDS}))
         raise Problem.unauthorized("wrong username or password")
     await call.ctx.store.record_login_address(user.id, call.ip, KNOWN_ADDRESSES_PER_USER)
-    await call.ctx.audit.record(Event(kind="auth.login", actor=user.username,
-                                      target=user.id, client_ip=call.ip))
+    await call.ctx.audit.record(AuditEvent(kind="auth.login", actor=user.username,
+                                           target=user.id, client_ip=call.ip))
     return s.TokenOut(access_token=call.ctx.tokens.mint_login(user),
                       expires_in=call.ctx.tokens.login_ttl)
 
@@ -64,13 +64,13 @@ async def change_password(call: Call) -> None:
     if wait is not None:
         raise Problem.rate_limited(wait, "too many password changes; try again later")
     if not await check_password(call.me.password_hash, body.current_password):
-        await call.ctx.audit.record(Event(kind="auth.change_password_failed",
-                                          actor=call.me.username, client_ip=call.ip))
+        await call.ctx.audit.record(AuditEvent(kind="auth.change_password_failed",
+                                               actor=call.me.username, client_ip=call.ip))
         raise Problem(403, "the current password is wrong")
     await call.ctx.store.update_user(call.me.id,
                                      password_hash=await hash_password(body.new_password))
-    await call.ctx.audit.record(Event(kind="auth.password_changed", actor=call.me.username,
-                                      target=call.me.id, client_ip=call.ip))
+    await call.ctx.audit.record(AuditEvent(kind="auth.password_changed", actor=call.me.username,
+                                           target=call.me.id, client_ip=call.ip))
     await call.ctx.directory.user_changed(call.me.id, password_changed=True)
 
 

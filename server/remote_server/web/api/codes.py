@@ -6,7 +6,7 @@ import time
 from datetime import timedelta
 
 from remote_core.errors import ConflictError
-from remote_core.records import Event, SupportCode, utcnow
+from remote_core.records import AuditEvent, SupportCode, utcnow
 from remote_core.supportcode import generate_support_code, masked, normalize_support_code
 
 from ..problem import Problem
@@ -32,9 +32,9 @@ async def create_code(call: Call) -> s.CodeOut:
             stored = await call.ctx.store.create_support_code(code)
         except ConflictError:
             continue
-        await call.ctx.audit.record(Event(kind="support_code.created", actor=call.me.username,
-                                          target=masked(stored.code), client_ip=call.ip,
-                                          detail={"expires_at": stored.expires_at.isoformat()}))
+        await call.ctx.audit.record(AuditEvent(
+            kind="support_code.created", actor=call.me.username, target=masked(stored.code),
+            client_ip=call.ip, detail={"expires_at": stored.expires_at.isoformat()}))
         return code_out(stored, time.time())
     raise Problem(503, "could not allocate a support code; try again")
 
@@ -53,8 +53,8 @@ async def cancel_code(call: Call) -> None:
     pending = code_status(code, time.time()) == "pending"
     if not pending or not await call.ctx.store.cancel_support_code(code.code):
         raise Problem(409, "only a pending code can be cancelled")
-    await call.ctx.audit.record(Event(kind="support_code.cancelled", actor=call.me.username,
-                                      target=masked(code.code), client_ip=call.ip))
+    await call.ctx.audit.record(AuditEvent(kind="support_code.cancelled", actor=call.me.username,
+                                           target=masked(code.code), client_ip=call.ip))
 
 
 async def validate_code(call: Call) -> s.CodeValidOut:
@@ -67,7 +67,7 @@ async def validate_code(call: Call) -> s.CodeValidOut:
     code = await call.ctx.store.get_support_code(text) if text else None
     ok = code is not None and code_status(code, time.time()) == "pending"
     if await limiter.record_code_result(call.ip, ok):
-        await call.ctx.audit.record(Event(
+        await call.ctx.audit.record(AuditEvent(
             kind="support_code.lockout", client_ip=call.ip,
             detail={"seconds": limiter.CODE_LOCKOUT_SECONDS, "via": "rest"}))
     if not ok or code is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from remote_core.records import Event
+from remote_core.records import AuditEvent
 
 from ..problem import Problem
 from . import schemas as s
@@ -24,9 +24,9 @@ async def issue_key(call: Call) -> s.IssuedKeyOut:
                            "whose AuthMethod has issue_key")
     plain, key_hash = issuer()
     key = await call.ctx.store.add_agent_key(machine.agent_id, key_hash, body.label)
-    await call.ctx.audit.record(Event(kind="agent_key.issued", agent_id=machine.agent_id,
-                                      actor=call.me.username, target=key.id,
-                                      client_ip=call.ip, detail={"label": body.label}))
+    await call.ctx.audit.record(AuditEvent(kind="agent_key.issued", agent_id=machine.agent_id,
+                                           actor=call.me.username, target=key.id,
+                                           client_ip=call.ip, detail={"label": body.label}))
     return s.IssuedKeyOut(**key_out(key).model_dump(), key=plain)
 
 
@@ -42,9 +42,9 @@ async def revoke_key(call: Call) -> None:
     if key is None:
         raise Problem(404, "this machine has no such key")
     closed = await call.ctx.directory.close_agents_with_key(key.id, "agent key revoked")
-    await call.ctx.audit.record(Event(kind="agent_key.revoked", agent_id=machine.agent_id,
-                                      actor=call.me.username, target=key.id,
-                                      client_ip=call.ip, detail={"sockets_closed": closed}))
+    await call.ctx.audit.record(AuditEvent(kind="agent_key.revoked", agent_id=machine.agent_id,
+                                           actor=call.me.username, target=key.id,
+                                           client_ip=call.ip, detail={"sockets_closed": closed}))
 
 
 _KEYS = "/api/machines/{agent_id}/keys"

@@ -6,7 +6,7 @@ import uuid
 from typing import Any
 
 from remote_core.protocol import pb
-from remote_core.records import Event, Machine, MachineFilter
+from remote_core.records import AuditEvent, Machine, MachineFilter
 
 from ..problem import Problem
 from . import schemas as s
@@ -54,9 +54,9 @@ async def create_machine(call: Call) -> dict[str, Any]:
     body: s.MachineCreateIn = call.body
     machine = await call.ctx.store.create_machine(
         str(uuid.uuid4()), body.organization, body.site, tuple(body.tags))
-    await call.ctx.audit.record(Event(kind="machine.preregistered", agent_id=machine.agent_id,
-                                      actor=call.me.username, target=machine.agent_id,
-                                      client_ip=call.ip))
+    await call.ctx.audit.record(AuditEvent(kind="machine.preregistered", agent_id=machine.agent_id,
+                                           actor=call.me.username, target=machine.agent_id,
+                                           client_ip=call.ip))
     return machine_out(machine, call.ctx.directory)
 
 
@@ -98,7 +98,7 @@ async def remove_machine(call: Call, agent_id: str, *, purge: bool, uninstall: b
     else:
         await call.ctx.store.hard_delete_machine(agent_id)
     await registry.purge_machine(agent_id)
-    await call.ctx.audit.record(Event(
+    await call.ctx.audit.record(AuditEvent(
         kind="machine.purged" if purge else "machine.deleted", agent_id=agent_id,
         actor=call.me.username, target=agent_id, client_ip=call.ip,
         detail={"uninstall_sent": sent},

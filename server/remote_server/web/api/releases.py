@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from remote_core.errors import ConflictError
 from remote_core.protocol import pb
-from remote_core.records import Event, Release, utcnow
+from remote_core.records import AuditEvent, Release, utcnow
 from remote_core.semver import is_semver, semver_key
 
 from ..problem import Problem
@@ -48,8 +48,8 @@ async def create_release(call: Call) -> s.ReleaseOut:
         release = await call.ctx.store.create_release(release)
     except ConflictError:
         raise Problem(409, f"release {body.version} exists") from None
-    await call.ctx.audit.record(Event(kind="release.created", actor=call.me.username,
-                                      target=release.version, client_ip=call.ip))
+    await call.ctx.audit.record(AuditEvent(kind="release.created", actor=call.me.username,
+                                           target=release.version, client_ip=call.ip))
     return release_out(release)
 
 
@@ -62,8 +62,8 @@ async def patch_release(call: Call) -> s.ReleaseOut:
         mandatory=body.mandatory, notes=body.notes)
     if updated is None:
         raise Problem(404, "no such release")
-    await call.ctx.audit.record(Event(kind="release.updated", actor=call.me.username,
-                                      target=release.version, client_ip=call.ip))
+    await call.ctx.audit.record(AuditEvent(kind="release.updated", actor=call.me.username,
+                                           target=release.version, client_ip=call.ip))
     return release_out(updated)
 
 
@@ -71,8 +71,8 @@ async def delete_release(call: Call) -> None:
     release = await _release(call)
     if not await call.ctx.store.delete_release(release.version):
         raise Problem(404, "no such release")
-    await call.ctx.audit.record(Event(kind="release.deleted", actor=call.me.username,
-                                      target=release.version, client_ip=call.ip))
+    await call.ctx.audit.record(AuditEvent(kind="release.deleted", actor=call.me.username,
+                                           target=release.version, client_ip=call.ip))
 
 
 async def version(call: Call) -> s.VersionOut:
@@ -101,9 +101,9 @@ async def push_update(call: Call) -> s.UpdatePushedOut:
             and await registry.send_to_agent(machine.agent_id, "update_info", info)
             and await registry.send_to_agent(machine.agent_id, "admin_command", command)):
         raise Problem(409, "the machine is not connected")
-    await call.ctx.audit.record(Event(kind="machine.update_pushed", agent_id=machine.agent_id,
-                                      actor=call.me.username, target=machine.agent_id,
-                                      client_ip=call.ip, detail={"version": release.version}))
+    await call.ctx.audit.record(AuditEvent(kind="machine.update_pushed", agent_id=machine.agent_id,
+                                           actor=call.me.username, target=machine.agent_id,
+                                           client_ip=call.ip, detail={"version": release.version}))
     return s.UpdatePushedOut(agent_id=machine.agent_id, version=release.version)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from remote_core.records import DEFAULT_TENANT_ID, Event, SessionRecord
+from remote_core.records import DEFAULT_TENANT_ID, AuditEvent, SessionRecord
 
 from ...relay import NotReady, Refused
 from ...relay.consent import Standing
@@ -77,7 +77,7 @@ async def delete_session(call: Call) -> s.SessionRemovalOut:
         was_live = await registry.purge_session(session_id)
     else:
         was_live = await registry.disconnect_session(session_id, "removed by an operator")
-    await call.ctx.audit.record(Event(
+    await call.ctx.audit.record(AuditEvent(
         kind="session.purged" if q.purge else "session.disconnected", session_id=session_id,
         agent_id=record.agent_id if record else None, actor=call.me.username,
         target=session_id, client_ip=call.ip, detail={"was_live": was_live},
@@ -108,9 +108,9 @@ async def viewer_token(call: Call) -> s.ViewerTokenOut:
         raise Problem(403, refusal, extra={"consent": standing.value})
     tenant = record.tenant_id if record else DEFAULT_TENANT_ID
     token = call.ctx.tokens.mint_viewer(session_id, call.me, tenant)
-    await call.ctx.audit.record(Event(kind="viewer.token_issued", session_id=session_id,
-                                      agent_id=live.agent_id, actor=call.me.username,
-                                      client_ip=call.ip))
+    await call.ctx.audit.record(AuditEvent(kind="viewer.token_issued", session_id=session_id,
+                                           agent_id=live.agent_id, actor=call.me.username,
+                                           client_ip=call.ip))
     return s.ViewerTokenOut(token=token, expires_in=call.ctx.tokens.viewer_ttl,
                             session_id=session_id)
 

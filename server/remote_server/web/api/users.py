@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from remote_core.errors import ConflictError
-from remote_core.records import PERMISSIONS, Event, User, utcnow
+from remote_core.records import PERMISSIONS, AuditEvent, User, utcnow
 
 from ..problem import Problem
 from ..users import hash_password
@@ -29,8 +29,8 @@ def _not_self(call: Call, user: User, what: str) -> None:
 
 
 async def _audit(call: Call, kind: str, user: User) -> None:
-    await call.ctx.audit.record(Event(kind=kind, actor=call.me.username, target=user.username,
-                                      client_ip=call.ip))
+    await call.ctx.audit.record(AuditEvent(kind=kind, actor=call.me.username, target=user.username,
+                                           client_ip=call.ip))
 
 
 async def list_users(call: Call) -> list[s.UserOut]:

@@ -5,7 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from remote_core.records import AgentKey, Event, Machine, Release, SessionRecord, SupportCode, User
+from remote_core.records import (
+    AgentKey,
+    AuditEvent,
+    Machine,
+    Release,
+    SessionRecord,
+    SupportCode,
+    User,
+)
 
 from ..problem import Problem
 from . import schemas as s
@@ -94,7 +102,7 @@ def session_out(record: SessionRecord | None, live: LiveSession | None) -> s.Ses
     )
 
 
-def event_out(event: Event) -> s.EventOut:
+def event_out(event: AuditEvent) -> s.EventOut:
     return s.EventOut(
         id=event.id, kind=event.kind, session_id=event.session_id, agent_id=event.agent_id,
         actor=event.actor, target=event.target, client_ip=event.client_ip,
