@@ -29,6 +29,7 @@ __all__ = [
     "SigningKey",
     "SupportCode",
     "User",
+    "UserRole",
     "utcnow",
 ]
 
@@ -42,7 +43,8 @@ CONSENT_NOT_REQUIRED = "not_required"
 PERMISSIONS = ("view", "control", "support_codes", "manage_machines")
 """Every permission a user can hold (CONTRACT 2)."""
 
-Role = Literal["admin", "technician"]
+UserRole = Literal["admin", "technician"]
+"""An operator account's role (the protocol's peers have ``remote_core.protocol.Role``)."""
 
 
 def utcnow() -> datetime:
@@ -176,7 +178,7 @@ class User:
     id: str
     username: str
     password_hash: str
-    role: Role = "technician"
+    role: UserRole = "technician"
     permissions: tuple[str, ...] = ()
     client_access: tuple[str, ...] = ()
     disabled: bool = False

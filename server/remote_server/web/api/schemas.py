@@ -12,11 +12,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from remote_core.records import UserRole
 from remote_core.semver import SEMVER_PATTERN
 from remote_core.textrules import MAX_TAGS, MAX_TEXT, printable
 
 Permission = Literal["view", "control", "support_codes", "manage_machines"]
-Role = Literal["admin", "technician"]
 CodeStatus = Literal["pending", "connected", "cancelled", "expired"]
 
 
@@ -66,7 +66,7 @@ class ChangePasswordIn(Body):
 class MeOut(Out):
     id: str
     username: str
-    role: Role
+    role: UserRole
     permissions: list[str]
     client_access: list[str]
 
@@ -82,13 +82,13 @@ class UserOut(MeOut):
 class UserCreateIn(Body):
     username: Username
     password: Annotated[Secret, Field(min_length=8)]
-    role: Role = "technician"
+    role: UserRole = "technician"
     permissions: Annotated[list[Permission], Field(max_length=16)] = []
     client_access: Tags = []
 
 
 class UserPatchIn(Body):
-    role: Role | None = None
+    role: UserRole | None = None
     disabled: bool | None = None
     password: Annotated[Secret, Field(min_length=8)] | None = None
 
