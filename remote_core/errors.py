@@ -8,6 +8,7 @@ __all__ = [
     "NotFoundError",
     "PluginError",
     "RemoteSupportError",
+    "SessionRefused",
     "StoreError",
 ]
 
@@ -22,6 +23,15 @@ class ConfigError(RemoteSupportError):
 
 class PluginError(RemoteSupportError):
     """A plugin is missing, broken, duplicated or misconfigured."""
+
+
+class SessionRefused(RemoteSupportError):
+    """A session cannot be established or go on; ``str()`` is safe to show the peer.
+
+    The one refusal on both ends: the server raises it to answer a ``SessionRequest``
+    with ``success=false``, and the agent and the viewer raise it when they are given
+    such an answer.
+    """
 
 
 class StoreError(RemoteSupportError):

@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from remote_core.errors import SessionRefused
+
 if TYPE_CHECKING:
     from .interfaces import (
         Authenticator,
@@ -137,7 +139,7 @@ class AgentIdentity:
     technician_id: str | None = None
 
 
-class AuthRejected(Exception):
+class AuthRejected(SessionRefused):
     """The credential belongs to this method but is refused; ``str()`` is shown to the agent."""
 
 

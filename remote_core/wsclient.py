@@ -30,12 +30,14 @@ from wsproto.events import (
 )
 from wsproto.utilities import LocalProtocolError
 
+from .errors import RemoteSupportError
+
 __all__ = ["ConnectionClosed", "HandshakeError", "WebSocketClient", "connect", "ws_url"]
 
 _READ_SIZE = 256 * 1024
 
 
-class ConnectionClosed(Exception):
+class ConnectionClosed(RemoteSupportError):
     """The WebSocket is closed; ``code`` and ``reason`` are what the peer (or we) said."""
 
     def __init__(self, code: int, reason: str = "") -> None:
@@ -44,7 +46,7 @@ class ConnectionClosed(Exception):
         self.reason = reason
 
 
-class HandshakeError(Exception):
+class HandshakeError(RemoteSupportError):
     """The server refused the upgrade; ``status`` is its HTTP status."""
 
     def __init__(self, status: int, body: bytes = b"") -> None:

@@ -14,7 +14,7 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from remote_core.errors import RemoteSupportError
+from remote_core.errors import RemoteSupportError, SessionRefused
 from remote_core.plugins import get_plugin_manager
 from remote_core.settings import load_settings
 from remote_core.supportcode import normalize_support_code
@@ -28,7 +28,7 @@ from .install import install, uninstall, updates_apply
 from .presence import Presence, describe
 from .presence_window import open_presence_window
 from .runner import LOST, run_agent
-from .session import AgentSession, Ending, Refused, Timing
+from .session import AgentSession, Ending, Timing
 from .update import Updater
 from .update_files import UpdateFiles, running_artifact
 
@@ -115,7 +115,7 @@ def _run(config: AgentConfig, config_path: Path, token: str, attended: bool,
 
     try:
         ending = anyio.run(serve)
-    except Refused as exc:
+    except SessionRefused as exc:
         print(f"remote-agent: the server refused the session: {exc}", file=sys.stderr)
         return 1
     except LOST as exc:  # one line, never a traceback

@@ -19,11 +19,12 @@ from collections.abc import Callable
 
 import anyio
 
+from remote_core.errors import SessionRefused
 from remote_core.protocol import ProtocolError
 from remote_core.wsclient import ConnectionClosed, HandshakeError
 
 from .backoff import Backoff
-from .session import AgentSession, Ending, Refused
+from .session import AgentSession, Ending
 
 __all__ = ["LOST", "run_agent"]
 
@@ -60,7 +61,7 @@ async def run_agent(make_session: Callable[[], AgentSession], *, attended: bool,
             if attended and not (served or connected or _busy(exc)):
                 raise
             log.warning("connection %s: %s", "lost" if connected else "failed", exc)
-        except Refused as exc:
+        except SessionRefused as exc:
             if attended:
                 raise
             log.warning("the server refused the session: %s", exc)

@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from remote_core.errors import SessionRefused
 from remote_core.protocol import Connection, Dropped, Inbound, RemoteProtocolError, Role, pb
 from remote_core.textrules import escaped
 from remote_core.types import ConsentAsk, DisplayDesc
@@ -36,7 +37,7 @@ from .streamer import Streamer
 from .update import Offer, Updater
 from .update_download import tls_context
 
-__all__ = ["HANDLERS", "NOT_ACTED_ON", "AgentSession", "Ending", "Refused", "Timing"]
+__all__ = ["HANDLERS", "NOT_ACTED_ON", "AgentSession", "Ending", "Timing"]
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +48,6 @@ def _first(group: BaseExceptionGroup[BaseException]) -> BaseException:
     while isinstance(first, BaseExceptionGroup):
         first = first.exceptions[0]
     return first
-
-
-class Refused(Exception):
-    """The server answered ``SessionResponse`` with ``success=false``."""
 
 
 class Ending(enum.Enum):
@@ -124,7 +121,8 @@ class AgentSession:
 
     # -- the connection --------------------------------------------------------------------
     async def run(self) -> Ending:
-        """Serve one connection; raise :class:`Refused` or a transport error when it fails."""
+        """Serve one connection; raise :class:`SessionRefused` (the server said no) or a
+        transport error when it fails."""
         headers = [("X-Machine-UID", self.machine_uid)] if self.machine_uid else []
         url = ws_url(self.config.server, "/ws/agent")
         # Loading the trusted roots costs tens of milliseconds of CPU: only for TLS.
@@ -172,7 +170,7 @@ class AgentSession:
         assert isinstance(event, Inbound)
         response = event.payload()
         if not response.success:
-            raise Refused(response.error or "refused without a reason")
+            raise SessionRefused(response.error or "refused without a reason")
         self.conn.authenticated()
         self.session_id = response.session_id
         self.connected_at = time.monotonic()

@@ -8,8 +8,9 @@ import time
 import pytest
 from remote_agent.backoff import Backoff
 from remote_agent.runner import run_agent
-from remote_agent.session import Ending, Refused
+from remote_agent.session import Ending
 
+from remote_core.errors import SessionRefused
 from remote_core.wsclient import ConnectionClosed
 
 
@@ -36,7 +37,7 @@ def _script(*outcomes):
 
 @pytest.mark.anyio
 async def test_managed_agent_reconnects_through_every_failure_until_told_to_stop():
-    make = _script(OSError("refused"), ConnectionClosed(1006), Refused("revoked"),
+    make = _script(OSError("refused"), ConnectionClosed(1006), SessionRefused("revoked"),
                    RuntimeError("a bug"), Ending.CLOSED, Ending.UNINSTALL)
     backoff = Backoff(base=0.001, cap=0.002)
     assert await run_agent(make, attended=False, backoff=backoff) is Ending.UNINSTALL
@@ -46,16 +47,17 @@ async def test_managed_agent_reconnects_through_every_failure_until_told_to_stop
 @pytest.mark.anyio
 async def test_attended_agent_ends_with_its_session_or_its_failure():
     assert await run_agent(_script(Ending.CLOSED), attended=True) is Ending.CLOSED
-    with pytest.raises(Refused):
-        await run_agent(_script(Refused("code already used")), attended=True)
+    with pytest.raises(SessionRefused):
+        await run_agent(_script(SessionRefused("code already used")), attended=True)
 
 
 @pytest.mark.anyio
 async def test_attended_agent_tries_a_lost_connection_again_until_the_server_answers():
     backoff = Backoff(base=0.001, cap=0.002)
-    with pytest.raises(Refused):  # its code is used up: the end, in one line (cli)
+    with pytest.raises(SessionRefused):  # its code is used up: the end, in one line (cli)
         await run_agent(_script(_Session(ConnectionClosed(1001), connects=True),
-                                OSError("server down"), Refused("support code already used")),
+                                OSError("server down"),
+                                SessionRefused("support code already used")),
                         attended=True, backoff=backoff)
     assert backoff.attempt == 2
     with pytest.raises(OSError):  # never got through: the first failure is the answer

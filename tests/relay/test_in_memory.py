@@ -15,13 +15,13 @@ from dataclasses import dataclass
 import anyio
 import pytest
 from remote_server.relay.audit import Audit
-from remote_server.relay.auth import Refused
 from remote_server.relay.peer import serve_agent, serve_viewer
 from remote_server.relay.registry import Registry
 from remote_server.relay.writes import WriteQueue
 from remote_server.testing.fakes import FakePeer
 from remote_server.web.ratelimit import MemoryRateLimiter
 
+from remote_core.errors import SessionRefused
 from remote_core.plugins import get_plugin_manager
 from remote_core.protocol import Role, pb
 from remote_core.records import User
@@ -63,7 +63,7 @@ class Relay:
 
         def verify(token: str, hint: str | None) -> tuple[str, str, str]:
             if token != f"token-of-{username}":
-                raise Refused("not a viewer token")
+                raise SessionRefused("not a viewer token")
             return user.id, session_id, minted
 
         peer = FakePeer(Role.VIEWER)

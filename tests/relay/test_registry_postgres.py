@@ -11,12 +11,13 @@ from datetime import timedelta
 
 import anyio
 import pytest
-from remote_server.relay import Refused, Registry
+from remote_server.relay import Registry
 from remote_server.relay.audit import Audit
 from remote_server.testing.deviations import test_settings
 from remote_server.web.context import open_store
 from remote_store_sql.testing import postgres_database
 
+from remote_core.errors import SessionRefused
 from remote_core.plugins import get_plugin_manager
 from remote_core.protocol import pb
 from remote_core.records import SupportCode, User, utcnow
@@ -50,7 +51,7 @@ async def test_racing_registries_bind_a_code_exactly_once() -> None:
                 try:
                     session = await registry.open_agent(request, client_ip="10.0.0.1")
                     outcomes.append(session.consent_state)
-                except Refused as exc:
+                except SessionRefused as exc:
                     outcomes.append(str(exc))
 
             async with anyio.create_task_group() as tg:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from remote_server.relay import Refused
 from remote_server.relay.identity import clean_id
 from remote_server.relay.rules import (
     check_session_type,
@@ -12,6 +11,7 @@ from remote_server.relay.rules import (
     viewing_refusal,
 )
 
+from remote_core.errors import SessionRefused
 from remote_core.protocol import pb
 from remote_core.records import User
 from remote_core.types import ConsentDecision
@@ -47,11 +47,11 @@ def test_session_types_and_identifiers() -> None:
     check_session_type(pb.SCREEN_CONTROL)
     check_session_type(pb.VIEW_ONLY)
     for unbuilt in (pb.BACKSTAGE, pb.FILE_TRANSFER, 99):
-        with pytest.raises(Refused, match="not supported yet"):
+        with pytest.raises(SessionRefused, match="not supported yet"):
             check_session_type(unbuilt)
     assert clean_id("  agent-1 ", "agent_id") == "agent-1"
     for bad in ("", " ", "x" * 129, "bad\nid"):
-        with pytest.raises(Refused, match="printable"):
+        with pytest.raises(SessionRefused, match="printable"):
             clean_id(bad, "agent_id")
 
 

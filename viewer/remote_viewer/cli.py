@@ -9,9 +9,10 @@ from pathlib import Path
 
 import anyio
 
+from remote_core.errors import SessionRefused
 from remote_core.wsclient import ConnectionClosed, HandshakeError
 
-from .client import ViewerRefused, open_viewer
+from .client import open_viewer
 from .png import write_png
 
 __all__ = ["build_parser", "main"]
@@ -61,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.directory.mkdir(parents=True, exist_ok=True)
             anyio.run(_record, args.server, args.token, args.directory, args.frames,
                       args.timeout)
-    except ViewerRefused as exc:
+    except SessionRefused as exc:
         print(f"remote-viewer: the server refused the viewer: {exc}", file=sys.stderr)
         return 1
     except (OSError, HandshakeError, ConnectionClosed, TimeoutError) as exc:

@@ -19,21 +19,18 @@ import anyio
 from anyio.abc import TaskGroup
 
 from remote_core.codecs import FrameDecoder, viewer_preference
+from remote_core.errors import SessionRefused
 from remote_core.plugins import Plugins, get_plugin_manager
 from remote_core.protocol import Connection, Dropped, Inbound, RemoteProtocolError, Role, pb
 from remote_core.settings import load_settings
 from remote_core.wsclient import ConnectionClosed, WebSocketClient, connect, ws_url
 
-__all__ = ["Frame", "ViewerClient", "ViewerRefused", "open_viewer"]
+__all__ = ["Frame", "ViewerClient", "open_viewer"]
 
 log = logging.getLogger(__name__)
 
 INLINE_DECODE_BYTES = 64 * 1024
 """Frames up to this size are decoded on the event loop; larger ones in a worker thread."""
-
-
-class ViewerRefused(Exception):
-    """The server answered the viewer's ``SessionRequest`` with ``success=false``."""
 
 
 @dataclass(frozen=True)
@@ -192,7 +189,7 @@ async def open_viewer(server: str, token: str, *, view_only: bool = False,
         assert isinstance(event, Inbound)
         response = event.payload()
         if not response.success:
-            raise ViewerRefused(response.error)
+            raise SessionRefused(response.error)
         conn.authenticated()
         client = ViewerClient(ws, conn, response, plugins, ack=ack)
         preference = viewer_preference(plugins.codecs(), codec)

@@ -6,8 +6,8 @@ WebSocket to :class:`~remote_server.relay.peer.Transport` and hands it over.
 
 from __future__ import annotations
 
-from .auth import NotReady, Refused
+from .auth import NotReady
 from .registry import Registry
 from .session import LiveSession
 
-__all__ = ["LiveSession", "NotReady", "Refused", "Registry"]
+__all__ = ["LiveSession", "NotReady", "Registry"]

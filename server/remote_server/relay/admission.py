@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio
 
-from remote_core.errors import ConflictError, NotFoundError, StoreError
+from remote_core.errors import ConflictError, NotFoundError, SessionRefused, StoreError
 from remote_core.interfaces import Store
 from remote_core.plugins import Plugins
 from remote_core.protocol import Connection, Role, pb
@@ -45,7 +45,7 @@ from remote_core.types import (
 )
 
 from .audit import Audit
-from .auth import NotReady, Refused, Unavailable, authenticate
+from .auth import NotReady, Unavailable, authenticate
 from .consent import Ask, ConsentBook, Standing
 from .identity import MAX_ID, resolve_unkeyed
 from .index import SessionIndex
@@ -94,10 +94,10 @@ class Admission:
         The agent's link already holds the ``SessionResponse`` (and, for an
         attended session, the ``ConsentRequest``) when this returns.
 
-        :raises Refused: with the reason to show the agent.
+        :raises SessionRefused: with the reason to show the agent.
         """
         if self._index.closing:
-            raise Refused("the server is shutting down")
+            raise SessionRefused("the server is shutting down")
         check_session_type(request.session_type)
         credential = AgentCredential(
             token=request.session_token, agent_id=request.agent_id.strip(),
@@ -116,7 +116,7 @@ class Admission:
     async def _open_agent(self, credential: AgentCredential, client_ip: str | None) -> Session:
         try:
             identity = await authenticate(self._authenticators, credential)
-        except Refused as exc:
+        except SessionRefused as exc:
             await self._audit.record(AuditEvent(
                 "agent.auth_failed", agent_id=escaped(credential.agent_id, MAX_ID) or None,
                 client_ip=client_ip, detail={"error": str(exc)}))
@@ -125,7 +125,7 @@ class Admission:
         code = identity.support_code
         if code is not None:
             if not self._index.claim_code(code):  # Pending -> Connected, before any await
-                raise Refused("support code already used")
+                raise SessionRefused("support code already used")
         try:
             return await self._bind(identity, credential, session_id)
         except BaseException:
@@ -146,7 +146,7 @@ class Admission:
         if identity.authoritative:
             agent_id = identity.agent_id
             if await self._store.get_machine_by_id(agent_id) is None:
-                raise Refused("the machine this key belongs to no longer exists")
+                raise SessionRefused("the machine this key belongs to no longer exists")
             uid = None  # a keyed agent's claimed uid is dropped (SPEC 5.2)
         else:
             agent_id, uid = await resolve_unkeyed(self._store, self._index.uids, identity)
@@ -154,7 +154,7 @@ class Admission:
             consumed = await self._store.consume_support_code(
                 identity.support_code, agent_id, session_id, utcnow())
             if not consumed:
-                raise Refused("support code already used")
+                raise SessionRefused("support code already used")
         machine = await self._store.upsert_machine(MachineReport(
             agent_id=agent_id, machine_uid=uid, status="online",
             agent_version=reported_text(credential.client_version),
@@ -223,7 +223,7 @@ class Admission:
         if decision is ConsentDecision.DENY:
             await self._audit.record(AuditEvent("session.consent_denied", session_id=session_id,
                                                 agent_id=agent_id, detail={"by": "policy"}))
-            raise Refused("the session was refused by the server's consent policy")
+            raise SessionRefused("the session was refused by the server's consent policy")
         return initial_consent_state(decision, identity.attended), control
 
     async def join_viewer(self, *, session_id: str, user_id: str, password_version: str,
@@ -233,24 +233,24 @@ class Admission:
         ``password_version`` is the user's password fingerprint when the token was minted:
         a token from before a password change is refused.
 
-        :raises Refused: with the reason to show the viewer.
+        :raises SessionRefused: with the reason to show the viewer.
         """
         if self._index.closing:
-            raise Refused("the server is shutting down")
+            raise SessionRefused("the server is shutting down")
         check_session_type(request.session_type)
         session = self._index.get(session_id)
         if session is None or session.ended:
-            raise Refused("the session is not live")
+            raise SessionRefused("the session is not live")
         if request.agent_id and request.agent_id != session.agent_id:
-            raise Refused("the viewer token is for another session")
+            raise SessionRefused("the viewer token is for another session")
         if session.pending:
-            raise Refused("the session is awaiting the end user's consent")
+            raise SessionRefused("the session is awaiting the end user's consent")
         user = await self._viewing_user(session, user_id)
         refusal = consent_refusal(session.standing(user.id), session.technician_name)
         if refusal is not None:
-            raise Refused(refusal)
+            raise SessionRefused(refusal)
         if not hmac.compare_digest(user.password_fingerprint, password_version):
-            raise Refused("the viewer token was issued before a password change")
+            raise SessionRefused("the viewer token was issued before a password change")
         view_only = (request.session_type == pb.VIEW_ONLY or not can_control(user)
                      or not session.control_consented_for(user.id))
         viewer_id = uuid.uuid4().hex
@@ -272,12 +272,12 @@ class Admission:
     async def _viewing_user(self, session: Session, user_id: str) -> User:
         """The user, if they may view this session's machine at all now.
 
-        :raises Refused: they may not (gone, disabled, no ``view``, another organization).
+        :raises SessionRefused: they may not (gone, disabled, no ``view``, another organization).
         """
         user = await self._store.get_user(user_id)
         refusal = viewing_refusal(user, session.organization)
         if refusal is not None:
-            raise Refused(refusal)
+            raise SessionRefused(refusal)
         assert user is not None
         return user
 
@@ -288,7 +288,7 @@ class Admission:
         The consent policy hook decides first, as for the session's own technician.
 
         :raises NotReady: the session is not live or awaits its own consent.
-        :raises Refused: the user may not view this machine at all.
+        :raises SessionRefused: the user may not view this machine at all.
         """
         session = self._index.get(session_id)
         if session is None or session.ended:

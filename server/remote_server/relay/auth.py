@@ -10,10 +10,11 @@ import logging
 import re
 from collections.abc import Sequence
 
+from remote_core.errors import SessionRefused
 from remote_core.interfaces import Authenticator
 from remote_core.types import AgentCredential, AgentIdentity, AuthRejected
 
-__all__ = ["NotReady", "Refused", "Unavailable", "authenticate", "looks_like_jwt",
+__all__ = ["NotReady", "Unavailable", "authenticate", "looks_like_jwt",
            "looks_like_support_code"]
 
 log = logging.getLogger(__name__)
@@ -23,15 +24,11 @@ _CODE_SHAPE = re.compile(r"^[A-Za-z0-9]{9}$")
 _MAX_TOKEN = 4096
 
 
-class Refused(Exception):
-    """A session cannot be established; ``str()`` is safe to show to the peer."""
-
-
-class NotReady(Refused):
+class NotReady(SessionRefused):
     """Refused for the session's state (gone, or awaiting its own consent), not the user's."""
 
 
-class Unavailable(Refused):
+class Unavailable(SessionRefused):
     """Not the peer's fault: the database is away. The agent retries with its backoff, and
     the attempt does not count against the support-code limit."""
 
@@ -51,16 +48,17 @@ async def authenticate(authenticators: Sequence[Authenticator],
     """The first method that recognises the credential decides; none recognising it refuses."""
     token = credential.token
     if not token:
-        raise Refused("session_token is required: an agent key, a support code or the shared key")
+        raise SessionRefused("session_token is required: an agent key, a support code or "
+                             "the shared key")
     if len(token) > _MAX_TOKEN:
-        raise Refused("session_token is too long")
+        raise SessionRefused("session_token is too long")
     if looks_like_jwt(token):
-        raise Refused("a user token is not an agent credential")
+        raise SessionRefused("a user token is not an agent credential")
     for authenticator in authenticators:
         try:
             identity = await authenticator.authenticate(credential)
         except AuthRejected as exc:
-            raise Refused(str(exc) or "credential refused") from None
+            raise SessionRefused(str(exc) or "credential refused") from None
         if identity is not None:
             return identity
-    raise Refused("unrecognised agent credential")
+    raise SessionRefused("unrecognised agent credential")

@@ -29,7 +29,7 @@ class SessionDirectory(Protocol):
 
     async def admission(self, session_id: str, user_id: str) -> Standing:
         """Where ``user_id`` stands with the session's end user; a first request of another
-        technician asks the end user. Raises ``NotReady`` or ``Refused``."""
+        technician asks the end user. Raises ``NotReady`` or ``SessionRefused``."""
         ...
 
     async def send_to_agent(self, agent_id: str, kind: str, payload: Any) -> bool:

@@ -6,10 +6,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 
+from remote_core.errors import SessionRefused
 from remote_core.interfaces import Store
 from remote_core.types import AgentIdentity
-
-from .auth import Refused
 
 __all__ = ["MAX_ID", "clean_id", "is_keyed", "resolve_unkeyed"]
 
@@ -22,7 +21,7 @@ def clean_id(value: str, what: str) -> str:
     """An identifier the agent chose, trimmed; refused unless short and printable."""
     value = value.strip()
     if not value or len(value) > MAX_ID or not value.isprintable():
-        raise Refused(f"{what} must be 1-{MAX_ID} printable characters")
+        raise SessionRefused(f"{what} must be 1-{MAX_ID} printable characters")
     return value
 
 
@@ -54,5 +53,5 @@ async def resolve_unkeyed(store: Store, uid_index: Mapping[str, str],
             holder = uid = None
     agent_id = holder or claimed
     if await is_keyed(store, agent_id):
-        raise Refused("this machine has an agent key; it must connect with that key")
+        raise SessionRefused("this machine has an agent key; it must connect with that key")
     return agent_id, uid

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import anyio
 from anyio.abc import TaskGroup
 
+from remote_core.errors import SessionRefused
 from remote_core.protocol import (
     CloseCode,
     Connection,
@@ -31,7 +32,7 @@ from remote_core.protocol import (
 )
 from remote_core.records import AuditEvent
 
-from .auth import Refused, Unavailable, looks_like_support_code
+from .auth import Unavailable, looks_like_support_code
 from .link import Link
 from .outbox import Close
 from .registry import Registry
@@ -68,7 +69,7 @@ class CodeLimiter(Protocol):
 
 ViewerVerifier = Callable[[str, str | None], tuple[str, str, str]]
 """``(token, session_id or None) -> (user_id, session_id, password fingerprint)``; raises
-:class:`Refused`."""
+:class:`SessionRefused`."""
 
 
 # -- the first message ---------------------------------------------------------------------
@@ -245,7 +246,7 @@ async def serve_agent(transport: Transport, registry: Registry, limiter: CodeLim
         try:
             session = await registry.open_agent(request, client_ip=client_ip,
                                                 machine_uid=machine_uid)
-        except Refused as exc:
+        except SessionRefused as exc:
             if (limited and not isinstance(exc, Unavailable)
                     and await limiter.record_code_result(client_ip, False)):
                 await registry.audit.record(AuditEvent(
@@ -306,7 +307,7 @@ async def serve_viewer(transport: Transport, registry: Registry, verify: ViewerV
             session, link = await registry.join_viewer(
                 session_id=session_id, user_id=user_id, password_version=minted_for,
                 request=request, client_ip=client_ip)
-        except Refused as exc:
+        except SessionRefused as exc:
             log.info("viewer from %s refused: %s", client_ip, exc)
             await _reject(transport, first, str(exc))
             return

@@ -117,7 +117,7 @@ class Registry:
                          machine_uid: str | None = None) -> Session:
         """Authenticate an agent's ``SessionRequest`` and open its session (:class:`Admission`).
 
-        :raises Refused: with the reason to show the agent.
+        :raises SessionRefused: with the reason to show the agent.
         """
         return await self.admit.open_agent(request, client_ip=client_ip,
                                            machine_uid=machine_uid)
@@ -266,7 +266,7 @@ class Registry:
                           request: Any, client_ip: str | None = None) -> tuple[Session, Link]:
         """Admit a viewer whose token names ``session_id`` (:class:`Admission`).
 
-        :raises Refused: with the reason to show the viewer.
+        :raises SessionRefused: with the reason to show the viewer.
         """
         return await self.admit.join_viewer(session_id=session_id, user_id=user_id,
                                             password_version=password_version,

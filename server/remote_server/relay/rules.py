@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from remote_core.errors import SessionRefused
 from remote_core.protocol import pb
 from remote_core.records import (
     CONSENT_GRANTED,
@@ -19,7 +20,6 @@ from remote_core.records import (
 from remote_core.textrules import MAX_TAGS, acceptable, escaped
 from remote_core.types import ConsentDecision
 
-from .auth import Refused
 from .consent import Standing
 
 __all__ = [
@@ -43,7 +43,7 @@ def check_session_type(session_type: int) -> None:
             name = pb.SessionType.Name(session_type)
         except ValueError:
             name = str(session_type)
-        raise Refused(f"session type {name} is not supported yet; "
+        raise SessionRefused(f"session type {name} is not supported yet; "
                       "use SCREEN_CONTROL or VIEW_ONLY")
 
 

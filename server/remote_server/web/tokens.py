@@ -26,6 +26,7 @@ from typing import Any
 
 import jwt
 
+from remote_core.errors import RemoteSupportError
 from remote_core.records import SigningKey, User
 
 __all__ = ["VIEWER_TOKEN_TTL", "KeyRing", "LoginClaims", "TokenError", "TokenService",
@@ -38,7 +39,7 @@ LOGIN = "login"
 VIEWER = "viewer"
 
 
-class TokenError(Exception):
+class TokenError(RemoteSupportError):
     """The token is missing, malformed, forged, expired or of the wrong kind.
 
     The message is safe to show to the client.

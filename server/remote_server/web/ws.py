@@ -17,9 +17,9 @@ from starlette.routing import WebSocketRoute
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
+from remote_core.errors import SessionRefused
 from remote_core.logsafe import peer_text
 
-from ..relay.auth import Refused
 from ..relay.peer import ViewerVerifier, serve_agent, serve_viewer
 from .clientip import client_ip
 from .context import ServerContext
@@ -81,7 +81,7 @@ def _verifier(tokens: TokenService) -> ViewerVerifier:
         try:
             claims = tokens.verify_viewer(token, session_id)
         except TokenError as exc:
-            raise Refused(f"viewer token refused: {exc}") from None
+            raise SessionRefused(f"viewer token refused: {exc}") from None
         return claims.user_id, claims.session_id, claims.password_version
 
     return verify

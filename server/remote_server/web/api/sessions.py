@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from remote_core.errors import SessionRefused
 from remote_core.records import DEFAULT_TENANT_ID, AuditEvent, SessionRecord
 
-from ...relay import NotReady, Refused
+from ...relay import NotReady
 from ...relay.consent import Standing
 from ...relay.rules import consent_refusal
 from ..problem import Problem
@@ -98,7 +99,7 @@ async def viewer_token(call: Call) -> s.ViewerTokenOut:
         standing = await call.ctx.directory.admission(session_id, call.me.id)
     except NotReady as exc:
         raise Problem(409, str(exc)) from None
-    except Refused as exc:
+    except SessionRefused as exc:
         raise Problem(403, str(exc)) from None
     refusal = consent_refusal(standing, live.technician_name)
     if standing is Standing.ASKING:
