@@ -23,13 +23,13 @@ import argparse
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 from remote_agent.backoff import Backoff
 from remote_agent.fleet import Fleet, herd_bound, per_window, raise_fd_limit
+from remote_server.testing.liveserver import eventually
 from remote_server.testing.processes import ServerProcess
 from remote_store_sql.testing import sqlite_database
 
@@ -38,13 +38,6 @@ from bench.report import report
 SHARED_KEY = "bench-reconnect-shared-key"
 WINDOW = 0.1
 
-
-async def until(check: Callable[[], bool], within: float, what: str) -> None:
-    deadline = time.monotonic() + within
-    while not check():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"not within {within:g} s: {what}")
-        await anyio.sleep(0.05)
 
 
 def percentile50(counts: list[int]) -> float:
@@ -60,14 +53,14 @@ async def one_run(agents: int, ramp: float, jitter: bool, workdir: Path) -> dict
         fleet = Fleet(server.url, SHARED_KEY, agents, ramp=ramp, make_backoff=make_backoff)
         async with anyio.create_task_group() as group:
             group.start_soon(fleet.run)
-            await until(lambda: fleet.online() == agents, ramp + 300, "the fleet connected")
+            await eventually(lambda: fleet.online() == agents, ramp + 300, "the fleet connected")
             restart = time.monotonic()
             await anyio.to_thread.run_sync(server.stop)  # the fleet runs on meanwhile
             stopped = time.monotonic()
             await anyio.to_thread.run_sync(server.start)
             healthy = time.monotonic()
-            await until(lambda: all(a.online and a.connections[-1] > restart
-                                    for a in fleet.agents), 600, "every agent came back")
+            await eventually(lambda: all(a.online and a.connections[-1] > restart
+                                         for a in fleet.agents), 600, "every agent came back")
             back = time.monotonic()
             group.cancel_scope.cancel()
     finally:

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import anyio
 import pytest
 from remote_agent.fleet import Fleet, RecordingBackoff, raise_fd_limit
+from remote_server.testing.liveserver import eventually
 from remote_server.testing.processes import ServerProcess
 from remote_store_sql.testing import sqlite_database
 
@@ -38,13 +38,6 @@ RAMP = 20.0
 """Seconds over which the fleet first connects (an installed fleet was not born at once)."""
 
 
-async def until(check: Callable[[], bool], within: float, what: str) -> None:
-    deadline = time.monotonic() + within
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {within:g} s: {what}")
-        await anyio.sleep(0.2)
-
 
 async def test_t46_a_thousand_agents_come_back_by_themselves_after_a_restart(
         tmp_path: Path) -> None:
@@ -54,13 +47,13 @@ async def test_t46_a_thousand_agents_come_back_by_themselves_after_a_restart(
         fleet = Fleet(server.url, SHARED_KEY, AGENTS, ramp=RAMP)
         async with anyio.create_task_group() as group:
             group.start_soon(fleet.run)
-            await until(lambda: fleet.online() == AGENTS, RAMP + 240, "the fleet connected")
+            await eventually(lambda: fleet.online() == AGENTS, RAMP + 240, "the fleet connected")
 
             restart = time.monotonic()
             await anyio.to_thread.run_sync(server.stop)  # the fleet runs on meanwhile
             await anyio.to_thread.run_sync(server.start)
-            await until(lambda: all(a.online and a.connections[-1] > restart
-                                    for a in fleet.agents), 300, "every agent came back")
+            await eventually(lambda: all(a.online and a.connections[-1] > restart
+                                         for a in fleet.agents), 300, "every agent came back")
             group.cancel_scope.cancel()
     finally:
         server.stop()

@@ -12,7 +12,7 @@ machine, and every agent back by its own backoff.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 
@@ -20,6 +20,7 @@ import anyio
 import pytest
 from remote_agent.fleet import Fleet
 from remote_agent.session import Timing
+from remote_server.testing.liveserver import eventually
 from remote_server.testing.processes import Api, ServerProcess
 from remote_store_sql.testing import Database, postgres_database, sqlite_database
 
@@ -39,13 +40,6 @@ def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Databas
             yield db
 
 
-async def until(check: Callable[[], bool], within: float, what: str) -> None:
-    deadline = time.monotonic() + within
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {within:g} s: {what}")
-        await anyio.sleep(0.1)
-
 
 async def test_t56_a_server_killed_under_writes_restarts_consistent_and_every_agent_returns(
         database: Database, tmp_path: Path) -> None:
@@ -58,10 +52,10 @@ async def test_t56_a_server_killed_under_writes_restarts_consistent_and_every_ag
                       timing=Timing(status=0.1, displays=3600.0), ramp=1.0)
         async with anyio.create_task_group() as group:
             group.start_soon(fleet.run)
-            await until(lambda: fleet.online() == AGENTS, 60, "every agent connected")
-            await until(lambda: len(database.execute(
-                "SELECT agent_id FROM machines WHERE hostname IS NOT NULL")) == AGENTS, 30,
-                "every agent's status written")
+            await eventually(lambda: fleet.online() == AGENTS, 60, "every agent connected")
+            await eventually(lambda: len(database.execute(
+                     "SELECT agent_id FROM machines WHERE hostname IS NOT NULL")) == AGENTS, 30,
+                     "every agent's status written")
             await anyio.sleep(1.0)  # status writes keep coming, ten a second per agent
 
             assert server.process is not None
@@ -76,8 +70,8 @@ async def test_t56_a_server_killed_under_writes_restarts_consistent_and_every_ag
 
             await anyio.to_thread.run_sync(server.start)  # the fleet runs on meanwhile
             back = [a for a in fleet.agents if a.index != SWITCHED_OFF]
-            await until(lambda: all(a.online and a.connections[-1] > killed for a in back), 60,
-                        "every agent reconnected by itself")
+            await eventually(lambda: all(a.online and a.connections[-1] > killed for a in back), 60,
+                             "every agent reconnected by itself")
 
             # Start-up closed what the dead server left open; only the new sessions are open.
             open_now = {sid for (sid,) in database.execute(

@@ -128,11 +128,15 @@ def assert_problem(r: httpx.Response, status: int, *words: str) -> dict[str, Any
     return body
 
 
-async def eventually(check: Callable[[], Any], wait: float = 10) -> Any:
-    """Poll ``check`` until it returns something true (the server works in its own thread)."""
-    with anyio.fail_after(wait):
-        while True:
-            value = check()
-            if value:
-                return value
-            await anyio.sleep(0.05)
+async def eventually(check: Callable[[], Any], wait: float = 10, what: str = "") -> Any:
+    """Poll ``check`` until it returns something true (the server works in its own thread or
+    process); past ``wait`` seconds fail, saying ``what`` was awaited."""
+    try:
+        with anyio.fail_after(wait):
+            while True:
+                value = check()
+                if value:
+                    return value
+                await anyio.sleep(0.05)
+    except TimeoutError:
+        raise AssertionError(f"not within {wait:g} s: {what or 'the condition'}") from None
