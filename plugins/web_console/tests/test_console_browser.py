@@ -393,7 +393,7 @@ def test_a_refused_origin_is_said_plainly_not_retried_forever(
             page.goto(f"{server.url}/console/viewer.html?session={session_id}")
             state = page.wait_for_selector("#state[data-state=refused]", timeout=30_000)
             text = state.inner_text()
-            assert "SessionRefused by the server (origin" in text and server.url in text
+            assert "Refused by the server (origin" in text and server.url in text
             assert "REMOTE_SUPPORT_PUBLIC_ORIGINS" in text
             page.wait_for_timeout(3000)  # and it stays so: no reconnect loop
             assert page.evaluate("document.getElementById('state').dataset.state") == "refused"
