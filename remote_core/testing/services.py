@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 import socket
 import uuid
+from typing import NoReturn
 
 import pytest
 
-__all__ = ["POSTGRES_ADMIN_URL", "require_service", "services_required"]
+__all__ = ["POSTGRES_ADMIN_URL", "require_service", "services_required", "unavailable"]
 
 POSTGRES_ADMIN_URL = os.environ.get(
     "REMOTE_SUPPORT_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
@@ -30,7 +31,11 @@ def require_service(name: str, host: str, port: int) -> None:
         with socket.create_connection((host, port), timeout=2):
             return
     except OSError as exc:
-        reason = f"{name} is not reachable at {host}:{port} ({exc})"
+        unavailable(f"{name} is not reachable at {host}:{port} ({exc})")
+
+
+def unavailable(reason: str) -> NoReturn:
+    """A test's service or tool is missing: skip, or fail where services are required."""
     if services_required():
         pytest.fail(f"{reason}; REMOTE_SUPPORT_REQUIRE_SERVICES=1 requires it")
     pytest.skip(reason)

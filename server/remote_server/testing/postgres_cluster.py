@@ -21,11 +21,10 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
 
 import pytest
 
-from remote_core.testing.services import services_required
+from remote_core.testing.services import unavailable
 
 from .processes import free_port
 
@@ -97,18 +96,12 @@ class PrivatePostgres:
                   "-d", "postgres", "-c", f'CREATE DATABASE "{name}"')
 
 
-def _unavailable(reason: str) -> NoReturn:
-    if services_required():
-        pytest.fail(f"{reason}; REMOTE_SUPPORT_REQUIRE_SERVICES=1 requires it")
-    pytest.skip(reason)
-
-
 @contextmanager
 def private_postgres() -> Iterator[PrivatePostgres]:
     """A running private cluster with an empty database ``test``; removed on exit."""
     bin_dir = find_pg_bin()
     if bin_dir is None or (os.geteuid() == 0 and not _has_owner()):
-        _unavailable("no PostgreSQL server binaries (/usr/lib/postgresql/*/bin) to run a "
+        unavailable("no PostgreSQL server binaries (/usr/lib/postgresql/*/bin) to run a "
                      "private cluster with")
     root = Path(tempfile.mkdtemp(prefix="private-pg-"))
     cluster = PrivatePostgres(bin_dir, root)
