@@ -44,7 +44,17 @@ class Counts:
     viewer_joins: int = 0
     reconnects: int = 0
     attended: int = 0
+    busy: int = 0
+    """Sockets the server closed with 1013 (its cap on sockets still owing their
+    SessionRequest, per address): every client here speaks from one address, so a burst
+    meets it; the client comes back after a pause, as the agent does."""
     failures: list[str] = field(default_factory=list)
+
+    def failed(self, who: str, exc: BaseException) -> None:
+        if isinstance(exc, ConnectionClosed) and exc.rcvd is not None and exc.rcvd.code == 1013:
+            self.busy += 1
+        else:
+            self.failures.append(f"{who}: {exc}")
 
 
 def message(data: bytes) -> tuple[str, Any]:
@@ -115,7 +125,7 @@ async def keyed_agent(url: str, key: str, counts: Counts, stop: asyncio.Event) -
                 finally:
                     counts.agents_up -= 1
         except (OSError, ConnectionClosed, RuntimeError) as exc:
-            counts.failures.append(f"agent: {exc}")
+            counts.failed("agent", exc)
         await asyncio.sleep(random.uniform(1, 3))
 
 
@@ -144,7 +154,7 @@ async def viewer_loop(url: str, api: Api, counts: Counts, stop: asyncio.Event) -
                 finally:
                     counts.viewers_up -= 1
         except (OSError, ConnectionClosed, RuntimeError) as exc:
-            counts.failures.append(f"viewer: {exc}")
+            counts.failed("viewer", exc)
 
 
 async def watch(ws: ClientConnection) -> None:
@@ -178,7 +188,7 @@ async def attended_loop(url: str, api: Api, counts: Counts, stop: asyncio.Event)
                     await agent
                 counts.attended += 1
         except (OSError, ConnectionClosed, RuntimeError, KeyError) as exc:
-            counts.failures.append(f"attended: {exc}")
+            counts.failed("attended", exc)
 
 
 def sample(pid: int) -> tuple[float, int]:
@@ -216,7 +226,8 @@ async def soak(args: argparse.Namespace) -> int:
                          "sockets": sockets,
                          "agents": counts.agents_up, "viewers": counts.viewers_up,
                          "sessions": counts.sessions, "viewer_joins": counts.viewer_joins,
-                         "attended": counts.attended, "failures": len(counts.failures)})
+                         "attended": counts.attended, "busy_1013": counts.busy,
+                         "failures": len(counts.failures)})
             print(rows[-1], flush=True)
     finally:
         stop.set()
@@ -235,6 +246,7 @@ async def soak(args: argparse.Namespace) -> int:
         f"server sockets: {sockets_before} before, {sockets_after} after every client left",
         f"errors or tracebacks in the server log: {len(errors)}",
         f"client-side failures: {len(counts.failures)} {counts.failures[:3]}",
+        f"busy refusals (1013, come back after a pause): {counts.busy}",
     ]
     report("soak", rows, title=f"Soak: {args.agents} agents, {args.viewers} viewers, "
                                f"{args.minutes} min", notes=summary)
