@@ -66,8 +66,8 @@ class Registry:
         self.audit = audit
         self.writes = audit.writes  # one queue: writes that must survive a database outage
         self.index = SessionIndex()
-        self.admit = Admission(settings=settings, store=store, plugins=plugins, audit=audit,
-                               index=self.index, end=self._end)
+        self._admission = Admission(settings=settings, store=store, plugins=plugins, audit=audit,
+                                    index=self.index, end=self._end)
         self._sockets = 0
         self._no_sockets = anyio.Event()
         self._no_sockets.set()
@@ -119,7 +119,7 @@ class Registry:
 
         :raises SessionRefused: with the reason to show the agent.
         """
-        return await self.admit.open_agent(request, client_ip=client_ip,
+        return await self._admission.open_agent(request, client_ip=client_ip,
                                            machine_uid=machine_uid)
 
     async def consent_timer(self, session: Session) -> None:
@@ -268,14 +268,14 @@ class Registry:
 
         :raises SessionRefused: with the reason to show the viewer.
         """
-        return await self.admit.join_viewer(session_id=session_id, user_id=user_id,
+        return await self._admission.join_viewer(session_id=session_id, user_id=user_id,
                                             password_version=password_version,
                                             request=request, client_ip=client_ip)
 
     async def admission(self, session_id: str, user_id: str) -> Standing:
         """Where ``user_id`` stands with the end user of a live session; a first request of
         another technician asks the end user (:class:`Admission`)."""
-        return await self.admit.admission(session_id, user_id)
+        return await self._admission.admission(session_id, user_id)
 
     async def user_changed(self, user_id: str, *, password_changed: bool = False) -> None:
         """Apply a change to a user's standing to their live viewers at once: a deleted or
