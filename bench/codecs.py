@@ -28,7 +28,7 @@ from av.video.reformatter import VideoReformatter
 from bench.report import report
 from remote_core.codecs import encoder_config, frame_field, usable_codecs
 from remote_core.plugins import get_plugin_manager
-from remote_core.settings import Settings
+from remote_core.settings import PluginSettings
 from remote_core.testing.codec_contract import LINE_H, Desktop, psnr, video_like
 from remote_core.types import CodecSpec
 
@@ -155,7 +155,7 @@ def check_targets(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def main(sizes: list[str], frames: int, names: list[str] | None) -> None:
-    specs = usable_codecs(get_plugin_manager(Settings()).codecs(), encode=True, decode=True)
+    specs = usable_codecs(get_plugin_manager(PluginSettings()).codecs(), encode=True, decode=True)
     if names:
         specs = [s for s in specs if s.name in names]
     rows: list[dict[str, Any]] = []

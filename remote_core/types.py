@@ -177,9 +177,10 @@ class ConsentAsk:
 
 @dataclass(frozen=True)
 class AuthContext:
-    """What an authenticator factory gets: settings and the store."""
+    """What an authenticator factory gets: its plugin's own options (``[plugins.NAME]``,
+    never the server's secrets) and the store."""
 
-    settings: Any
+    options: Mapping[str, Any]
     store: Store
 
 
@@ -206,18 +207,23 @@ class CodecSpec(Registration):
 
 @dataclass(frozen=True)
 class CaptureSpec(Registration):
-    """A screen-capture backend. ``factory(**options)`` builds the source."""
+    """A screen-capture backend. ``factory(**options)`` builds the source from the
+    plugin's options; the agent takes the one its settings name, else the available one
+    of highest ``priority`` (ties by name)."""
 
     factory: Callable[..., CaptureSource] | None = None
     available: Callable[[], bool] = field(default=lambda: True)
+    priority: int = 0
 
 
 @dataclass(frozen=True)
 class InputSpec(Registration):
-    """An input-injection backend. ``factory(**options)`` builds the sink."""
+    """An input-injection backend. ``factory(**options)`` builds the sink from the
+    plugin's options; chosen like :class:`CaptureSpec`."""
 
     factory: Callable[..., InputSink] | None = None
     available: Callable[[], bool] = field(default=lambda: True)
+    priority: int = 0
 
 
 @dataclass(frozen=True)
@@ -263,9 +269,8 @@ class ConsentPromptSpec(Registration):
 class WebAppSpec(Registration):
     """An ASGI app mounted into the server at ``path`` (the web console ...).
 
-    ``factory(settings)`` returns the ASGI application.
+    ``factory(options)`` returns the ASGI application, given its plugin's options.
     """
 
     path: str = "/"
-    factory: Callable[[Any], Any] | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
+    factory: Callable[[Mapping[str, Any]], Any] | None = None

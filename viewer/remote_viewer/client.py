@@ -22,8 +22,9 @@ from remote_core.codecs import FrameDecoder, viewer_preference
 from remote_core.errors import SessionRefused
 from remote_core.plugins import Plugins, get_plugin_manager
 from remote_core.protocol import Connection, Dropped, Inbound, RemoteProtocolError, Role, pb
-from remote_core.settings import load_settings
 from remote_core.wsclient import ConnectionClosed, WebSocketClient, connect, ws_url
+
+from .settings import ViewerSettings
 
 __all__ = ["Frame", "ViewerClient", "open_viewer"]
 
@@ -177,7 +178,7 @@ async def open_viewer(server: str, token: str, *, view_only: bool = False,
     :param codec: the ``CodecPreference`` wanted; sent as ``QualitySettings`` when it
         is not ``CODEC_AUTO`` or when ``quality`` is given.
     """
-    plugins = plugins or get_plugin_manager(load_settings(environ={}))
+    plugins = plugins or get_plugin_manager(ViewerSettings.load())
     ws = await connect(ws_url(server, "/ws/viewer"))
     try:
         conn = Connection(Role.VIEWER, Role.SERVER)

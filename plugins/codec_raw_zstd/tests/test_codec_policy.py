@@ -17,7 +17,7 @@ from remote_core.codecs import (
 )
 from remote_core.plugins import get_plugin_manager
 from remote_core.protocol import pb
-from remote_core.settings import Settings
+from remote_core.settings import PluginSettings
 from remote_core.testing.codec_contract import Desktop
 from remote_core.types import CodecSpec
 
@@ -25,7 +25,7 @@ ALL = ("codec_raw_zstd", "codec_vp9", "codec_h264", "codec_h265")
 
 
 def codecs(*names: str) -> list[CodecSpec]:
-    return get_plugin_manager(Settings(plugins=names)).codecs()
+    return get_plugin_manager(PluginSettings(plugins=names)).codecs()
 
 
 def test_presets_map_to_frame_rate_bitrate_and_zstd_level() -> None:

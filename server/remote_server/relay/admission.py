@@ -34,7 +34,6 @@ from remote_core.records import (
     User,
     utcnow,
 )
-from remote_core.settings import Settings
 from remote_core.textrules import escaped
 from remote_core.types import (
     AgentCredential,
@@ -44,6 +43,7 @@ from remote_core.types import (
     SessionContext,
 )
 
+from ..settings import ServerSettings
 from .audit import Audit
 from .auth import NotReady, Unavailable, authenticate
 from .consent import Ask, ConsentBook, Standing
@@ -74,7 +74,7 @@ class Admission:
         reconnecting agent replaces.
     """
 
-    def __init__(self, *, settings: Settings, store: Store, plugins: Plugins, audit: Audit,
+    def __init__(self, *, settings: ServerSettings, store: Store, plugins: Plugins, audit: Audit,
                  index: SessionIndex, end: EndSession) -> None:
         self._settings = settings
         self._store = store
@@ -83,9 +83,9 @@ class Admission:
         self._writes = audit.writes
         self._index = index
         self._end = end
-        context = AuthContext(settings=settings, store=store)
-        self._authenticators = [m.factory(context) for m in plugins.auth_methods()
-                                if m.factory is not None]
+        self._authenticators = [
+            m.factory(AuthContext(options=plugins.options(m), store=store))
+            for m in plugins.auth_methods() if m.factory is not None]
 
     async def open_agent(self, request: Any, *, client_ip: str | None = None,
                          machine_uid: str | None = None) -> Session:

@@ -32,9 +32,9 @@ from remote_core.records import (
     SessionRecord,
     utcnow,
 )
-from remote_core.settings import Settings
 from remote_core.textrules import escaped
 
+from ..settings import ServerSettings
 from .admission import Admission, write_offline
 from .audit import Audit
 from .consent import Ask, Standing
@@ -58,7 +58,7 @@ _SHUTDOWN_GRACE = 5.0
 class Registry:
     """Live sessions and the identity indexes, for one server process."""
 
-    def __init__(self, *, settings: Settings, store: Store, plugins: Plugins,
+    def __init__(self, *, settings: ServerSettings, store: Store, plugins: Plugins,
                  audit: Audit) -> None:
         self.settings = settings
         self.store = store

@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from remote_core.settings import Settings
+from ..settings import ServerSettings
 
 __all__ = ["DEVIATIONS", "TIMEOUTS", "check_deviations", "shortened_timeouts", "test_settings"]
 
@@ -58,7 +58,7 @@ DEVIATIONS: dict[str, str] = {
 
 def shortened_timeouts(factor: float) -> dict[str, float | int]:
     """All four timeouts times ``factor``; the consent timeout must stay whole seconds."""
-    defaults = Settings()
+    defaults = ServerSettings()
     consent = defaults.consent_timeout * factor
     if consent != round(consent) or consent < 1:
         raise ValueError(f"factor {factor} leaves no whole-second consent timeout")
@@ -76,7 +76,7 @@ def check_deviations(changes: Mapping[str, Any]) -> None:
                              "server/remote_server/testing/deviations.py")
     touched = [name for name in TIMEOUTS if name in changes]
     if touched:
-        defaults = dataclasses.asdict(Settings())
+        defaults = dataclasses.asdict(ServerSettings())
         factors = {name: float(changes.get(name, defaults[name])) / defaults[name]
                    for name in TIMEOUTS}
         if max(factors.values()) - min(factors.values()) > 1e-6:
@@ -84,10 +84,13 @@ def check_deviations(changes: Mapping[str, Any]) -> None:
                                  f"({factors}); use shortened_timeouts()")
 
 
-def test_settings(**changes: Any) -> Settings:
-    """``Settings()`` with only the listed deviations applied."""
+def test_settings(**changes: Any) -> ServerSettings:
+    """``ServerSettings()`` with only the listed deviations applied."""
     check_deviations(changes)
-    return Settings().replace(**changes)
+    key = changes.pop("shared_agent_key", None)
+    if key is not None:  # a plugin option, set the way REMOTE_SUPPORT_SHARED_AGENT_KEY sets it
+        changes["plugin_environ"] = {"AUTH_SHAREDKEY_KEY": key}
+    return ServerSettings().replace(**changes)
 
 
 test_settings.__test__ = False  # type: ignore[attr-defined]  # not a pytest test

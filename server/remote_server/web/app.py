@@ -19,10 +19,10 @@ from starlette.responses import RedirectResponse
 from starlette.routing import Mount, Route
 
 from remote_core.plugins import Plugins, get_plugin_manager
-from remote_core.settings import Settings
 
 from ..relay.audit import Audit
 from ..relay.writes import WriteQueue
+from ..settings import ServerSettings
 from .api import routes as api_routes
 from .context import ServerContext, open_store
 from .origin import accepted_origins_text
@@ -38,7 +38,7 @@ __all__ = ["create_app"]
 log = logging.getLogger(__name__)
 
 
-def create_app(settings: Settings, plugins: Plugins | None = None, *,
+def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
                limiter: RateLimiter | None = None) -> Starlette:
     """Build the server app; plugins are loaded from ``settings`` unless given.
 
@@ -52,7 +52,7 @@ def create_app(settings: Settings, plugins: Plugins | None = None, *,
     web_paths = []
     for spec in plugins.web_apps():
         if spec.factory is not None:
-            routes.append(Mount(spec.path, app=spec.factory(settings), name=spec.name))
+            routes.append(Mount(spec.path, app=spec.factory(plugins.options(spec)), name=spec.name))
             web_paths.append(spec.path.rstrip("/"))
     if web_paths and "" not in web_paths:
         # The bare address opens the first mounted web app (the console).

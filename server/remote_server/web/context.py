@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING
 
 from remote_core.interfaces import Store
 from remote_core.plugins import Plugins
-from remote_core.settings import Settings
 
 from ..relay.audit import Audit
+from ..settings import ServerSettings
 
 if TYPE_CHECKING:
     from ..relay.directory import SessionDirectory
@@ -26,7 +26,7 @@ __all__ = ["ServerContext", "open_store"]
 
 @dataclass
 class ServerContext:
-    settings: Settings
+    settings: ServerSettings
     plugins: Plugins
     store: Store
     audit: Audit
@@ -42,7 +42,7 @@ class ServerContext:
         return self.registry
 
 
-def open_store(settings: Settings, plugins: Plugins) -> Store:
+def open_store(settings: ServerSettings, plugins: Plugins) -> Store:
     """The store plugin for ``settings.database_url`` (not yet opened)."""
     spec = plugins.store_for_url(settings.database_url)
     if spec.factory is None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import uvicorn
 
-from remote_core.settings import Settings
+from ..settings import ServerSettings
 
 __all__ = ["MAX_HEADER_BYTES", "SHUTDOWN_REASON", "HideQueryStrings", "Server", "log_config",
            "serve", "tune_allocator", "uvicorn_config"]
@@ -89,7 +89,7 @@ def log_config() -> dict[str, Any]:
     return config
 
 
-def uvicorn_config(app: Any, settings: Settings, **overrides: Any) -> uvicorn.Config:
+def uvicorn_config(app: Any, settings: ServerSettings, **overrides: Any) -> uvicorn.Config:
     """The one uvicorn configuration of the server (the CLI, tests and benchmarks share it)."""
     options: dict[str, Any] = {
         "host": settings.host,
@@ -122,7 +122,7 @@ class Server(uvicorn.Server):
         await super().shutdown(sockets)
 
 
-def serve(app: Any, settings: Settings) -> None:
+def serve(app: Any, settings: ServerSettings) -> None:
     """Run until interrupted (``remote-support serve``)."""
     tune_allocator()
     Server(uvicorn_config(app, settings)).run()
