@@ -31,10 +31,10 @@ if TYPE_CHECKING:
         AuthMethod,
         CaptureSpec,
         CodecSpec,
+        ConsentAsk,
         ConsentDecision,
         ConsentPromptSpec,
         InputSpec,
-        SessionContext,
         StoreSpec,
         WebAppSpec,
     )
@@ -119,14 +119,16 @@ def register_web_apps() -> list[WebAppSpec]:
 
 
 @hookspec(firstresult=True)
-def consent_policy(session: SessionContext) -> ConsentDecision | None:
-    """Decide consent for a new session before the end user is asked.
+def consent_policy(ask: ConsentAsk) -> ConsentDecision | None:
+    """Decide a technician's request to view or control a session before the end user
+    is asked (server).
 
-    Called once per session (server). The first non-``None`` result wins;
-    ``None`` from every plugin means the default policy: attended sessions ask
-    the end user, managed sessions need no consent.
+    Called when a session opens (``ask.attended`` tells whether anyone is there to
+    ask) and again for each further technician who joins an attended session. The
+    first non-``None`` result wins; ``None`` from every plugin means the default
+    policy: attended sessions ask the end user, managed sessions need no consent.
 
-    Example: ``return ConsentDecision.DENY if session.technician_name == "eve" else None``
+    Example: ``return ConsentDecision.DENY if ask.technician_name == "eve" else None``
     """
 
 

@@ -30,11 +30,11 @@ from .types import (
     AuthMethod,
     CaptureSpec,
     CodecSpec,
+    ConsentAsk,
     ConsentDecision,
     ConsentPromptSpec,
     InputSpec,
     Registration,
-    SessionContext,
     StoreSpec,
     WebAppSpec,
 )
@@ -294,8 +294,8 @@ class Plugins:
         )
 
     # -- policy and notifications ----------------------------------------------
-    def consent_policy(self, session: SessionContext) -> ConsentDecision | None:
-        decision: ConsentDecision | None = self._pm.hook.consent_policy(session=session)
+    def consent_policy(self, ask: ConsentAsk) -> ConsentDecision | None:
+        decision: ConsentDecision | None = self._pm.hook.consent_policy(ask=ask)
         return decision
 
     def session_opened(self, session: SessionRecord) -> None:

@@ -41,7 +41,6 @@ __all__ = [
     "InputSpec",
     "Rect",
     "Registration",
-    "SessionContext",
     "StoreSpec",
     "WebAppSpec",
 ]
@@ -152,27 +151,23 @@ class ConsentDecision(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class SessionContext:
-    """What a consent policy or lifecycle hook is told about a session."""
-
-    session_id: str
-    agent_id: str
-    method: str
-    attended: bool
-    technician_name: str = ""
-    access_mode: int = 1  # ConsentAccessMode
-
-
-@dataclass(frozen=True, slots=True)
 class ConsentAsk:
-    """A consent question as the agent's prompt shows it; ``connected`` names the
-    technicians already connected (``"techa (view and control)"``), when another asks."""
+    """A technician asks to view (``control=False``) or control a session: what the
+    server's consent policy decides on and what the agent's prompt shows the end user.
+
+    ``agent_id``, ``method`` (the auth method that opened the session) and
+    ``attended`` are the server's to fill; ``timeout_secs`` and ``connected`` (the
+    technicians already connected, ``"techa (view and control)"``) the agent's.
+    """
 
     session_id: str
     technician_name: str
     control: bool
-    timeout_secs: int
+    timeout_secs: int = 60
     connected: tuple[str, ...] = ()
+    agent_id: str = ""
+    method: str = ""
+    attended: bool = True
 
 
 @dataclass(frozen=True)

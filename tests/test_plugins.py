@@ -17,8 +17,8 @@ from remote_core.types import (
     AuthMethod,
     CaptureSpec,
     CodecSpec,
+    ConsentAsk,
     ConsentDecision,
-    SessionContext,
     StoreSpec,
 )
 
@@ -43,8 +43,8 @@ def register_codecs():
     return [CodecSpec(name="outside_codec", preference=1, frame_field="raw")]
 
 @hookimpl
-def consent_policy(session):
-    return ConsentDecision.DENY if session.technician_name == "mallory" else None
+def consent_policy(ask):
+    return ConsentDecision.DENY if ask.technician_name == "mallory" else None
 """
 
 
@@ -68,9 +68,8 @@ def test_outside_plugin_is_discovered_loaded_and_used(outside_plugin: str) -> No
     info = {i.name: i for i in plugins.describe()}[outside_plugin]
     assert info.distribution == "acme-remote-codec" and info.version == "1.2.3"
     assert info.hooks == ("consent_policy", "register_codecs")
-    ctx = SessionContext("s", "a", "supportcode", True, technician_name="mallory")
-    assert plugins.consent_policy(ctx) is ConsentDecision.DENY
-    assert plugins.consent_policy(SessionContext("s", "a", "supportcode", True)) is None
+    assert plugins.consent_policy(ConsentAsk("s", "mallory", control=True)) is ConsentDecision.DENY
+    assert plugins.consent_policy(ConsentAsk("s", "dana", control=True)) is None
 
 
 def test_outside_plugin_is_not_loaded_unless_named(outside_plugin: str) -> None:

@@ -39,8 +39,8 @@ from remote_core.types import (
     AgentCredential,
     AgentIdentity,
     AuthContext,
+    ConsentAsk,
     ConsentDecision,
-    SessionContext,
 )
 
 from ..settings import ServerSettings
@@ -215,11 +215,10 @@ class Admission:
         if identity.technician_id:
             user = await self._store.get_user(identity.technician_id)
             control = user is not None and can_control(user)
-        decision = self._plugins.consent_policy(SessionContext(
-            session_id=session_id, agent_id=agent_id, method=identity.method,
-            attended=identity.attended, technician_name=identity.technician_name,
-            access_mode=pb.CONSENT_CONTROL if control else pb.CONSENT_VIEW,
-        ))
+        decision = self._plugins.consent_policy(ConsentAsk(
+            session_id=session_id, technician_name=identity.technician_name, control=control,
+            timeout_secs=self._settings.consent_timeout, agent_id=agent_id,
+            method=identity.method, attended=identity.attended))
         if decision is ConsentDecision.DENY:
             await self._audit.record(AuditEvent("session.consent_denied", session_id=session_id,
                                                 agent_id=agent_id, detail={"by": "policy"}))
@@ -301,10 +300,10 @@ class Admission:
             return standing
         assert session.consent is not None
         ask = Ask(user.id, user.username, can_control(user))
-        decision = self._plugins.consent_policy(SessionContext(
-            session_id=session_id, agent_id=session.agent_id, method=session.source,
-            attended=True, technician_name=ask.name,
-            access_mode=pb.CONSENT_CONTROL if ask.control else pb.CONSENT_VIEW))
+        decision = self._plugins.consent_policy(ConsentAsk(
+            session_id=session_id, technician_name=ask.name, control=ask.control,
+            timeout_secs=self._settings.consent_timeout, agent_id=session.agent_id,
+            method=session.source, attended=True))
         if decision is ConsentDecision.DENY:
             session.consent.refuse(ask, Standing.DENIED)
             await self._audit.record(AuditEvent("session.consent_denied", session_id=session_id,

@@ -46,7 +46,7 @@ from .rules import (
     update_status_detail,
     viewing_refusal,
 )
-from .session import LiveSession, Session
+from .session import Session, SessionSnapshot
 
 __all__ = ["HANDLERS", "Handler", "Registry"]
 
@@ -91,14 +91,14 @@ class Registry:
                  len(result.keyed_agent_ids), offline, ended)
 
     # -- queries ---------------------------------------------------------------------------
-    def live_sessions(self) -> list[LiveSession]:
+    def live_sessions(self) -> list[SessionSnapshot]:
         return [s.snapshot() for s in self.index.sessions()]
 
-    def session(self, session_id: str) -> LiveSession | None:
+    def session(self, session_id: str) -> SessionSnapshot | None:
         found = self.index.get(session_id)
         return found.snapshot() if found is not None else None
 
-    def session_for_agent(self, agent_id: str) -> LiveSession | None:
+    def session_for_agent(self, agent_id: str) -> SessionSnapshot | None:
         found = self.index.for_agent(agent_id)
         return found.snapshot() if found is not None else None
 

@@ -23,7 +23,7 @@ from remote_core.records import CONSENT_PENDING
 from .consent import Ask, ConsentBook, Standing
 from .link import Link
 
-__all__ = ["KEYFRAME_REQUEST_INTERVAL", "LiveSession", "Session"]
+__all__ = ["KEYFRAME_REQUEST_INTERVAL", "Session", "SessionSnapshot"]
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ KEYFRAME_REQUEST_INTERVAL = 1.0
 """Seconds between two keyframe requests made on behalf of one lagging viewer."""
 
 @dataclass(frozen=True, slots=True)
-class LiveSession:
+class SessionSnapshot:
     """A snapshot of a live session for the REST API."""
 
     session_id: str
@@ -77,8 +77,8 @@ class Session:
         self.consent_asked = anyio.Event()  # set when a question opens, for the consent timer
         self._told: tuple[tuple[str, bool], ...] = ()  # the participants the agent last heard
 
-    def snapshot(self) -> LiveSession:
-        return LiveSession(
+    def snapshot(self) -> SessionSnapshot:
+        return SessionSnapshot(
             session_id=self.session_id, agent_id=self.agent_id,
             consent_state=self.consent_state, is_managed=self.is_managed, source=self.source,
             technician_id=self.technician_id, created_at=self.created_at,
