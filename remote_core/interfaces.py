@@ -9,7 +9,7 @@ run in worker threads by the caller; I/O contracts (authenticate, store) are
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -229,8 +229,9 @@ class Store(ABC):
         """Record online/offline and when the machine was last heard from."""
 
     @abstractmethod
-    async def set_all_machines_offline(self) -> int:
-        """Mark every machine offline (server start); return how many changed."""
+    async def set_all_machines_offline(self, keep: Collection[str] = ()) -> int:
+        """Mark every machine offline but the agents in ``keep`` (server start; in a
+        cluster, those some live node holds); return how many changed."""
 
     @abstractmethod
     async def soft_delete_machine(self, agent_id: str) -> bool:
@@ -302,9 +303,14 @@ class Store(ABC):
         """Record consent or the end of a session."""
 
     @abstractmethod
-    async def end_open_sessions(self, end_reason: str, ended_at: datetime) -> int:
+    async def end_open_sessions(self, end_reason: str, ended_at: datetime, *,
+                                keep: Collection[str] = (),
+                                created_before: datetime | None = None) -> int:
         """End every session without ``ended_at`` (server start: a server that died left
-        them open, and none is live in a process that has just started); return how many."""
+        them open, and none is live in a process that has just started); return how many.
+
+        In a cluster the sessions in ``keep`` are live on some node, and only those
+        created before ``created_before`` are old enough to be known to be orphaned."""
 
     @abstractmethod
     async def get_session(self, session_id: str) -> SessionRecord | None:

@@ -6,6 +6,7 @@ each plugin's options under ``[plugins.NAME]``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
@@ -53,6 +54,20 @@ class ServerSettings(PluginSettings):
                           "uvicorn WebSocket implementation (fastest measured: bench/relay.py)")
     loop: str = option("auto", "uvicorn event loop (auto, asyncio, uvloop); auto picks uvloop, "
                                "the fastest measured, where it is installed")
+    bus_url: str | None = option(
+        None, "cluster mode: the NATS bus joining the nodes (nats://host:4222); unset, this "
+              "process is the only server")
+    cluster_name: str = option(
+        "remote-support", "the cluster's name: its subjects on the bus and its keys in "
+                          "Redis start with it, so several clusters may share both")
+    node_id: str | None = option(
+        None, "this node's id in a cluster (default: host name and a random suffix)")
+    node_lease: float = option(
+        10.0, "seconds a cluster node counts as alive after its last announcement (it "
+              "announces every third of this)")
+    limits_url: str | None = option(
+        None, "shared rate limits and lockouts (redis://host:6379/0); required in cluster "
+              "mode, so every node counts the same attempts")
     config: str | None = option(None, "TOML settings file")
 
     def validate(self) -> None:
@@ -72,6 +87,22 @@ class ServerSettings(PluginSettings):
         if self.loop not in {"auto", "asyncio", "uvloop"}:
             raise ConfigError(
                 f"setting 'loop' must be auto, asyncio or uvloop, got {self.loop!r}")
+        positive(self, "node_lease")
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", self.cluster_name):
+            raise ConfigError("setting 'cluster_name' must be 1-64 letters, digits, '-' or "
+                              f"'_', got {self.cluster_name!r}")
+        if self.bus_url is not None:
+            if not self.bus_url.startswith(("nats://", "tls://")):
+                raise ConfigError(f"setting 'bus_url' must be a nats:// URL, got "
+                                  f"{self.bus_url!r}")
+            if not self.limits_url:
+                raise ConfigError("cluster mode (bus_url) needs 'limits_url' (redis://...): "
+                                  "each node counting attempts alone would multiply every "
+                                  "rate limit by the number of nodes")
+        if self.limits_url is not None and not self.limits_url.startswith(
+                ("redis://", "rediss://", "unix://")):
+            raise ConfigError(f"setting 'limits_url' must be a redis:// URL, got "
+                              f"{self.limits_url!r}")
         if self.ws_impl not in {"auto", "websockets", "websockets-sansio", "wsproto"}:
             raise ConfigError(
                 "setting 'ws_impl' must be auto, websockets, websockets-sansio or wsproto, "

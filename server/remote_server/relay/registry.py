@@ -73,8 +73,13 @@ class Registry:
         self._no_sockets.set()
 
     # -- start-up --------------------------------------------------------------------------
-    async def restore(self) -> None:
+    async def restore(self, *, sole: bool = True) -> None:
         """Index the stored machines; keyed ones are never indexed by uid (SPEC 5.2).
+
+        :param sole: this process is the only server: nothing is live anywhere, so every
+            session still open in the database was left by a server that died (SIGKILL,
+            power loss) and is closed, every machine offline. A cluster node leaves that
+            to the cluster, which knows what the other nodes hold.
 
         Raises whatever the store raises: a failed restore stops start-up (fail closed).
         """
@@ -82,10 +87,10 @@ class Registry:
         self.index.restore_uids(
             (m.machine_uid, m.agent_id) for m in result.machines
             if m.machine_uid and m.agent_id not in result.keyed_agent_ids)
-        offline = await self.store.set_all_machines_offline()
-        # Nothing is live in a process that has just started: a session still open in the
-        # database was left so by a server that died (SIGKILL, power loss).
-        ended = await self.store.end_open_sessions("the server stopped", utcnow())
+        offline = ended = 0
+        if sole:
+            offline = await self.store.set_all_machines_offline()
+            ended = await self.store.end_open_sessions("the server stopped", utcnow())
         log.info("registry restored %d machines (%d keyed); %d left online and %d sessions "
                  "left open by the previous run closed", len(result.machines),
                  len(result.keyed_agent_ids), offline, ended)

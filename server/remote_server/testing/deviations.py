@@ -46,6 +46,11 @@ DEVIATIONS: dict[str, str] = {
                            "session_request, so it fills a cap of 40 rather than 1,024",
     "signing_key_refresh": "only the T17 key-rotation tests: a fifth of a second, so a "
                            "rotation reaches the running server in a moment, not 30 s",
+    "bus_url": "the cluster tests: cluster mode is off by default (one node, no bus)",
+    "limits_url": "the cluster tests: shared limits come with cluster mode",
+    "cluster_name": "the cluster tests: a name per test, so clusters of tests that run at "
+                    "once on the one NATS and Redis never see each other",
+    "node_id": "the cluster tests name their nodes a, b, c to say which one a test means",
     "plugins": "only the tests of plugin loading itself",
     "block_plugins": "only the tests of plugin loading itself and of a deployment that "
                      "blocks a built-in to replace it",

@@ -15,6 +15,7 @@ from ..relay.audit import Audit
 from ..settings import ServerSettings
 
 if TYPE_CHECKING:
+    from ..cluster.node import ClusterNode
     from ..relay.directory import SessionDirectory
     from ..relay.registry import Registry
     from .pending import PendingSockets
@@ -35,11 +36,14 @@ class ServerContext:
     registry: Registry
     """The relay's own: the sockets' endpoints and the lifespan use it."""
     pending: PendingSockets
+    cluster: ClusterNode | None = None
+    """This process as a cluster node; None when it is the only server."""
 
     @property
     def directory(self) -> SessionDirectory:
-        """Live sessions as the REST API may see them (a typed protocol, not the class)."""
-        return self.registry
+        """Live sessions as the REST API may see them (a typed protocol, not the class):
+        this process's, or in a cluster every node's."""
+        return self.cluster.directory if self.cluster is not None else self.registry
 
 
 def open_store(settings: ServerSettings, plugins: Plugins) -> Store:
