@@ -1,4 +1,4 @@
-"""``remote-support``: serve, migrate, plugins, user, secret, release."""
+"""``remote-support``: serve, migrate, plugins, user, secret, release, drain."""
 
 from __future__ import annotations
 
@@ -54,6 +54,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="seconds the previous key keeps verifying (at least the longest "
                              "token lifetime; default: that plus --signing-key-refresh, for "
                              "running servers to notice)")
+    drain = sub.add_parser("drain", help="cluster mode: ask a node to stop taking sessions and "
+                                          "hand its agents to the other nodes, as SIGTERM does")
+    ServerSettings.add_arguments(drain)
+    drain.add_argument("node", help="the node's id (REMOTE_SUPPORT_NODE_ID)")
     _release_parser(sub)
     return parser
 
@@ -197,6 +201,32 @@ def plugin_set(settings: ServerSettings) -> Plugins:
     return plugins
 
 
+async def _drain(settings: ServerSettings, node: str) -> int:
+    if settings.bus_url is None:
+        raise ConfigError("drain works in cluster mode: set REMOTE_SUPPORT_BUS_URL")
+    import json
+
+    import nats
+    from nats.errors import NoRespondersError
+    from nats.errors import TimeoutError as NatsTimeout
+
+    from .cluster.node import drain_subject
+
+    nc = await nats.connect(settings.bus_url, connect_timeout=5, max_reconnect_attempts=0)
+    try:
+        reply = await nc.request(drain_subject(settings.cluster_name, node), b"{}", timeout=5)
+    except (NoRespondersError, NatsTimeout):
+        print(f"remote-support: no node {node!r} answers in cluster "
+              f"{settings.cluster_name!r}", file=sys.stderr)
+        return 1
+    finally:
+        await nc.close()
+    answer = json.loads(reply.data)
+    print(f"node {answer['node']} is draining: its {answer['sessions']} session(s) reconnect "
+          "through the other nodes")
+    return 0
+
+
 def cmd_serve(settings: ServerSettings) -> int:
     from .web import create_app
     from .web.serving import serve
@@ -221,6 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_user(settings, args))
         if args.command == "secret":
             return asyncio.run(_secret(settings, args))
+        if args.command == "drain":
+            return asyncio.run(_drain(settings, args.node))
         return cmd_serve(settings)
     except RemoteSupportError as exc:
         print(f"remote-support: error: {exc}", file=sys.stderr)

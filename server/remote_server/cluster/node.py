@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import socket
 import time
 import uuid
@@ -45,7 +46,7 @@ from .members import Members
 from .replica import Replica, from_wire, to_wire
 from .tunnel import BusTransport, pipe
 
-__all__ = ["ClusterNode"]
+__all__ = ["ClusterNode", "drain_subject"]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,10 @@ PUBLISH_EVERY = 0.25
 """Seconds between two publications of this node's changed sessions."""
 BATCH = 200
 """Snapshots per directory message (well under the bus's payload limit)."""
+
+
+def drain_subject(prefix: str, node: str) -> str:
+    return f"{prefix}.node.{node}.drain"
 
 
 def default_node_id() -> str:
@@ -134,6 +139,7 @@ class ClusterNode:
         await self._subscribe(self._subject("dir.sync"), self._on_sync_request)
         await self._subscribe(act_subject(self.prefix, self.id), self._on_act)
         await self._subscribe(self._subject(f"node.{self.id}.tunnel"), self._on_tunnel)
+        await self._subscribe(drain_subject(self.prefix, self.id), self._on_drain)
         await self._announce()
         await self._nc.publish(self._subject("dir.sync"), json.dumps({"node": self.id}).encode())
         await self._nc.flush()
@@ -291,6 +297,14 @@ class ClusterNode:
 
         self._group.start_soon(serve)
         await msg.respond(b"{}")
+
+    async def _on_drain(self, msg: Msg) -> None:
+        """``remote-support drain``: stop as SIGTERM stops a node (it refuses new sessions,
+        tells its agents and viewers why, and they reconnect through the other nodes)."""
+        log.warning("cluster node %s draining on request", self.id)
+        await msg.respond(json.dumps({"node": self.id,
+                                      "sessions": len(self.registry.live_sessions())}).encode())
+        os.kill(os.getpid(), signal.SIGTERM)
 
     # -- viewers that reach this node ---------------------------------------------------------
     async def serve_viewer(self, transport: Transport, *, client_ip: str,

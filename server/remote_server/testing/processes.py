@@ -96,6 +96,13 @@ class ServerProcess:
             stop_process(self.process)
         self.process = None
 
+    def kill(self) -> None:
+        """SIGKILL: the machine lost power; nothing is said or cleaned up."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
 
 class Api(httpx.Client):
     """The REST API as the first admin."""
