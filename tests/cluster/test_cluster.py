@@ -72,6 +72,28 @@ async def test_a_viewer_on_another_node_gets_exact_pixels_and_moves_the_pointer(
                 await anyio.sleep(0.05)
         listed = {s["id"]: s for s in cluster.api("c").get("/api/sessions").json()}
         assert listed[session["id"]]["live"]
+        # A whole screen of noise: a frame of about 1.9 MB, past the bus's 1 MB message.
+        noise = np.random.default_rng(4).integers(0, 256, (600, 800, 4), dtype=np.uint8)
+        painter.put_bgra(0, 0, 800, 600, noise.tobytes())
+        painter.sync()
+        frame = await viewer.wait_for_image(
+            lambda image: np.array_equal(image[:, :, :3], noise[:, :, :3]), 15)
+        assert frame.size > 1024 * 1024
+
+
+def test_a_support_code_bound_through_one_node_cannot_be_bound_through_another(
+        tmp_path, x_display, cluster):
+    code = cluster.api("a").support_code()
+    first = AgentProcess(tmp_path / "first", x_display.display, "--server",
+                         cluster.nodes["a"].url, "--code", code)
+    try:
+        cluster.api("c").live_session(consent="pending")
+        second = AgentProcess(tmp_path / "second", x_display.display, "--server",
+                              cluster.nodes["b"].url, "--code", code)
+        assert second.wait(20) == 1
+        assert "the server refused the session" in second.output()
+    finally:
+        first.stop()
 
 
 @pytest.mark.anyio
