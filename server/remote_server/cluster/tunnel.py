@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 
 WINDOW = 4 * 1024 * 1024
 """Bytes the owner sends ahead of what the edge has written to the viewer's socket."""
+CREDIT_EVERY = WINDOW // 8
+"""The edge reports what it has written once this much more has been (a credit message per
+frame would double the bus's messages)."""
 
 Publish = Callable[[str, bytes], Awaitable[None]]
 
@@ -117,12 +120,12 @@ async def pipe(socket: Transport, first: bytes, prefix: str, tunnel: str, publis
     closes or the owner's node goes away; returns why it ended."""
     up, down = subjects(prefix, tunnel)
     reassembler = frames.Reassembler(limit)
-    written = 0
+    written = credited = 0
     ended = anyio.Event()
     why = "the viewer left"
 
     async def from_owner(message: bytes) -> None:
-        nonlocal written, why
+        nonlocal written, credited, why
         if ended.is_set():
             return
         try:
@@ -139,7 +142,9 @@ async def pipe(socket: Transport, first: bytes, prefix: str, tunnel: str, publis
             elif isinstance(item, bytes):
                 await socket.send(item)
                 written += len(item)
-                await publish(up, frames.credit(written))
+                if written - credited >= CREDIT_EVERY:
+                    credited = written
+                    await publish(up, frames.credit(written))
         except Exception:  # the viewer's socket went first
             log.debug("tunnel %s: the viewer's socket is gone", tunnel, exc_info=True)
             ended.set()
