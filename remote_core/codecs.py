@@ -13,8 +13,9 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .interfaces import Decoder
 from .protocol import pb
-from .types import CodecSpec, EncoderConfig
+from .types import CodecSpec, EncodedFrame, EncoderConfig
 
 __all__ = [
     "KEYFRAME_INTERVAL_S",
@@ -29,7 +30,6 @@ __all__ = [
     "as_image",
     "choose_codec",
     "encoder_config",
-    "frame_field",
     "profile_for",
     "usable_codecs",
     "viewer_preference",
@@ -202,49 +202,38 @@ def as_image(image: Any) -> Any:
     return np.ascontiguousarray(array)
 
 
-def frame_field(frame: Any) -> str:
-    """The ``VideoFrame.encoding`` slot that is set; ``ValueError`` when none is."""
-    try:
-        field: str | None = frame.WhichOneof("encoding")
-    except (AttributeError, TypeError, ValueError):
-        raise ValueError(f"expected a VideoFrame, got {type(frame).__name__}") from None
-    if field is None:
-        raise ValueError("VideoFrame carries no encoding (raw, vp9, h264 or h265)")
-    return field
-
-
 class FrameDecoder:
     """Decodes one display's stream whose codec may change on a quality change.
 
-    One decoder per ``VideoFrame`` slot, built on first use; a switch closes the
-    previous one (its state is useless after the agent's keyframe on the new codec).
+    One decoder per codec, built on first use; a switch closes the previous one
+    (its state is useless after the agent's keyframe on the new codec).
     """
 
     def __init__(self, specs: Iterable[CodecSpec]) -> None:
         self._specs = {s.frame_field: s for s in usable_codecs(specs, decode=True)}
-        self._field: str | None = None
-        self._decoder: Any = None
+        self._codec: str | None = None
+        self._decoder: Decoder | None = None
 
-    def decode(self, frame: Any) -> Any:
-        """The full current image, ``None`` while waiting for a keyframe; ``ValueError``
-        for garbage or a codec this viewer has no decoder for."""
-        field = frame_field(frame)
-        if field != self._field:
-            spec = self._specs.get(field)
+    def decode(self, codec: str, frame: EncodedFrame) -> Any:
+        """The full current image of a frame of ``codec`` (as :func:`remote_core.video.from_wire`
+        names it), ``None`` while waiting for a keyframe; ``ValueError`` for garbage or a
+        codec this viewer has no decoder for."""
+        if codec != self._codec or self._decoder is None:
+            spec = self._specs.get(codec)
             if spec is None or spec.decoder_factory is None:
                 raise ValueError(
-                    f"no decoder for {field!r} frames; this viewer decodes {sorted(self._specs)}"
+                    f"no decoder for {codec!r} frames; this viewer decodes {sorted(self._specs)}"
                 )
             self.close()
             self._decoder = spec.decoder_factory()
-            self._field = field
+            self._codec = codec
         return self._decoder.decode(frame)
 
     def close(self) -> None:
         if self._decoder is not None:
             self._decoder.close()
         self._decoder = None
-        self._field = None
+        self._codec = None
 
 
 # -- keyframes ---------------------------------------------------------------------

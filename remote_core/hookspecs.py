@@ -61,6 +61,10 @@ def register_codecs() -> list[CodecSpec]:
     Called once at start-up on the agent and the viewers. All results are
     collected; two codecs with one name are an error. Encoders and decoders are
     built through the spec's factories, so heavy libraries load only when used.
+    An encoder returns :class:`remote_core.types.EncodedFrame` values and a
+    decoder takes them (:mod:`remote_core.interfaces`); the agent and the viewers
+    carry them in the ``VideoFrame`` slot the spec names, so a codec never
+    builds a protobuf message.
 
     Example: ``return [CodecSpec(name="raw_zstd", preference=1, frame_field="raw", ...)]``
     """

@@ -37,6 +37,7 @@ __all__ = [
     "ConsentDecision",
     "ConsentPromptSpec",
     "DisplayDesc",
+    "EncodedFrame",
     "EncoderConfig",
     "InputSpec",
     "Rect",
@@ -86,6 +87,39 @@ class DisplayDesc:
     width: int
     height: int
     is_primary: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedFrame:
+    """One frame as a codec makes and takes it, with no wire format.
+
+    An encoder returns it and a decoder is given it; the agent puts it into the
+    wire's ``VideoFrame`` and a viewer takes it out in one place
+    (:mod:`remote_core.video`), so a codec plugin never builds a protobuf message.
+    A field the codec's slot cannot carry must keep its default.
+
+    :param data: the codec's bytes for this frame.
+    :param keyframe: self-contained: a viewer can start drawing here.
+    :param width: the display's size in pixels, for slots that carry it (``raw`` and
+        plugin frames); 0 where the bitstream states it (VP9, H.264, H.265).
+    :param height: likewise.
+    :param rects: for an incremental frame of a codec that sends only what changed, the
+        rectangles ``data`` covers, in order (``raw`` and plugin frames); empty otherwise.
+    :param compressed: ``raw`` slot only: ``data`` is one Zstandard frame (CONTRACT 1).
+    :param pts: presentation time in microseconds from the stream's start (VP9, H.264,
+        H.265 and plugin frames).
+    :param dts: decode time, likewise (VP9, H.264, H.265); equal to ``pts`` when the
+        codec never reorders frames.
+    """
+
+    data: bytes
+    keyframe: bool = False
+    width: int = 0
+    height: int = 0
+    rects: tuple[Rect, ...] = ()
+    compressed: bool = False
+    pts: int = 0
+    dts: int = 0
 
 
 @dataclass(frozen=True, slots=True)

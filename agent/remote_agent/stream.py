@@ -9,7 +9,6 @@ change the stream for everyone and each forces a keyframe (CONTRACT 1).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from remote_core.codecs import encoder_config, profile_for
 from remote_core.protocol import pb
@@ -23,7 +22,7 @@ class StreamState:
 
     viewers: set[str] = field(default_factory=set)
     display_id: int = 0
-    quality: Any = field(default_factory=pb.QualitySettings)
+    quality: pb.QualitySettings = field(default_factory=pb.QualitySettings)
     keyframe_wanted: bool = False
     generation: int = 0
     """Bumped whenever the encoder must be rebuilt (display, codec or quality changed)."""
@@ -57,7 +56,7 @@ class StreamState:
             self.generation += 1
         self.keyframe_wanted = True
 
-    def set_quality(self, quality: Any) -> None:
+    def set_quality(self, quality: pb.QualitySettings) -> None:
         """Apply ``QualitySettings``; out-of-range values raise ``ValueError`` (nothing changes)."""
         encoder_config(16, 16, quality)  # validates custom_fps and custom_bitrate
         profile_for(int(quality.preset))
