@@ -222,11 +222,19 @@ class AuthContext:
 
 @dataclass(frozen=True)
 class CodecSpec(Registration):
-    """A codec: the ``CodecPreference`` value it answers to and the ``VideoFrame`` slot it fills.
+    """A video codec: how it is built, which frames it makes, when it is chosen.
 
-    :param preference: a ``CodecPreference`` value (``CODEC_RAW`` = 1 ...).
-    :param frame_field: the ``VideoFrame.encoding`` field (``raw``, ``vp9``, ``h264``, ``h265``).
-    :param auto_rank: higher is preferred when the viewer asks for ``CODEC_AUTO``.
+    The full rules, with an example, are in :func:`remote_core.hookspecs.register_codecs`.
+
+    :param frame_field: the ``VideoFrame.encoding`` slot its frames go in. A codec the
+        wire defines a slot for keeps it (``raw``, ``vp9``, ``h264``, ``h265``: the slot
+        fixes the format, CONTRACT 1); leave it empty for any other codec, whose frames
+        travel as plugin frames named by :attr:`name`.
+    :param preference: the ``CodecPreference`` value it answers to (``CODEC_RAW`` = 1 ...),
+        or 0 for none: a plugin codec is asked for by name.
+    :param auto_rank: higher is preferred when the viewers leave the choice to the agent
+        (``CODEC_AUTO``); plugin frames are chosen that way only when no codec with a slot
+        of its own suits every viewer.
     :param available: cheap check that the native library is usable here.
     """
 
@@ -236,6 +244,12 @@ class CodecSpec(Registration):
     decoder_factory: Callable[[], Decoder] | None = None
     auto_rank: int = 0
     available: Callable[[], bool] = field(default=lambda: True)
+
+    @property
+    def wire_name(self) -> str:
+        """How the wire and the viewers name this codec: its slot, or its own name for a
+        plugin frame (what ``SessionRequest.codecs`` lists)."""
+        return self.frame_field or self.name
 
 
 @dataclass(frozen=True)

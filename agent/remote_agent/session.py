@@ -93,7 +93,7 @@ class AgentSession:
         self.presence = presence or Presence()
         self.updater = updater
         self.conn = Connection(Role.AGENT, Role.SERVER)
-        self.state = StreamState()
+        self.state = StreamState(codecs=devices.codecs)
         self.displays: list[DisplayDesc] = []
         self.streamer = Streamer(devices, self.state, self._send_bytes, lambda: self.displays,
                                  window=window)
@@ -217,7 +217,7 @@ class AgentSession:
         await self._inject("special_key", message)
 
     async def _on_start_stream(self, message: pb.StartStream) -> None:
-        self.state.start(message.viewer_id, message.display_id)
+        self.state.start(message.viewer_id, message.display_id, message.codecs)
         self._cursor_due = True  # the new viewer needs the shape and position too
         self.streamer.poke()
 

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from remote_core.codecs import KEYFRAME_INTERVAL_S, choose_codec, encoder_config
+from remote_core.codecs import KEYFRAME_INTERVAL_S, encoder_config
 from remote_core.interfaces import Encoder
 from remote_core.protocol import NUMBER_BY_FIELD, pb
 from remote_core.types import CodecSpec, DisplayDesc, EncodedFrame
@@ -38,7 +38,7 @@ _VIDEO_TAG = bytes([(NUMBER_BY_FIELD["video_frame"] << 3) | 2])
 def wire_frame(frame: EncodedFrame, spec: CodecSpec, *, timestamp: int, display_id: int,
                sequence: int) -> bytes:
     """The one place a codec's frame becomes the wire's ``Message{video_frame}`` bytes."""
-    video = to_wire(frame, spec.frame_field)
+    video = to_wire(frame, spec)
     video.timestamp = timestamp
     video.display_id = display_id
     video.sequence = sequence
@@ -115,8 +115,9 @@ class Streamer:
         if display is None:
             raise ValueError(f"display {self.state.display_id} does not exist; "
                              f"displays are {[d.id for d in displays]}")
-        spec = choose_codec(self.devices.codecs, self.state.codec_preference)
-        assert spec.encoder_factory is not None
+        spec = self.state.codec
+        if spec is None or spec.encoder_factory is None:
+            raise ValueError("no codec to stream in (is codec_raw_zstd loaded?)")
         config = encoder_config(display.width, display.height, self.state.quality)
         log.info("streaming display %d (%dx%d) with %s at %d fps", display.id, display.width,
                  display.height, spec.name, config.fps)

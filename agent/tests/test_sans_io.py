@@ -97,6 +97,32 @@ def test_switch_and_quality_rebuild_the_encoder_and_force_a_keyframe():
     assert s.fps() == 45
 
 
+CODECS = [CodecSpec(name="raw_zstd", preference=pb.CODEC_RAW, frame_field="raw", auto_rank=10,
+                    encoder_factory=lambda config: None),
+          CodecSpec(name="h264", preference=pb.CODEC_H264, frame_field="h264", auto_rank=40,
+                    encoder_factory=lambda config: None),
+          CodecSpec(name="png", encoder_factory=lambda config: None, auto_rank=90)]
+
+
+def test_the_codec_is_chosen_again_as_viewers_come_and_go():
+    s = StreamState(codecs=CODECS)
+    s.start("browser", 0, ["raw", "h264", "png"])
+    assert s.codec is not None and s.codec.name == "h264"
+    s.set_quality(pb.QualitySettings(codec_name="png"))
+    assert s.codec.name == "png"
+    generation = s.generation
+    s.take_keyframe()
+    s.start("script", 0, [])  # lists nothing: the codec slots, no plugin frames
+    assert s.codec.name == "h264" and s.generation == generation + 1 and s.take_keyframe()
+    s.start("script", 0, [])  # a lagging viewer's repeat: a keyframe, the same codec
+    assert s.codec.name == "h264" and s.generation == generation + 1 and s.take_keyframe()
+    s.stop("script")
+    assert s.codec.name == "png" and s.generation == generation + 2 and s.take_keyframe()
+    s.stop("browser")
+    s.stop("gone already")
+    assert not s.active and s.codec.name == "png"
+
+
 def test_bad_quality_is_refused_and_changes_nothing():
     s = StreamState()
     with pytest.raises(ValueError, match="custom_fps"):

@@ -20,22 +20,27 @@ noise. The benchmark (``bench/codecs.py``) draws the same scenes.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Iterator
+from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
-from ..codecs import encoder_config
+from .. import ENTRY_POINT_GROUP
+from ..codecs import KEYFRAME_INTERVAL_S, FrameDecoder, check_codecs, encoder_config
 from ..interfaces import Decoder, Encoder
 from ..protocol import pb
 from ..types import CodecSpec, EncodedFrame, Rect
-from ..video import SLOTS, from_wire, to_wire
+from ..video import from_wire, slot_for, to_wire
 
 __all__ = [
     "LINE_H",
     "CodecContract",
     "Desktop",
+    "builtin_codecs",
     "psnr",
     "video_like",
 ]
@@ -214,6 +219,18 @@ def psnr(a: Image, b: Image) -> float:
     return float("inf") if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
 
 
+def builtin_codecs() -> list[CodecSpec]:
+    """The codecs of every installed built-in codec plugin (``codec_*`` entry points of the
+    project's own distributions), loaded as the plugin manager loads them."""
+    from ..plugins import BUILTIN_PLUGINS
+
+    specs: list[CodecSpec] = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in BUILTIN_PLUGINS and ep.name.startswith("codec_"):
+            specs.extend(ep.load().register_codecs())
+    return specs
+
+
 # -- the contract ----------------------------------------------------------------------
 
 
@@ -238,9 +255,9 @@ class CodecContract:
         """``frame`` after the agent's wrapping, the network and a viewer's unwrapping: it
         must come back equal, in its codec's slot."""
         assert frame is not None, "the encoder returned no frame where one was due"
-        data = to_wire(frame, self.spec.frame_field).SerializeToString()
-        slot, back = from_wire(pb.VideoFrame.FromString(data))
-        assert slot == self.spec.frame_field
+        data = to_wire(frame, self.spec).SerializeToString()
+        codec, back = from_wire(pb.VideoFrame.FromString(data))
+        assert codec == self.spec.wire_name
         assert back == frame, "the frame lost something on the wire (a field its slot lacks)"
         return back
 
@@ -256,9 +273,45 @@ class CodecContract:
 
     def test_registration(self) -> None:
         assert self.spec.available(), f"{self.spec.name} is not usable on this machine"
-        assert self.spec.frame_field in SLOTS, (
-            f"{self.spec.frame_field!r} is no VideoFrame slot; slots are {list(SLOTS)}")
+        slot_for(self.spec)  # a slot of its own that exists, or none (a plugin frame)
         assert self.spec.encoder_factory is not None and self.spec.decoder_factory is not None
+
+    def test_coexists_with_every_builtin_in_one_viewer(self) -> None:
+        """Loaded beside every built-in codec, nothing collides, and one viewer decodes a
+        stream that switches between all of them and this one."""
+        others = [s for s in builtin_codecs() if s.name != self.spec.name and s.available()]
+        specs = check_codecs([*others, self.spec])
+        viewer = FrameDecoder(specs)
+        desktop = Desktop(160, 120, seed=8)
+        for spec in [self.spec, *others, self.spec]:
+            assert spec.encoder_factory is not None
+            encoder = spec.encoder_factory(encoder_config(160, 120))
+            frame = encoder.encode(desktop.image, keyframe=True)
+            assert frame is not None
+            codec, back = from_wire(pb.VideoFrame.FromString(
+                to_wire(frame, spec).SerializeToString()))
+            out = viewer.decode(codec, back)
+            assert out is not None and out.shape == desktop.image.shape, spec.name
+            encoder.close()
+            desktop.type(3)
+        viewer.close()
+
+    def test_a_keyframe_at_least_every_ten_seconds(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """CONTRACT 1, on a still screen too, by ``time.monotonic`` (which
+        :class:`~remote_core.codecs.KeyframeClock` reads)."""
+        now = [1000.0]
+        monkeypatch.setattr(time, "monotonic", lambda: now[0])
+        desktop = Desktop(160, 120, seed=9)
+        enc = self.encoder(160, 120)
+        assert self.wire(enc.encode(desktop.image)).keyframe
+        for _ in range(4):
+            now[0] += KEYFRAME_INTERVAL_S / 5
+            frame = enc.encode(desktop.image)
+            assert frame is None or not frame.keyframe, "a keyframe before it was due"
+        now[0] += KEYFRAME_INTERVAL_S / 5
+        due = enc.encode(desktop.image)
+        assert due is not None and due.keyframe, "no keyframe 10 s after the last one"
+        enc.close()
 
     def test_round_trip_on_desktop_content(self) -> None:
         desktop = Desktop(320, 200, seed=1)

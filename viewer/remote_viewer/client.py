@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -19,15 +19,16 @@ import anyio
 from anyio.abc import TaskGroup
 from google.protobuf.message import Message
 
-from remote_core.codecs import FrameDecoder, viewer_preference
+from remote_core.codecs import FrameDecoder, decodable, usable_codecs
 from remote_core.errors import SessionRefused
 from remote_core.plugins import Plugins, get_plugin_manager
 from remote_core.protocol import Connection, Dropped, Inbound, RemoteProtocolError, Role, pb
 from remote_core.settings import load_settings
+from remote_core.types import CodecSpec
 from remote_core.video import from_wire
 from remote_core.wsclient import ConnectionClosed, WebSocketClient, connect, ws_url
 
-__all__ = ["Frame", "ViewerClient", "open_viewer"]
+__all__ = ["Frame", "ViewerClient", "open_viewer", "wanted_quality"]
 
 log = logging.getLogger(__name__)
 
@@ -170,46 +171,101 @@ class ViewerClient:
         await self.send("key_event", pb.KeyEvent(down=down, key_type=pb.KEY_VK, vk_code=vk))
 
 
+def wanted_quality(specs: Sequence[CodecSpec], codec: int | str = pb.CODEC_AUTO,
+                   quality: pb.QualitySettings | None = None) -> pb.QualitySettings | None:
+    """The ``QualitySettings`` a viewer sends for the codec and quality it wants, or ``None``
+    when it leaves both to the agent.
+
+    :param codec: a ``CodecPreference`` value, or a codec's registered or wire name.
+    :raises ValueError: this viewer cannot decode that codec.
+    """
+    if codec in (pb.CODEC_AUTO, "", "auto") and quality is None:
+        return None
+    settings = pb.QualitySettings()
+    if quality is not None:
+        settings.CopyFrom(quality)
+    if codec in (pb.CODEC_AUTO, "", "auto"):
+        return settings
+    usable = usable_codecs(specs, decode=True)
+    spec = next((s for s in usable if codec in (s.name, s.wire_name)
+                 or (isinstance(codec, int) and codec == s.preference)), None)
+    if spec is None:
+        raise ValueError(f"this viewer cannot decode codec {codec!r}; it decodes "
+                         f"{', '.join(decodable(specs)) or 'nothing'}")
+    settings.codec_name = spec.wire_name
+    if spec.preference:
+        settings.codec = spec.preference  # type: ignore[assignment]  # an enum value
+    return settings
+
+
+def _leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The exception that ended a task group, not the group: the first that is not a
+    cancellation, so ``except TimeoutError`` around :func:`open_viewer` works."""
+    leaves: list[BaseException] = []
+
+    def walk(error: BaseException) -> None:
+        if isinstance(error, BaseExceptionGroup):
+            for inner in error.exceptions:
+                walk(inner)
+        else:
+            leaves.append(error)
+
+    walk(group)
+    cancelled = anyio.get_cancelled_exc_class()
+    return next((e for e in leaves if not isinstance(e, cancelled)), leaves[0])
+
+
 @asynccontextmanager
 async def open_viewer(server: str, token: str, *, view_only: bool = False,
-                      codec: int = pb.CODEC_AUTO, quality: pb.QualitySettings | None = None,
+                      codec: int | str = pb.CODEC_AUTO,
+                      quality: pb.QualitySettings | None = None,
                       ack: bool = True, plugins: Plugins | None = None,
                       heartbeat: float = 15.0) -> AsyncIterator[ViewerClient]:
     """Connect to ``/ws/viewer`` with a viewer token; the client lives inside the block.
 
-    :param codec: the ``CodecPreference`` wanted; sent as ``QualitySettings`` when it
-        is not ``CODEC_AUTO`` or when ``quality`` is given.
+    The viewer lists the codecs it decodes (``SessionRequest.codecs``), so it is only
+    ever sent frames it can draw. Whatever fails inside or around the block is raised
+    as itself, never wrapped in an ``ExceptionGroup``.
+
+    :param codec: the codec wanted, as a ``CodecPreference`` value or a codec's name
+        (``"h264"``, ``"png"``); sent as ``QualitySettings`` with ``quality``. The agent
+        streams in it while every viewer of the session decodes it.
+    :raises ValueError: this viewer cannot decode ``codec``, or nothing at all.
     """
     plugins = plugins or get_plugin_manager(load_settings(environ={}))
+    specs = plugins.codecs()
+    codecs = decodable(specs)
+    if not codecs:
+        raise ValueError("no usable video decoder is installed (is codec_raw_zstd loaded?)")
+    settings = wanted_quality(specs, codec, quality)
     ws = await connect(ws_url(server, "/ws/viewer"))
     try:
         conn = Connection(Role.VIEWER, Role.SERVER)
         await ws.send(conn.send("session_request", pb.SessionRequest(
-            session_token=token,
+            session_token=token, codecs=codecs,
             session_type=pb.VIEW_ONLY if view_only else pb.SCREEN_CONTROL)))
         with anyio.fail_after(15):
             event = conn.receive_data(await ws.receive())
-        assert isinstance(event, Inbound)
+        if not isinstance(event, Inbound) or event.kind != "session_response":
+            raise SessionRefused(f"the server answered with {event.kind}, not a session_response")
         response = event.parse(pb.SessionResponse)
         if not response.success:
             raise SessionRefused(response.error)
         conn.authenticated()
         client = ViewerClient(ws, conn, response, plugins, ack=ack)
-        preference = viewer_preference(plugins.codecs(), codec)
-        if quality is not None or preference != pb.CODEC_AUTO:
-            settings = pb.QualitySettings()
-            if quality is not None:
-                settings.CopyFrom(quality)
-            settings.codec = preference  # type: ignore[assignment]  # an enum value
+        if settings is not None:
             await client.send("quality_settings", settings)
         group: TaskGroup
-        async with anyio.create_task_group() as group:
-            group.start_soon(client._read)
-            group.start_soon(client._heartbeats, heartbeat)
-            try:
-                yield client
-            finally:
-                group.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(client._read)
+                group.start_soon(client._heartbeats, heartbeat)
+                try:
+                    yield client
+                finally:
+                    group.cancel_scope.cancel()
+        except BaseExceptionGroup as failed:
+            raise _leaf(failed) from failed
     finally:
         with anyio.CancelScope(shield=True):
             await ws.close()

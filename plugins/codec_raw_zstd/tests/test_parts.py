@@ -78,7 +78,7 @@ def test_a_keyframe_arrives_exactly_with_every_message_under_the_cap(
 def message_bytes(frame: EncodedFrame | None) -> int:
     """The size of the whole wire message the agent sends for ``frame``."""
     assert frame is not None
-    return len(wrap("video_frame", to_wire(frame, SPEC.frame_field)))
+    return len(wrap("video_frame", to_wire(frame, SPEC)))
 
 
 def pixels(frame: EncodedFrame) -> int:
