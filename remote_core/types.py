@@ -10,6 +10,7 @@ import enum
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from remote_core.errors import SessionRefused
@@ -236,6 +237,10 @@ class CodecSpec(Registration):
         (``CODEC_AUTO``); plugin frames are chosen that way only when no codec with a slot
         of its own suits every viewer.
     :param available: cheap check that the native library is usable here.
+    :param browser_decoder: an ES module file (shipped in the plugin's package) that
+        decodes this codec's frames in the browser viewer; the server serves it at
+        ``/codecs/<wire_name>.js``, from its own origin, so the console's CSP stays
+        ``script-src 'self'``.
     """
 
     preference: int = 0
@@ -244,6 +249,7 @@ class CodecSpec(Registration):
     decoder_factory: Callable[[], Decoder] | None = None
     auto_rank: int = 0
     available: Callable[[], bool] = field(default=lambda: True)
+    browser_decoder: Path | None = None
 
     @property
     def wire_name(self) -> str:
