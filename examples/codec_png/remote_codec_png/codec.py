@@ -1,10 +1,12 @@
 """The ``png`` codec's encoder and decoder.
 
 ``EncodedFrame.data`` is one or more parts, each a 4-byte big-endian length
-and one PNG file (RGBA, 8 bits per channel). A keyframe has one part, the
+and one PNG file (RGB, 8 bits per channel). A keyframe has one part, the
 whole display, and no rectangles; an incremental frame has one part per
 rectangle in ``EncodedFrame.rects``, in order. ``width`` and ``height`` are
-the display's size on every frame.
+the display's size on every frame. The fourth byte of a screen's pixels is
+padding (X11 sends 0), so it is not sent and decodes as opaque (255): kept,
+it made a browser draw a transparent, invisible picture.
 """
 
 from __future__ import annotations
@@ -53,16 +55,16 @@ def unpack(data: bytes) -> list[bytes]:
 
 
 def to_png(picture: Picture, level: int) -> bytes:
-    """A BGRA picture as an RGBA PNG file."""
+    """A BGRA picture as an RGB PNG file."""
     h, w = picture.shape[:2]
-    image = Image.frombuffer("RGBA", (w, h), np.ascontiguousarray(picture), "raw", "BGRA", 0, 1)
+    image = Image.frombuffer("RGB", (w, h), np.ascontiguousarray(picture), "raw", "BGRX", 0, 1)
     out = io.BytesIO()
     image.save(out, format="PNG", compress_level=level)
     return out.getvalue()
 
 
 def from_png(data: bytes, width: int, height: int) -> Picture:
-    """A PNG file of exactly ``width`` x ``height`` as BGRA; its header is checked
+    """A PNG file of exactly ``width`` x ``height`` as opaque BGRA; its header is checked
     before anything is decompressed, so no part can expand beyond its rectangle."""
     if data[:8] != _SIGNATURE or data[12:16] != b"IHDR" or len(data) < 24:
         raise ValueError("png part is not a PNG file")
@@ -71,10 +73,12 @@ def from_png(data: bytes, width: int, height: int) -> Picture:
         raise ValueError(f"png part is {size[0]}x{size[1]}, expected {width}x{height}")
     try:
         with Image.open(io.BytesIO(data), formats=["PNG"]) as image:
-            rgba = np.asarray(image.convert("RGBA"), np.uint8)
+            rgb = np.asarray(image.convert("RGB"), np.uint8)
     except Exception as exc:  # Pillow raises many kinds; a decoder raises ValueError only
         raise ValueError(f"png part does not decode: {exc}") from None
-    return np.ascontiguousarray(rgba[..., [2, 1, 0, 3]])
+    out = np.full((height, width, 4), 255, np.uint8)
+    out[..., :3] = rgb[..., ::-1]
+    return out
 
 
 def changed_rects(previous: Picture, current: Picture) -> list[Rect]:

@@ -33,7 +33,7 @@ def test_a_capture_hint_is_trusted_and_clipped() -> None:
     desktop = Desktop(64, 48)
     enc, dec = PngEncoder(encoder_config(64, 48)), PngDecoder()
     dec.decode(enc.encode(desktop.image))
-    desktop.image[:8, :8] = 9
+    desktop.image[:8, :8, :3] = 9
     assert enc.encode(desktop.image, dirty=[]) is None
     frame = enc.encode(desktop.image, dirty=[Rect(-4, -4, 12, 12)])
     assert frame is not None and frame.rects == (Rect(0, 0, 8, 8),)
