@@ -224,7 +224,7 @@ async def agent_rows(server: ServerProcess, api: Api, agent: AgentProcess, sessi
                            codec=codec.preference, quality=quality) as viewer:
         with anyio.fail_after(20):  # the first frames may precede the codec choice
             frame = await viewer.next_frame()
-            while frame.codec != codec.frame_field:
+            while frame.codec != codec.wire_name:
                 frame = await viewer.next_frame(after=frame.sequence)
         last = frame.sequence
         receiver = Receiver()

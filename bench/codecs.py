@@ -26,7 +26,7 @@ from av.video.frame import VideoFrame
 from av.video.reformatter import VideoReformatter
 
 from bench.report import report
-from remote_core.codecs import encoder_config, frame_field, usable_codecs
+from remote_core.codecs import encoder_config, usable_codecs
 from remote_core.plugins import get_plugin_manager
 from remote_core.settings import PluginSettings
 from remote_core.testing.codec_contract import LINE_H, Desktop, psnr, video_like
@@ -94,7 +94,7 @@ def bench_codec(spec: CodecSpec, size: str, scene_name: str, frames: int) -> dic
     keyframe: int | str = "-"
     for i, image in enumerate(scene(scene_name, width, height, frames)):
         frame, ms = timed(lambda image=image, i=i: encoder.encode(image, keyframe=i == 0))
-        size_bytes = len(getattr(frame, frame_field(frame)).data) if frame is not None else 0
+        size_bytes = len(frame.data) if frame is not None else 0
         if i == 0:
             keyframe = size_bytes
             decoder.decode(frame)

@@ -28,7 +28,14 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from .types import AgentCredential, AgentIdentity, ConsentAsk, DisplayDesc, Rect
+    from .types import (
+        AgentCredential,
+        AgentIdentity,
+        ConsentAsk,
+        DisplayDesc,
+        EncodedFrame,
+        Rect,
+    )
 
 __all__ = [
     "Authenticator",
@@ -44,17 +51,25 @@ Image = Any
 
 
 class Encoder(ABC):
-    """Turns successive screen images of one stream into ``VideoFrame`` payloads."""
+    """Turns successive screen images of one stream into :class:`EncodedFrame` values.
+
+    The encoder knows nothing of the wire: the agent puts each frame into the
+    ``VideoFrame`` slot its :class:`~remote_core.types.CodecSpec` names.
+    """
 
     @abstractmethod
     def encode(self, image: Image, *, keyframe: bool = False,
-               dirty: Sequence[Rect] | None = None) -> Any | None:
-        """Encode one image; return a ``VideoFrame`` message with its encoding set.
+               dirty: Sequence[Rect] | None = None) -> EncodedFrame | None:
+        """Encode one image.
 
         :param keyframe: force a self-contained frame (StartStream, SwitchDisplay ...).
+            Also send one unasked for the first image, on a size change and at least
+            every 10 s (CONTRACT 1; :class:`remote_core.codecs.KeyframeClock`).
         :param dirty: rectangles the capture source knows changed, or ``None``
             when unknown (the encoder then finds them itself, if it cares).
         :returns: the frame, or ``None`` when nothing changed and nothing need be sent.
+        :raises ValueError: an image it cannot take (wrong shape, a size the codec
+            cannot code); the agent then restarts the stream.
         """
 
     @property
@@ -70,13 +85,16 @@ class Encoder(ABC):
 
 
 class Decoder(ABC):
-    """Turns ``VideoFrame`` payloads back into images, keeping whatever state it needs."""
+    """Turns :class:`EncodedFrame` values of one stream back into images, keeping whatever
+    state it needs (the last picture, reference frames)."""
 
     @abstractmethod
-    def decode(self, frame: Any) -> Image | None:
-        """Decode one ``VideoFrame``; return the full current image, or ``None`` if not yet.
+    def decode(self, frame: EncodedFrame) -> Image | None:
+        """Decode one frame; return the full current image, or ``None`` if not yet (an
+        incremental frame before any keyframe, a codec that holds a frame back).
 
-        Raises :class:`ValueError` on malformed input; never crashes on garbage.
+        The frame came over the network: raise :class:`ValueError` on anything malformed,
+        and nothing else; a decoder stays usable after garbage.
         """
 
     def close(self) -> None:  # noqa: B027 - optional hook

@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 import pluggy
 
 from . import ENTRY_POINT_GROUP, PROJECT_NAME, hookspecs
+from .codecs import check_codecs
 from .compat import incompatibility
 from .errors import PluginError
 from .records import AuditEvent, SessionRecord
@@ -247,7 +248,8 @@ class Plugins:
         return results
 
     def codecs(self) -> list[CodecSpec]:
-        return self._collect("register_codecs", CodecSpec)
+        """Every codec; two on one slot, name or ``CodecPreference`` value stop start-up."""
+        return check_codecs(self._collect("register_codecs", CodecSpec))
 
     def capture_sources(self) -> list[CaptureSpec]:
         return self._collect("register_capture_sources", CaptureSpec)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import signal
-import subprocess
 
+import anyio
 import pytest
 from remote_server.testing.liveserver import eventually
 from remote_server.testing.processes import BIN, AgentProcess
@@ -71,10 +71,10 @@ async def test_a_draining_node_hands_its_agents_to_the_others(agent, balanced, h
     if how == "SIGTERM":
         node.stop()  # as a rolling upgrade stops a node
     else:
-        done = subprocess.run([str(BIN / "remote-support"), "drain", holder], env=node.env,
-                              capture_output=True, text=True, timeout=30)
-        assert done.returncode == 0, done.stderr
-        assert f"node {holder} is draining: its 1 session(s)" in done.stdout
+        done = await anyio.run_process([str(BIN / "remote-support"), "drain", holder],
+                                       env=node.env, check=False)
+        assert done.returncode == 0, done.stderr.decode()
+        assert f"node {holder} is draining: its 1 session(s)" in done.stdout.decode()
         # It stops as SIGTERM stops it (uvicorn exits by the signal once shut down).
         assert node.process is not None and node.process.wait(15) in (0, -signal.SIGTERM)
     api = _survivor(cluster, holder)

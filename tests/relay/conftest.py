@@ -142,10 +142,11 @@ class Peer:
 
     @classmethod
     async def viewer(cls, server: LiveServer, token: str, session_type: int = pb.SCREEN_CONTROL,
-                     path: str = "/ws/viewer", **kwargs: Any) -> Peer:
+                     path: str = "/ws/viewer", codecs: tuple[str, ...] = (),
+                     **kwargs: Any) -> Peer:
         peer = await cls.open(server, path, **kwargs)
-        await peer.send("session_request", pb.SessionRequest(session_token=token,
-                                                             session_type=session_type))
+        await peer.send("session_request", pb.SessionRequest(
+            session_token=token, session_type=session_type, codecs=codecs))
         return peer
 
     async def send(self, kind: str, payload: Any) -> None:

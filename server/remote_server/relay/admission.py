@@ -56,6 +56,7 @@ from .rules import (
     consent_refusal,
     initial_consent_state,
     reported_text,
+    viewer_codecs,
     viewing_refusal,
 )
 from .session import Session
@@ -237,6 +238,7 @@ class Admission:
         if self._index.closing:
             raise SessionRefused("the server is shutting down")
         check_session_type(request.session_type)
+        codecs = viewer_codecs(request.codecs)
         session = self._index.get(session_id)
         if session is None or session.ended:
             raise SessionRefused("the session is not live")
@@ -257,10 +259,10 @@ class Admission:
         link = Link(conn, self._settings.viewer_buffer_bytes, viewer_id, client_ip)
         link.actor = user.username
         link.user_id = user.id
+        link.codecs = codecs
         link.outbox.put(conn.accept(session_id, session.display_info, view_only=view_only))
         session.viewers[viewer_id] = link
-        session.agent.send("start_stream", pb.StartStream(viewer_id=viewer_id,
-                                                          display_id=session.display_id))
+        session.start_stream(link)
         session.tell_participants()
         await self._audit.record(AuditEvent(
             "viewer.joined", session_id=session_id, agent_id=session.agent_id,

@@ -13,11 +13,10 @@ import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 import anyio
 
-from remote_core.protocol import ROUTES, Inbound, Role, To, pb
+from remote_core.protocol import ROUTES, Inbound, Role, To, codec_of, pb
 from remote_core.records import CONSENT_PENDING
 
 from .consent import Ask, ConsentBook, Standing
@@ -70,7 +69,7 @@ class Session:
         self.machine_uid = machine_uid
         self.support_code = support_code
         self.viewers: dict[str, Link] = {}
-        self.display_info: Any | None = None  # pb.DisplayInfo, the agent's latest report
+        self.display_info: pb.DisplayInfo | None = None  # the agent's latest report
         self.display_id = 0  # the stream's display, as the last SwitchDisplay set it
         self.ended = False
         self.consent: ConsentBook | None = None  # attended sessions: who the end user admitted
@@ -144,19 +143,28 @@ class Session:
 
     # -- agent -> viewers -----------------------------------------------------------
     def fan_out_video(self, data: bytes, offset: int) -> None:
-        """Queue one ``VideoFrame`` for every viewer; ask for a keyframe for one that lags
-        (at most once per ``KEYFRAME_REQUEST_INTERVAL`` while it waits)."""
+        """Queue one ``VideoFrame`` for every viewer that decodes its codec; ask for a
+        keyframe for one that lags or was passed over (at most once per
+        ``KEYFRAME_REQUEST_INTERVAL`` while it waits)."""
+        if not self.viewers:
+            return
+        codec = codec_of(data, offset)  # read once, from the tags only
         for viewer in self.viewers.values():
-            if viewer.outbox.put_frame(data, offset):
+            if viewer.outbox.put_frame(data, offset, decodable=viewer.decodes(codec)):
                 self.request_keyframe(viewer)
+
+    def start_stream(self, viewer: Link) -> None:
+        """Tell the agent ``viewer`` watches (and which codecs it decodes): it answers
+        with a keyframe in a codec every viewer decodes."""
+        self.agent.send("start_stream", pb.StartStream(
+            viewer_id=viewer.id, display_id=self.display_id, codecs=viewer.codecs))
 
     def request_keyframe(self, viewer: Link) -> None:
         now = time.monotonic()
         if now < viewer.next_keyframe_request:
             return
         viewer.next_keyframe_request = now + KEYFRAME_REQUEST_INTERVAL
-        self.agent.send("start_stream", pb.StartStream(viewer_id=viewer.id,
-                                                       display_id=self.display_id))
+        self.start_stream(viewer)
 
     # -- relaying ----------------------------------------------------------------------
     def relay(self, sender: Link, event: Inbound) -> str | None:

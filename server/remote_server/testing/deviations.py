@@ -52,6 +52,8 @@ DEVIATIONS: dict[str, str] = {
                     "once on the one NATS and Redis never see each other",
     "node_id": "the cluster tests name their nodes a, b, c to say which one a test means",
     "plugins": "only the tests of plugin loading itself",
+    "extra_plugins": "the tests of a third-party plugin add it to the default set, as its "
+                     "README tells a deployment to",
     "block_plugins": "only the tests of plugin loading itself and of a deployment that "
                      "blocks a built-in to replace it",
     "autoload_plugins": "only the tests of plugin loading itself",

@@ -24,6 +24,7 @@ from ..relay.audit import Audit
 from ..relay.writes import WriteQueue
 from ..settings import ServerSettings
 from .api import routes as api_routes
+from .codecs import CODECS_PATH, codec_modules
 from .context import ServerContext, open_store
 from .origin import accepted_origins_text
 from .pending import PendingSockets
@@ -49,7 +50,8 @@ def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
     from .ws import routes as ws_routes
 
     plugins = plugins or get_plugin_manager(settings)
-    routes: list[Any] = [*api_routes(), *ws_routes()]
+    routes: list[Any] = [*api_routes(), *ws_routes(),
+                         Mount(CODECS_PATH, app=codec_modules(plugins.codecs()), name="codecs")]
     web_paths = []
     for spec in plugins.web_apps():
         if spec.factory is not None:
