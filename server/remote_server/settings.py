@@ -62,6 +62,9 @@ class ServerSettings(PluginSettings):
                           "Redis start with it, so several clusters may share both")
     node_id: str | None = option(
         None, "this node's id in a cluster (default: host name and a random suffix)")
+    node_url: str | None = option(
+        None, "the address the other nodes reach this node at (default: http:// with the "
+              "listen address and port, the host name when listening on every interface)")
     node_lease: float = option(
         10.0, "seconds a cluster node counts as alive after its last announcement (it "
               "announces every third of this)")

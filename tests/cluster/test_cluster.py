@@ -16,6 +16,7 @@ from remote_viewer.client import open_viewer
 from remote_core.errors import SessionRefused
 from remote_core.protocol import pb
 from remote_core.testing.xvfb import Painter
+from remote_core.wsclient import ConnectionClosed
 
 pytestmark = [pytest.mark.xvfb, pytest.mark.postgres, pytest.mark.slow]
 
@@ -155,3 +156,17 @@ async def test_a_viewer_token_for_an_ended_session_is_refused_on_every_node(agen
         with pytest.raises(SessionRefused):
             async with open_viewer(cluster.nodes[node].url, token):
                 pass
+
+
+@pytest.mark.anyio
+async def test_a_viewer_forwarded_to_a_node_that_dies_is_told_why(agent_on_a, cluster):
+    _, session, _ = agent_on_a
+    token = cluster.api("b").viewer_token(session["id"])
+    async with open_viewer(cluster.nodes["b"].url, token) as viewer:
+        frame = await viewer.next_frame(15)
+        cluster.nodes["a"].kill()
+        with pytest.raises(ConnectionClosed) as closed:
+            while True:
+                frame = await viewer.next_frame(15, after=frame.sequence)
+    assert (closed.value.code, closed.value.reason) == (
+        1012, "the session's server node went away")

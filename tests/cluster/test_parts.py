@@ -1,45 +1,12 @@
-"""The cluster's sans-I/O parts: the tunnel's wire format, membership, the replica."""
+"""The cluster's sans-I/O parts: membership and the replica of the other nodes' sessions."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import pytest
-from remote_server.cluster import frames
 from remote_server.cluster.members import Members
 from remote_server.cluster.replica import Replica, from_wire, to_wire
 from remote_server.relay.session import SessionSnapshot
-
-
-def test_a_message_larger_than_the_bus_takes_travels_in_chunks() -> None:
-    payload = bytes(range(256)) * 40  # 10,240 bytes
-    messages = frames.data(payload, 4096)
-    assert [len(m) for m in messages] == [4097, 4097, 2049]
-    reassembler = frames.Reassembler(limit=1 << 20)
-    out = [reassembler.feed(m) for m in messages]
-    assert out == [None, None, payload]
-    assert reassembler.feed(frames.data(b"next", 4096)[0]) == b"next"
-
-
-def test_the_other_message_types_round_trip() -> None:
-    reassembler = frames.Reassembler(limit=100)
-    assert reassembler.feed(frames.text("hello")) == "hello"
-    assert reassembler.feed(frames.close(1008, "bye")) == frames.Close(1008, "bye")
-    assert reassembler.feed(frames.credit(123_456_789)) == frames.Credit(123_456_789)
-
-
-@pytest.mark.parametrize("message", [b"", b"\x09", b"\x03x", b"\x04short"])
-def test_a_broken_tunnel_message_is_an_error(message: bytes) -> None:
-    with pytest.raises(ValueError):
-        frames.Reassembler(limit=100).feed(message)
-
-
-def test_a_chunked_message_past_the_size_limit_is_refused_before_it_is_whole() -> None:
-    reassembler = frames.Reassembler(limit=5000)
-    messages = frames.data(b"x" * 9000, 4096)
-    assert reassembler.feed(messages[0]) is None
-    with pytest.raises(ValueError, match="over 5000 bytes"):
-        reassembler.feed(messages[1])
 
 
 def test_a_node_is_alive_for_its_lease_and_the_lowest_live_id_sweeps() -> None:

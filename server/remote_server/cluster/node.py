@@ -1,16 +1,18 @@
-"""One node of a cluster: joins the bus, keeps the directory, serves remote viewers.
+"""One node of a cluster: joins the bus, keeps the directory, forwards viewers.
 
 Cluster mode is one setting, ``REMOTE_SUPPORT_BUS_URL`` (NATS), with
 ``DATABASE_URL`` on PostgreSQL and ``LIMITS_URL`` on Redis; every node runs the
 same ``remote-support serve``. Agents and viewers reach any node through the
-load balancer. A viewer whose session another node holds is served by that
-node over the bus (:mod:`.tunnel`); the REST API's questions and actions reach
-every node through :class:`~.directory.ClusterDirectory`.
+load balancer. A viewer whose session another node holds is forwarded to that
+node's own viewer socket (:mod:`.forward`: measured faster than carrying its
+messages over the bus); the REST API's questions and actions reach every node
+through :class:`~.directory.ClusterDirectory`.
 
 On the bus (subjects under the cluster's name, ``CLUSTER_NAME``): ``.nodes``
-carries announcements and goodbyes; ``.dir`` the changes of each node's live
-sessions and ``.dir.sync`` a newcomer's request for them; ``.node.<id>.act``
-and ``.node.<id>.tunnel`` a node's requests; ``.tunnel.<id>.up|down`` a viewer.
+carries announcements (with the address the other nodes reach a node at) and
+goodbyes; ``.dir`` the changes of each node's live sessions and ``.dir.sync``
+a newcomer's request for them; ``.node.<id>.act`` and ``.node.<id>.drain``
+a node's requests.
 """
 
 from __future__ import annotations
@@ -42,9 +44,9 @@ from ..relay.registry import Registry
 from ..relay.session import SessionSnapshot
 from ..settings import ServerSettings
 from .directory import ClusterDirectory, act, act_subject
+from .forward import forward
 from .members import Members
 from .replica import Replica, from_wire, to_wire
-from .tunnel import BusTransport, pipe
 
 __all__ = ["ClusterNode", "drain_subject"]
 
@@ -58,6 +60,16 @@ BATCH = 200
 
 def drain_subject(prefix: str, node: str) -> str:
     return f"{prefix}.node.{node}.drain"
+
+
+def own_url(settings: ServerSettings) -> str:
+    """Where the other nodes reach this one, unless ``node_url`` says."""
+    host = settings.host
+    if host in ("0.0.0.0", "::", ""):  # noqa: S104 - naming the wildcard, not binding it
+        host = socket.gethostname()
+    elif ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{settings.port}"
 
 
 def default_node_id() -> str:
@@ -100,10 +112,10 @@ class ClusterNode:
         self.replica = Replica()
         self.directory = ClusterDirectory(registry, self.replica, self.members, nc,
                                           self.prefix)
+        self.url = settings.node_url or own_url(settings)
+        self._urls: dict[str, str] = {}  # the other nodes' addresses, from their announcements
         self._published: dict[str, SessionSnapshot] = {}
-        self._tunnels: dict[str, tuple[str, BusTransport]] = {}  # owner side: id -> (edge, t)
-        self._edges: dict[str, set[anyio.Event]] = {}  # edge side: owner -> its tunnels' flag
-        self._chunk = max(1024, min(nc.max_payload - 64, 512 * 1024))
+        self._edges: dict[str, set[anyio.Event]] = {}  # owner -> its forwarded viewers' flags
 
     @classmethod
     @asynccontextmanager
@@ -138,7 +150,6 @@ class ClusterNode:
         await self._subscribe(self._subject("dir"), self._on_directory)
         await self._subscribe(self._subject("dir.sync"), self._on_sync_request)
         await self._subscribe(act_subject(self.prefix, self.id), self._on_act)
-        await self._subscribe(self._subject(f"node.{self.id}.tunnel"), self._on_tunnel)
         await self._subscribe(drain_subject(self.prefix, self.id), self._on_drain)
         await self._announce()
         await self._nc.publish(self._subject("dir.sync"), json.dumps({"node": self.id}).encode())
@@ -176,7 +187,7 @@ class ClusterNode:
     # -- membership -----------------------------------------------------------------------
     async def _announce(self) -> None:
         await self._nc.publish(self._subject("nodes"), json.dumps(
-            {"node": self.id, "lease": self.settings.node_lease}).encode())
+            {"node": self.id, "lease": self.settings.node_lease, "url": self.url}).encode())
 
     async def _keep_announcing(self) -> None:
         while True:
@@ -194,6 +205,8 @@ class ClusterNode:
             if self.members.left(node):
                 await self._node_gone(node, "left")
             return
+        if "url" in news:
+            self._urls[node] = str(news["url"])
         if self.members.heard(node, float(news.get("lease", self.settings.node_lease)),
                               time.monotonic()):
             log.info("cluster node %s joined", node)
@@ -203,10 +216,6 @@ class ClusterNode:
         node closes the viewers it was piping to that node."""
         for lost in self._edges.pop(node, set()):
             lost.set()
-        for tunnel, (edge, transport) in list(self._tunnels.items()):
-            if edge == node:
-                transport.gone()
-                self._tunnels.pop(tunnel, None)
         sessions = self.replica.drop(node)
         log.warning("cluster node %s %s; it held %d sessions", node, how, len(sessions))
         if self.members.sweeper() != self.id or not sessions:
@@ -274,30 +283,6 @@ class ClusterNode:
             answer = {"error": {"type": type(exc).__name__, "message": str(exc)}}
         await msg.respond(json.dumps(answer).encode())
 
-    async def _on_tunnel(self, msg: Msg) -> None:
-        request = json.loads(msg.data)
-        tunnel, edge = str(request["tunnel"]), str(request["node"])
-        transport = BusTransport(self.prefix, tunnel, self._nc.publish, chunk=self._chunk,
-                                 limit=self.settings.max_message_bytes)
-        async def deliver(msg: Msg) -> None:
-            transport.deliver(msg.data)
-
-        subscription = await self._nc.subscribe(transport.up_subject, cb=deliver)
-        self._tunnels[tunnel] = (edge, transport)
-
-        async def serve() -> None:
-            try:
-                await serve_viewer(transport, self.registry, self._verify,
-                                   client_ip=str(request.get("client_ip") or ""),
-                                   session_hint=request.get("session_hint"))
-            finally:
-                self._tunnels.pop(tunnel, None)
-                with anyio.CancelScope(shield=True):
-                    await subscription.unsubscribe()
-
-        self._group.start_soon(serve)
-        await msg.respond(b"{}")
-
     async def _on_drain(self, msg: Msg) -> None:
         """``remote-support drain``: stop as SIGTERM stops a node (it refuses new sessions,
         tells its agents and viewers why, and they reconnect through the other nodes)."""
@@ -326,25 +311,24 @@ class ClusterNode:
             return await serve_viewer(_Replayed(transport, first), self.registry,
                                       self._verify, client_ip=client_ip,
                                       session_hint=session_hint)
-        tunnel = uuid.uuid4().hex
-        try:
-            await self._nc.request(self._subject(f"node.{owner}.tunnel"), json.dumps({
-                "tunnel": tunnel, "node": self.id, "client_ip": client_ip,
-                "session_hint": session_hint}).encode(), timeout=5)
-        except Exception:
-            log.warning("node %s did not take a viewer for its session", owner)
+        url = self._urls.get(owner)
+        if url is None:  # not announced yet: the relay here refuses it as not live
             return await serve_viewer(_Replayed(transport, first), self.registry,
                                       self._verify, client_ip=client_ip,
                                       session_hint=session_hint)
         lost = anyio.Event()
         self._edges.setdefault(owner, set()).add(lost)
         try:
-            why = await pipe(transport, first, self.prefix, tunnel, self._nc.publish,
-                             self._subscribe_raw, chunk=self._chunk,
-                             limit=self.settings.max_message_bytes, owner_lost=lost)
-            log.info("viewer from %s piped to node %s ended: %s", client_ip, owner, why)
+            why = await forward(transport, first, url, client_ip=client_ip,
+                                session_hint=session_hint,
+                                limit=self.settings.max_message_bytes, owner_lost=lost)
+            log.info("viewer from %s forwarded to node %s ended: %s", client_ip, owner, why)
+        except OSError as exc:
+            log.warning("node %s could not be reached at %s: %s", owner, url, exc)
+            await transport.close(1012, "the session's server node cannot be reached")
         finally:
             self._edges.get(owner, set()).discard(lost)
+        return None
 
     def _owner_for(self, first: bytes | str, hint: str | None) -> str | None:
         """The node holding the session the viewer's token names, if the token is good."""
@@ -360,11 +344,5 @@ class ClusterNode:
             return None
         return self.directory.owner(session_id)
 
-    async def _subscribe_raw(self, subject: str,
-                             handler: Callable[[bytes], Awaitable[None]]) -> Any:
-        async def deliver(msg: Msg) -> None:
-            await handler(msg.data)
-
-        return await self._nc.subscribe(subject, cb=deliver)
 
 
