@@ -28,3 +28,14 @@ def test_readyz_is_503_when_the_database_is_gone() -> None:
     finally:
         with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_readyz_is_503_once_the_server_is_shutting_down(tmp_path) -> None:
+    """A draining node leaves the load balancer's rotation before its sockets close."""
+    settings = test_settings(database_url=f"sqlite:///{tmp_path / 'ready.db'}",
+                             admin_password="ready-admin-password")
+    with live_server(settings) as server:
+        client = ApiClient(server)
+        assert client.get("/readyz").status_code == 200
+        server.app.state.ctx.registry.index.closing = True  # what SIGTERM's shutdown sets
+        assert_problem(client.get("/readyz"), 503, "shutting down")

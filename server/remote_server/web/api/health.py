@@ -19,6 +19,8 @@ async def healthz(_call: Call) -> s.HealthOut:
 
 
 async def readyz(call: Call) -> s.HealthOut:
+    if call.ctx.registry.index.closing:  # a load balancer sends no one here any more
+        raise Problem(503, "this server is shutting down")
     try:
         ready = await call.ctx.store.ping()
     except Exception:
@@ -33,5 +35,6 @@ ENDPOINTS = [
     Endpoint("GET", "/healthz", healthz, "Liveness: the process answers", access="public",
              result=s.HealthOut, tag="health"),
     Endpoint("GET", "/readyz", readyz, "Readiness: the database answers", access="public",
-             result=s.HealthOut, tag="health", responses=((503, "database unreachable"),)),
+             result=s.HealthOut, tag="health",
+             responses=((503, "database unreachable, or the server shutting down"),)),
 ]
