@@ -20,7 +20,7 @@ from collections.abc import Callable
 import anyio
 
 from remote_core.errors import SessionRefused
-from remote_core.protocol import ProtocolError
+from remote_core.protocol import CloseCode, ProtocolError
 from remote_core.wsclient import ConnectionClosed, HandshakeError
 
 from .backoff import Backoff
@@ -33,12 +33,8 @@ log = logging.getLogger(__name__)
 LOST = (OSError, ConnectionClosed, HandshakeError, TimeoutError, ProtocolError)
 """How a connection fails on the way: worth another attempt."""
 
-TRY_AGAIN_LATER = 1013
-"""The server's close code for a busy refusal (RFC 6455): retried, with the backoff."""
-
-
 def _busy(exc: BaseException) -> bool:
-    return isinstance(exc, ConnectionClosed) and exc.code == TRY_AGAIN_LATER
+    return isinstance(exc, ConnectionClosed) and exc.code == CloseCode.TRY_AGAIN_LATER
 
 
 async def run_agent(make_session: Callable[[], AgentSession], *, attended: bool,

@@ -14,7 +14,8 @@ class CloseCode:
     INVALID_PAYLOAD = 1007  # bytes that are not a Message
     POLICY_VIOLATION = 1008  # wrong first message, failed authentication, timeout
     TOO_BIG = 1009
-    INTERNAL_ERROR = 1011
+    SERVICE_RESTART = 1012  # the session's server node went away (a cluster)
+    TRY_AGAIN_LATER = 1013  # too many sockets awaiting their first message (T36)
 
 
 class ProtocolError(Exception):

@@ -17,6 +17,8 @@ import anyio
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
+from remote_core.protocol import CloseCode
+
 from ..relay.peer import Transport
 
 __all__ = ["forward"]
@@ -54,7 +56,8 @@ async def forward(socket: Transport, first: bytes, owner_url: str, *, client_ip:
                 pass
             code, reason = upstream.close_code, upstream.close_reason or ""
             if code in (None, 1005, 1006):  # no close frame: the owner's node is gone
-                code, reason = 1012, "the session's server node went away"
+                code = CloseCode.SERVICE_RESTART
+                reason = "the session's server node went away"
             why = reason or "closed by the session's node"
             await socket.close(code, reason)
             group.cancel_scope.cancel()
@@ -63,7 +66,7 @@ async def forward(socket: Transport, first: bytes, owner_url: str, *, client_ip:
             nonlocal why
             await owner_lost.wait()
             why = "the session's server node went away"
-            await socket.close(1012, why)
+            await socket.close(CloseCode.SERVICE_RESTART, why)
             group.cancel_scope.cancel()
 
         group.start_soon(to_owner)

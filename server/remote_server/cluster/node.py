@@ -325,7 +325,8 @@ class ClusterNode:
             log.info("viewer from %s forwarded to node %s ended: %s", client_ip, owner, why)
         except OSError as exc:
             log.warning("node %s could not be reached at %s: %s", owner, url, exc)
-            await transport.close(1012, "the session's server node cannot be reached")
+            await transport.close(CloseCode.SERVICE_RESTART,
+                                  "the session's server node cannot be reached")
         finally:
             self._edges.get(owner, set()).discard(lost)
         return None

@@ -18,6 +18,7 @@ from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
 from remote_core.logsafe import peer_text
+from remote_core.protocol import CloseCode
 
 from ..relay.peer import serve_agent, serve_viewer
 from .clientip import client_ip
@@ -26,12 +27,9 @@ from .origin import check_origin
 from .pending import Slot
 from .viewers import viewer_verifier
 
-__all__ = ["TRY_AGAIN_LATER", "routes"]
+__all__ = ["routes"]
 
 log = logging.getLogger(__name__)
-
-TRY_AGAIN_LATER = 1013
-"""RFC 6455 close code for a refusal the client should retry after a while (T36)."""
 
 
 class AsgiTransport:
@@ -92,7 +90,7 @@ async def _pending(websocket: WebSocket, ctx: ServerContext,
     if slot is None:
         try:
             await websocket.accept()
-            await websocket.close(TRY_AGAIN_LATER, "too many connections awaiting their "
+            await websocket.close(CloseCode.TRY_AGAIN_LATER, "too many connections awaiting their "
                                                    "session_request; try again later")
         except Exception:  # a flood's socket gone already: no traceback per socket
             log.debug("a refused socket from %s left first", peer_text(address),
