@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.responses import RedirectResponse
 from starlette.routing import Mount, Route
 
@@ -25,11 +26,13 @@ from ..relay.audit import Audit
 from ..relay.writes import WriteQueue
 from .api import routes as api_routes
 from .context import ServerContext, open_store
+from .headerbounds import HeaderBounds
 from .origin import accepted_origins_text
 from .pending import PendingSockets
 from .problem import exception_handlers
 from .ratelimit import MemoryRateLimiter, RateLimiter
 from .signing import keep_fresh, load_key_ring
+from .slashes import relative_slash_redirects
 from .tokens import VIEWER_TOKEN_TTL, TokenService
 from .users import FIRST_ADMIN_NAME, ensure_first_admin
 
@@ -95,7 +98,9 @@ def create_app(settings: Settings, plugins: Plugins | None = None, *,
         finally:
             await store.close()
 
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=exception_handlers)
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=exception_handlers,
+                    middleware=[Middleware(HeaderBounds)])
+    relative_slash_redirects(app.router)
     app.state.settings = settings
     app.state.plugins = plugins
     return app

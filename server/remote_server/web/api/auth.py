@@ -50,7 +50,7 @@ async def login(call: Call) -> s.TokenOut:
                 detail={"failures": RateLimiter.ACCOUNT_FAILURES_BEFORE_GUARD,
                         "window_seconds": RateLimiter.ACCOUNT_FAILURE_WINDOW,
                         "guard_seconds": RateLimiter.ACCOUNT_GUARD_SECONDS}))
-        raise Problem.unauthorized("wrong username or password")
+        raise Problem.unauthorized("wrong username or password", kind="bad-credentials")
     await call.ctx.store.record_login_address(user.id, call.ip, KNOWN_ADDRESSES_PER_USER)
     await call.ctx.audit.record(AuditEvent(kind="auth.login", actor=user.username,
                                            target=user.id, client_ip=call.ip))
@@ -66,7 +66,7 @@ async def change_password(call: Call) -> None:
     if not await check_password(call.me.password_hash, body.current_password):
         await call.ctx.audit.record(AuditEvent(kind="auth.change_password_failed",
                                                actor=call.me.username, client_ip=call.ip))
-        raise Problem(403, "the current password is wrong")
+        raise Problem(403, "the current password is wrong", kind="wrong-password")
     await call.ctx.store.update_user(call.me.id,
                                      password_hash=await hash_password(body.new_password))
     await call.ctx.audit.record(AuditEvent(kind="auth.password_changed", actor=call.me.username,
@@ -76,8 +76,9 @@ async def change_password(call: Call) -> None:
 
 async def me(call: Call) -> s.MeOut:
     user = call.me
-    return s.MeOut(id=user.id, username=user.username, role=user.role,
-                   permissions=list(user.permissions), client_access=list(user.client_access))
+    return s.MeOut(id=user.id, username=user.username, role=s.Role(user.role),
+                   permissions=[s.Permission(p) for p in user.permissions],
+                   client_access=list(user.client_access))
 
 
 ENDPOINTS = [
