@@ -83,15 +83,17 @@ async def me(call: Call) -> s.MeOut:
 
 ENDPOINTS = [
     Endpoint("POST", "/api/auth/login", login,
-             "Log in; answers a login token (8/min/IP; after 20 failed logins to one account "
-             "within 15 min, for 15 min only from addresses it logged in from before)",
+             "Log in; answers a login token (8 attempts/min/IP, successful ones included; "
+             "after 20 failed logins to one account within 15 min, for 15 min only from "
+             "addresses it logged in from before)",
              access="public", body=s.LoginIn, result=s.TokenOut, tag="auth",
-             responses=((401, "wrong username or password"),
+             responses=((401, "wrong username or password", ("bad-credentials",)),
                         (429, "rate limit, or the account's guard against distributed "
                               "guessing"))),
     Endpoint("POST", "/api/auth/change-password", change_password,
              "Change the caller's password (5/min/IP); older tokens stop working",
              body=s.ChangePasswordIn, status=204, tag="auth",
-             responses=((403, "the current password is wrong"), (429, "rate limit"))),
+             responses=((403, "the current password is wrong", ("wrong-password",)),
+                        (429, "rate limit"))),
     Endpoint("GET", "/api/auth/me", me, "The caller's account", result=s.MeOut, tag="auth"),
 ]

@@ -94,7 +94,8 @@ ENDPOINTS = [
              "(admin: everyone's)", query=s.PageQuery, result=list[s.CodeOut], tag="codes"),
     Endpoint("DELETE", "/api/codes/{code}", cancel_code, "Cancel a pending code (owner or "
              "admin)", status=204, tag="codes",
-             responses=((404, "no such code"), (409, "the code is not pending"))),
+             responses=((404, "no such code"),
+                        (409, "the code is not pending", ("code-not-pending",)))),
     Endpoint("POST", "/api/codes/validate", validate_code,
              "Check a code without consuming it (15/min/IP; 10 failures lock the IP out for "
              "15 min)", access="public", body=s.CodeValidateIn, result=s.CodeValidOut,

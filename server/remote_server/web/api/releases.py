@@ -124,7 +124,7 @@ ENDPOINTS = [
              query=s.PageQuery, result=list[s.ReleaseOut], tag="releases"),
     Endpoint("POST", "/api/releases", create_release, "Publish a release", access="admin",
              body=s.ReleaseIn, result=s.ReleaseOut, status=201, tag="releases",
-             responses=((409, "the version exists"),)),
+             responses=((409, "the version exists", ("release-exists",)),)),
     Endpoint("GET", _ONE, get_release, "Get a release", result=s.ReleaseOut,
              tag="releases", responses=_404),
     Endpoint("PATCH", _ONE, patch_release, "Edit a release", access="admin",
@@ -136,5 +136,5 @@ ENDPOINTS = [
              "UpdateInfo)", access="admin", body=s.UpdatePushIn, body_optional=True,
              result=s.UpdatePushedOut, status=202, tag="machines",
              responses=((404, "no such machine or release"),
-                        (409, "the machine is not connected"))),
+                        (409, "the machine is not connected", ("machine-offline",)))),
 ]

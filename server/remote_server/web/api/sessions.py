@@ -173,7 +173,9 @@ ENDPOINTS = [
              "answers 409 (with Retry-After) while they decide; the same request succeeds "
              "once they allow it, and answers 403 once they deny it or let it time out",
              result=s.ViewerTokenOut, tag="sessions",
-             responses=(*_404, (403, "no 'view' permission, or the end user said no"),
+             responses=(*_404, (403, "no 'view' permission, or the end user said no",
+                                ("forbidden", "consent-refused")),
                         (409, "session not live, awaiting consent, or the end user is "
-                              "being asked to admit this technician"))),
+                              "being asked to admit this technician",
+                         ("session-not-live", "awaiting-consent")))),
 ]

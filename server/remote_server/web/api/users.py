@@ -121,20 +121,21 @@ async def put_client_access(call: Call) -> s.UserOut:
 
 _ONE = "/api/users/{user_id}"
 _404 = ((404, "no such user"),)
+_LOCKOUT = (409, "would lock the caller out", ("self-lockout",))
 
 ENDPOINTS = [
     Endpoint("GET", "/api/users", list_users, "List users, oldest first", access="admin",
              query=s.PageQuery, result=list[s.UserOut], tag="users"),
     Endpoint("POST", "/api/users", create_user, "Create a user", access="admin",
              body=s.UserCreateIn, result=s.UserOut, status=201, tag="users",
-             responses=((409, "username taken"),)),
+             responses=((409, "username taken", ("username-taken",)),)),
     Endpoint("GET", _ONE, get_user, "Get a user", access="admin", result=s.UserOut,
              tag="users", responses=_404),
     Endpoint("PATCH", _ONE, patch_user, "Change role, disabled flag or password",
              access="admin", body=s.UserPatchIn, result=s.UserOut, tag="users",
-             responses=(*_404, (409, "would lock the caller out"))),
+             responses=(*_404, _LOCKOUT)),
     Endpoint("DELETE", _ONE, delete_user, "Delete a user", access="admin", status=204,
-             tag="users", responses=(*_404, (409, "would lock the caller out"))),
+             tag="users", responses=(*_404, _LOCKOUT)),
     Endpoint("PUT", _ONE + "/permissions", put_permissions, "Replace a user's permissions",
              access="admin", body=s.PermissionsIn, result=s.UserOut, tag="users",
              responses=_404),
