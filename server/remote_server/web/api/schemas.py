@@ -412,6 +412,12 @@ class IssuedKeyOut(KeyOut):
 # -- sessions ----------------------------------------------------------------------------
 
 
+class SessionQuery(PageQuery):
+    live: bool | None = Field(default=None, description=(
+        "true: only the sessions live right now (from the relay), newest first; "
+        "false: only those that are not"))
+
+
 class SessionDeleteQuery(Query):
     purge: bool = False
 

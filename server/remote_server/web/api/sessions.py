@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["ENDPOINTS"]
 
 CURSORS = Cursors("sessions")
+LIVE_CURSORS = Cursors("live sessions")
 ASKING_RETRY_AFTER = "2"
 """Seconds a technician's client waits before asking again while the end user is asked."""
 
@@ -56,8 +57,9 @@ async def _find(call: Call) -> tuple[str, SessionRecord | None]:
 
 async def list_sessions(call: Call) -> Paged[s.SessionOut]:
     """Stored sessions newest first, with the live state of those that are live. The first
-    page also leads with live sessions whose row is not written yet."""
-    q: s.PageQuery = call.query
+    page also leads with live sessions whose row is not written yet. ``live=true`` lists
+    the relay's live sessions alone, however old."""
+    q: s.SessionQuery = call.query
     registry = call.ctx.directory
     allowed: dict[str, bool] = {}
 
@@ -66,19 +68,45 @@ async def list_sessions(call: Call) -> Paged[s.SessionOut]:
             allowed[agent_id] = await _visible(call, agent_id)
         return allowed[agent_id]
 
+    if q.live:
+        return await _live_sessions(call, q, visible)
+
     async def fetch(after: Keyset | None, limit: int) -> list[SessionRecord]:
         return await call.ctx.store.list_sessions(limit=limit, after=after)
 
     async def keep(record: SessionRecord) -> bool:
+        if q.live is False and registry.session(record.id) is not None:
+            return False
         return await visible(record.agent_id)
 
     page = await collect(fetch, lambda r: Keyset(created(r.created_at), r.id), CURSORS, q,
                          keep)
     out = [session_out(r, registry.session(r.id)) for r in page.items]
-    if q.cursor is None:
+    if q.cursor is None and q.live is None:
         out = [session_out(None, ls) for ls in await _unwritten(call, page.items, visible)
                ] + out
     return Paged(out, page.cursor)
+
+
+async def _live_sessions(call: Call, q: s.SessionQuery,
+                         visible: Callable[[str], Awaitable[bool]]) -> Paged[s.SessionOut]:
+    def key(live: LiveSession) -> Keyset:
+        return Keyset(live.created_at, live.session_id)
+
+    ordered = sorted(call.ctx.directory.live_sessions(),
+                     key=lambda ls: (ls.created_at, ls.session_id), reverse=True)
+
+    async def fetch(after: Keyset | None, limit: int) -> list[LiveSession]:
+        mark = None if after is None else (after.created_at, after.id)
+        return [ls for ls in ordered if mark is None or (ls.created_at, ls.session_id) < mark
+                ][:limit]
+
+    async def keep(live: LiveSession) -> bool:
+        return await visible(live.agent_id)
+
+    page = await collect(fetch, key, LIVE_CURSORS, q, keep)
+    return Paged([session_out(await call.ctx.store.get_session(ls.session_id), ls)
+                  for ls in page.items], page.cursor)
 
 
 async def _unwritten(call: Call, listed: list[SessionRecord],
@@ -157,7 +185,7 @@ _404 = ((404, "no such session"),)
 
 ENDPOINTS = [
     Endpoint("GET", "/api/sessions", list_sessions, "Sessions, newest first, with the live "
-             "state of those that are live", query=s.PageQuery, result=list[s.SessionOut],
+             "state of those that are live", query=s.SessionQuery, result=list[s.SessionOut],
              tag="sessions"),
     Endpoint("GET", _ONE, get_session, "Get a session", result=s.SessionOut,
              tag="sessions", responses=_404),
