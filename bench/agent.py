@@ -50,7 +50,7 @@ from bench.rfb import ENCODING_NAMES, ENCODINGS, RfbClient  # noqa: E402
 from remote_core.codecs import usable_codecs  # noqa: E402
 from remote_core.plugins import get_plugin_manager  # noqa: E402
 from remote_core.protocol import pb  # noqa: E402
-from remote_core.settings import load_settings  # noqa: E402
+from remote_core.settings import PluginSettings  # noqa: E402
 from remote_core.testing.codec_contract import LINE_H, Desktop, video_like  # noqa: E402
 from remote_core.testing.xvfb import Painter, xvfb  # noqa: E402
 from remote_core.wsclient import ConnectionClosed, HandshakeError, connect  # noqa: E402
@@ -224,7 +224,7 @@ async def agent_rows(server: ServerProcess, api: Api, agent: AgentProcess, sessi
                            codec=codec.preference, quality=quality) as viewer:
         with anyio.fail_after(20):  # the first frames may precede the codec choice
             frame = await viewer.next_frame()
-            while frame.codec != codec.frame_field:
+            while frame.codec != codec.wire_name:
                 frame = await viewer.next_frame(after=frame.sequence)
         last = frame.sequence
         receiver = Receiver()
@@ -318,7 +318,7 @@ def main() -> None:
     for tool in ("Xvfb", "x11vnc", "websockify"):
         if shutil.which(tool) is None:
             raise SystemExit(f"bench/agent.py needs {tool} (scripts/bootstrap installs it)")
-    plugins = get_plugin_manager(load_settings(environ={}))
+    plugins = get_plugin_manager(PluginSettings())
     wanted = os.environ.get("BENCH_CODECS")
     codecs = [c for c in usable_codecs(plugins.codecs(), encode=True, decode=True)
               if wanted is None or c.name in wanted.split(",")]

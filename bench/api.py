@@ -37,13 +37,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from remote_server.settings import ServerSettings
 from remote_server.web.context import open_store
 from websockets.asyncio.client import ClientConnection, connect
 
 from bench.report import report
 from remote_core.plugins import get_plugin_manager
 from remote_core.protocol import pb, wrap
-from remote_core.settings import Settings
 
 ADMIN_PASSWORD = "bench-admin-password"
 SHARED_KEY = "bench-shared-agent-key"
@@ -59,7 +59,7 @@ def percentile(values: list[float], q: float) -> float:
 
 # -- the server ---------------------------------------------------------------------------------
 async def seed_machines(database_url: str, count: int) -> None:
-    settings = Settings().replace(database_url=database_url)
+    settings = ServerSettings().replace(database_url=database_url)
     store = open_store(settings, get_plugin_manager(settings))
     await store.open()
     try:

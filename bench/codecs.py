@@ -26,9 +26,9 @@ from av.video.frame import VideoFrame
 from av.video.reformatter import VideoReformatter
 
 from bench.report import report
-from remote_core.codecs import encoder_config, frame_field, usable_codecs
+from remote_core.codecs import encoder_config, usable_codecs
 from remote_core.plugins import get_plugin_manager
-from remote_core.settings import Settings
+from remote_core.settings import PluginSettings
 from remote_core.testing.codec_contract import LINE_H, Desktop, psnr, video_like
 from remote_core.types import CodecSpec
 
@@ -94,7 +94,7 @@ def bench_codec(spec: CodecSpec, size: str, scene_name: str, frames: int) -> dic
     keyframe: int | str = "-"
     for i, image in enumerate(scene(scene_name, width, height, frames)):
         frame, ms = timed(lambda image=image, i=i: encoder.encode(image, keyframe=i == 0))
-        size_bytes = len(getattr(frame, frame_field(frame)).data) if frame is not None else 0
+        size_bytes = len(frame.data) if frame is not None else 0
         if i == 0:
             keyframe = size_bytes
             decoder.decode(frame)
@@ -155,7 +155,7 @@ def check_targets(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def main(sizes: list[str], frames: int, names: list[str] | None) -> None:
-    specs = usable_codecs(get_plugin_manager(Settings()).codecs(), encode=True, decode=True)
+    specs = usable_codecs(get_plugin_manager(PluginSettings()).codecs(), encode=True, decode=True)
     if names:
         specs = [s for s in specs if s.name in names]
     rows: list[dict[str, Any]] = []

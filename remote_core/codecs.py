@@ -1,20 +1,24 @@
 """Codec policy shared by the agent and the viewers: quality presets, negotiation, keyframes.
 
 The one place that says what a ``QualitySettings`` means (frame rate, bitrate,
-Zstandard level), which codec answers a viewer's ``CodecPreference``, when a
-keyframe is due (CONTRACT 1, "Keyframes"), and how a viewer decodes a stream
-whose codec may change mid-way. No codec library is imported here.
+Zstandard level), which codecs may be loaded together, which codec the agent
+streams in for the viewers it has, when a keyframe is due (CONTRACT 1,
+"Keyframes"), and how a viewer decodes a stream whose codec may change
+mid-way. No codec library is imported here.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import PluginError
+from .interfaces import Decoder
 from .protocol import pb
-from .types import CodecSpec, EncoderConfig
+from .types import CodecSpec, EncodedFrame, EncoderConfig
+from .video import CODEC_SLOTS, SLOTS, slot_for
 
 __all__ = [
     "KEYFRAME_INTERVAL_S",
@@ -26,13 +30,15 @@ __all__ = [
     "FrameDecoder",
     "KeyframeClock",
     "QualityProfile",
+    "Viewers",
     "as_image",
+    "check_codecs",
     "choose_codec",
+    "decodable",
+    "decoded_by",
     "encoder_config",
-    "frame_field",
     "profile_for",
     "usable_codecs",
-    "viewer_preference",
     "zstd_level",
 ]
 
@@ -138,51 +144,90 @@ def usable_codecs(specs: Iterable[CodecSpec], *, encode: bool = False,
     return out
 
 
-def choose_codec(specs: Iterable[CodecSpec], preference: int = pb.CODEC_AUTO) -> CodecSpec:
-    """The agent's answer to a viewer's ``CodecPreference``.
+def check_codecs(specs: Sequence[CodecSpec]) -> list[CodecSpec]:
+    """``specs``, once they are known not to collide; called at start-up, so a clash stops
+    the program instead of one decoder silently shadowing another by load order.
 
-    The preferred codec when this side can encode it; otherwise, and for
-    ``CODEC_AUTO``, the usable codec of highest ``auto_rank``. A viewer only
-    asks for what it can decode (:func:`viewer_preference`), so a codec missing
-    on either side falls back instead of failing. ``ValueError`` when nothing
-    can encode at all.
+    :raises PluginError: a codec names a slot that is no codec slot, two codecs go on the
+        wire under one name (one slot, or a plugin codec named like a slot), or two answer
+        to one ``CodecPreference`` value.
+    """
+    by_wire: dict[str, CodecSpec] = {}
+    by_preference: dict[int, CodecSpec] = {}
+    for spec in specs:
+        try:
+            slot_for(spec)
+        except ValueError as exc:
+            raise PluginError(str(exc)) from None
+        if not spec.frame_field and spec.name in SLOTS:
+            raise PluginError(f"codec {spec.name!r} sends plugin frames under the name of the "
+                              f"VideoFrame slot {spec.name!r}; choose another name")
+        other = by_wire.get(spec.wire_name)
+        if other is not None:
+            what = (f"the {spec.wire_name!r} slot" if spec.wire_name in CODEC_SLOTS
+                    else f"the name {spec.wire_name!r}")
+            raise PluginError(f"codecs {other.name!r} and {spec.name!r} both claim {what}; "
+                              "block one (REMOTE_SUPPORT_BLOCK_PLUGINS)")
+        by_wire[spec.wire_name] = spec
+        if spec.preference:
+            other = by_preference.get(spec.preference)
+            if other is not None:
+                raise PluginError(
+                    f"codecs {other.name!r} and {spec.name!r} both answer to CodecPreference "
+                    f"value {spec.preference}; a plugin codec leaves preference at 0 and is "
+                    "asked for by name")
+            by_preference[spec.preference] = spec
+    return list(specs)
+
+
+def decodable(specs: Iterable[CodecSpec]) -> list[str]:
+    """What a viewer with these codecs lists in ``SessionRequest.codecs``: the wire names
+    of the codecs it can decode here, in registration order."""
+    return [spec.wire_name for spec in usable_codecs(specs, decode=True)]
+
+
+Viewers = Iterable[Collection[str] | None]
+"""The codec lists of the viewers of a stream (``StartStream.codecs``); ``None`` or empty
+for a viewer that listed none, which decodes the codec slots (SPEC's viewers)."""
+
+
+def decoded_by(spec: CodecSpec, codecs: Collection[str] | None) -> bool:
+    """Whether a viewer that listed ``codecs`` decodes ``spec``'s frames."""
+    if not codecs:
+        return bool(spec.frame_field)
+    return spec.wire_name in codecs
+
+
+def choose_codec(specs: Iterable[CodecSpec], preference: int = pb.CODEC_AUTO, *,
+                 name: str = "", viewers: Viewers = ()) -> CodecSpec:
+    """The codec the agent streams in, for its viewers and what a control viewer asked for.
+
+    Only a codec every viewer decodes is a candidate (if none is, the codecs the most
+    viewers decode, and the others get no picture until that changes). Among them: the
+    codec asked for by wire or registered ``name`` (``QualitySettings.codec_name``), else
+    by ``preference`` (``QualitySettings.codec``), else (``CODEC_AUTO``) the candidate of
+    highest ``auto_rank`` among the codecs with a slot of their own, a plugin codec only
+    when no such candidate is left. ``ValueError`` when nothing can encode at all.
     """
     usable = usable_codecs(specs, encode=True)
     if not usable:
         raise ValueError("no usable video codec is installed (is codec_raw_zstd loaded?)")
-    for spec in usable:
+    lists = list(viewers)
+    reach = {spec.name: sum(decoded_by(spec, codecs) for codecs in lists) for spec in usable}
+    most = max(reach.values())
+    candidates = [spec for spec in usable if reach[spec.name] == most]
+    for spec in candidates:
+        if name and name in (spec.name, spec.wire_name):
+            return spec
+    for spec in candidates:
         if preference != pb.CODEC_AUTO and spec.preference == preference:
             return spec
-    return _best(usable)
+    return _best([spec for spec in candidates if spec.frame_field] or candidates)
 
 
 def _best(specs: list[CodecSpec]) -> CodecSpec:
     """Highest ``auto_rank``; on a tie the lower ``CodecPreference`` value."""
     return max(specs, key=lambda s: (s.auto_rank, -s.preference))
-
-
-def viewer_preference(specs: Iterable[CodecSpec], wanted: int = pb.CODEC_AUTO,
-                      agent_may_pick: Collection[int] | None = None) -> int:
-    """The ``CodecPreference`` a viewer should send.
-
-    ``wanted`` when this viewer can decode it. ``CODEC_AUTO`` is kept only if
-    the viewer can decode everything the agent might auto-pick
-    (``agent_may_pick``, default: every built-in preference); otherwise the
-    viewer names its own best decodable codec. An agent without that codec
-    still falls back to its own choice; :class:`FrameDecoder` then names the
-    codec this viewer lacks.
-    """
-    usable = usable_codecs(specs, decode=True)
-    if not usable:
-        raise ValueError("no usable video decoder is installed (is codec_raw_zstd loaded?)")
-    decodable = {s.preference for s in usable}
-    if wanted != pb.CODEC_AUTO and wanted in decodable:
-        return wanted
-    candidates = set(agent_may_pick) if agent_may_pick is not None else {
-        pb.CODEC_RAW, pb.CODEC_VP9, pb.CODEC_H264, pb.CODEC_H265}
-    if candidates <= decodable:
-        return pb.CODEC_AUTO
-    return _best(usable).preference
 
 
 def as_image(image: Any) -> Any:
@@ -202,59 +247,56 @@ def as_image(image: Any) -> Any:
     return np.ascontiguousarray(array)
 
 
-def frame_field(frame: Any) -> str:
-    """The ``VideoFrame.encoding`` slot that is set; ``ValueError`` when none is."""
-    try:
-        field: str | None = frame.WhichOneof("encoding")
-    except (AttributeError, TypeError, ValueError):
-        raise ValueError(f"expected a VideoFrame, got {type(frame).__name__}") from None
-    if field is None:
-        raise ValueError("VideoFrame carries no encoding (raw, vp9, h264 or h265)")
-    return field
-
-
 class FrameDecoder:
     """Decodes one display's stream whose codec may change on a quality change.
 
-    One decoder per ``VideoFrame`` slot, built on first use; a switch closes the
-    previous one (its state is useless after the agent's keyframe on the new codec).
+    One decoder per codec, built on first use; a switch closes the previous one
+    (its state is useless after the agent's keyframe on the new codec).
     """
 
     def __init__(self, specs: Iterable[CodecSpec]) -> None:
-        self._specs = {s.frame_field: s for s in usable_codecs(specs, decode=True)}
-        self._field: str | None = None
-        self._decoder: Any = None
+        self._specs = {s.wire_name: s for s in usable_codecs(specs, decode=True)}
+        self._codec: str | None = None
+        self._decoder: Decoder | None = None
 
-    def decode(self, frame: Any) -> Any:
-        """The full current image, ``None`` while waiting for a keyframe; ``ValueError``
-        for garbage or a codec this viewer has no decoder for."""
-        field = frame_field(frame)
-        if field != self._field:
-            spec = self._specs.get(field)
+    def decode(self, codec: str, frame: EncodedFrame) -> Any:
+        """The full current image of a frame of ``codec`` (as :func:`remote_core.video.from_wire`
+        names it), ``None`` while waiting for a keyframe; ``ValueError`` for garbage or a
+        codec this viewer has no decoder for."""
+        if codec != self._codec or self._decoder is None:
+            spec = self._specs.get(codec)
             if spec is None or spec.decoder_factory is None:
                 raise ValueError(
-                    f"no decoder for {field!r} frames; this viewer decodes {sorted(self._specs)}"
+                    f"no decoder for {codec!r} frames; this viewer decodes {sorted(self._specs)}"
                 )
             self.close()
             self._decoder = spec.decoder_factory()
-            self._field = field
+            self._codec = codec
         return self._decoder.decode(frame)
 
     def close(self) -> None:
         if self._decoder is not None:
             self._decoder.close()
         self._decoder = None
-        self._field = None
+        self._codec = None
 
 
 # -- keyframes ---------------------------------------------------------------------
 
 
+def _monotonic() -> float:
+    return time.monotonic()  # looked up at each call, so a test can move the clock
+
+
 class KeyframeClock:
-    """Says when the periodic keyframe is due (CONTRACT 1: at least every 10 s)."""
+    """Says when the periodic keyframe is due (CONTRACT 1: at least every 10 s).
+
+    :param clock: seconds, ``time.monotonic`` by default (read at each call: the codec
+        contract's keyframe-interval test moves it).
+    """
 
     def __init__(self, interval: float = KEYFRAME_INTERVAL_S,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = _monotonic) -> None:
         self._interval = interval
         self._clock = clock
         self._last: float | None = None

@@ -13,8 +13,8 @@ Example plugin module::
 
     @hookimpl
     def register_codecs():
-        return [CodecSpec(name="my_codec", preference=1, frame_field="raw",
-                          encoder_factory=make_encoder, decoder_factory=make_decoder)]
+        return [CodecSpec(name="my_codec", encoder_factory=make_encoder,
+                          decoder_factory=make_decoder)]
 
 Hooks evolve by adding arguments only; a changed meaning gets a new hook name.
 """
@@ -31,10 +31,10 @@ if TYPE_CHECKING:
         AuthMethod,
         CaptureSpec,
         CodecSpec,
+        ConsentAsk,
         ConsentDecision,
         ConsentPromptSpec,
         InputSpec,
-        SessionContext,
         StoreSpec,
         WebAppSpec,
     )
@@ -58,11 +58,62 @@ __all__ = [
 def register_codecs() -> list[CodecSpec]:
     """Return the video codecs this plugin provides.
 
-    Called once at start-up on the agent and the viewers. All results are
-    collected; two codecs with one name are an error. Encoders and decoders are
-    built through the spec's factories, so heavy libraries load only when used.
+    Called once at start-up on the agent, the viewers and the server (which serves
+    browser decoders). All results are collected; a clash stops start-up naming both
+    codecs: two codecs with one name, one ``VideoFrame`` slot, or one non-zero
+    ``CodecPreference`` value.
 
-    Example: ``return [CodecSpec(name="raw_zstd", preference=1, frame_field="raw", ...)]``
+    **Factories.** ``encoder_factory(EncoderConfig) -> Encoder`` and
+    ``decoder_factory() -> Decoder`` (:mod:`remote_core.interfaces`); import heavy
+    libraries inside them, so loading the plugin costs nothing. ``available()`` is a
+    cheap check that the library works here. Images are BGRA numpy arrays
+    ``(height, width, 4)``; check input with :func:`remote_core.codecs.as_image`.
+
+    **Frames.** ``Encoder.encode(image, keyframe=, dirty=)`` returns a
+    :class:`~remote_core.types.EncodedFrame` (bytes, keyframe flag, display size,
+    dirty rectangles, timestamps), never a protobuf message, or ``None`` when nothing
+    changed (``dirty == []``, or identical pixels). ``Decoder.decode(frame)`` returns
+    the full current image, ``None`` while it lacks a keyframe, and raises
+    :class:`ValueError`, and nothing else, on any malformed frame: frames come from
+    the network. An encoder sends a keyframe first, on request, on a size change and
+    at least every 10 s on a still screen (CONTRACT 1;
+    :class:`remote_core.codecs.KeyframeClock` does the timing).
+
+    **Slot and name.** Leave ``frame_field`` empty: the frames travel as plugin frames
+    (``VideoFrame.plugin``) carrying the codec's ``name``, which is also how viewers
+    list it (``CodecSpec.wire_name``). Only a codec that produces a format the wire
+    defines names that slot (``raw``, ``vp9``, ``h264``, ``h265``). ``preference``
+    stays 0 for a plugin codec: viewers ask for it by name, not by ``CodecPreference``.
+
+    **Choice.** Each viewer lists the codecs it decodes; the agent streams only in a
+    codec every current viewer of the session decodes, choosing again whenever one
+    joins or leaves: the one a control viewer asked for (by name, or by
+    ``CodecPreference``), else the highest ``auto_rank`` among the codecs with a slot
+    of their own; a plugin codec is chosen unasked only when it is the one codec
+    every viewer decodes. The relay never passes a viewer a frame of a codec it did
+    not list.
+
+    **Browser.** ``browser_decoder`` names an ES module in the plugin's package; the
+    server serves it from its own origin (``/codecs/<name>.js``) and the console's
+    viewer imports it and lists the codec (the module's contract is at the top of
+    ``plugins/web_console/web_src/src/codecs.js``).
+
+    **Tests.** Subclass :class:`remote_core.testing.codec_contract.CodecContract`
+    with ``spec`` and ``min_psnr`` (``None`` for a lossless codec): round trips
+    through the wire, keyframes, the 10 s interval, sizes, garbage, and living beside
+    every built-in codec in one viewer.
+
+    Example (``examples/codec_png`` is the whole plugin)::
+
+        def make_encoder(config):          # EncoderConfig -> Encoder
+            from .codec import PngEncoder   # Pillow loads only here
+            return PngEncoder(config)
+
+        @hookimpl
+        def register_codecs():
+            return [CodecSpec(name="png", encoder_factory=make_encoder,
+                              decoder_factory=make_decoder, auto_rank=5,
+                              browser_decoder=Path(__file__).with_name("png.js"))]
     """
 
 
@@ -119,14 +170,16 @@ def register_web_apps() -> list[WebAppSpec]:
 
 
 @hookspec(firstresult=True)
-def consent_policy(session: SessionContext) -> ConsentDecision | None:
-    """Decide consent for a new session before the end user is asked.
+def consent_policy(ask: ConsentAsk) -> ConsentDecision | None:
+    """Decide a technician's request to view or control a session before the end user
+    is asked (server).
 
-    Called once per session (server). The first non-``None`` result wins;
-    ``None`` from every plugin means the default policy: attended sessions ask
-    the end user, managed sessions need no consent.
+    Called when a session opens (``ask.attended`` tells whether anyone is there to
+    ask) and again for each further technician who joins an attended session. The
+    first non-``None`` result wins; ``None`` from every plugin means the default
+    policy: attended sessions ask the end user, managed sessions need no consent.
 
-    Example: ``return ConsentDecision.DENY if session.technician_name == "eve" else None``
+    Example: ``return ConsentDecision.DENY if ask.technician_name == "eve" else None``
     """
 
 

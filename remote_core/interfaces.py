@@ -9,7 +9,7 @@ run in worker threads by the caller; I/O contracts (authenticate, store) are
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,14 @@ from .records import (
 )
 
 if TYPE_CHECKING:
-    from .types import AgentCredential, AgentIdentity, ConsentAsk, DisplayDesc, Rect
+    from .types import (
+        AgentCredential,
+        AgentIdentity,
+        ConsentAsk,
+        DisplayDesc,
+        EncodedFrame,
+        Rect,
+    )
 
 __all__ = [
     "Authenticator",
@@ -45,17 +52,25 @@ Image = Any
 
 
 class Encoder(ABC):
-    """Turns successive screen images of one stream into ``VideoFrame`` payloads."""
+    """Turns successive screen images of one stream into :class:`EncodedFrame` values.
+
+    The encoder knows nothing of the wire: the agent puts each frame into the
+    ``VideoFrame`` slot its :class:`~remote_core.types.CodecSpec` names.
+    """
 
     @abstractmethod
     def encode(self, image: Image, *, keyframe: bool = False,
-               dirty: Sequence[Rect] | None = None) -> Any | None:
-        """Encode one image; return a ``VideoFrame`` message with its encoding set.
+               dirty: Sequence[Rect] | None = None) -> EncodedFrame | None:
+        """Encode one image.
 
         :param keyframe: force a self-contained frame (StartStream, SwitchDisplay ...).
+            Also send one unasked for the first image, on a size change and at least
+            every 10 s (CONTRACT 1; :class:`remote_core.codecs.KeyframeClock`).
         :param dirty: rectangles the capture source knows changed, or ``None``
             when unknown (the encoder then finds them itself, if it cares).
         :returns: the frame, or ``None`` when nothing changed and nothing need be sent.
+        :raises ValueError: an image it cannot take (wrong shape, a size the codec
+            cannot code); the agent then restarts the stream.
         """
 
     @property
@@ -71,13 +86,16 @@ class Encoder(ABC):
 
 
 class Decoder(ABC):
-    """Turns ``VideoFrame`` payloads back into images, keeping whatever state it needs."""
+    """Turns :class:`EncodedFrame` values of one stream back into images, keeping whatever
+    state it needs (the last picture, reference frames)."""
 
     @abstractmethod
-    def decode(self, frame: Any) -> Image | None:
-        """Decode one ``VideoFrame``; return the full current image, or ``None`` if not yet.
+    def decode(self, frame: EncodedFrame) -> Image | None:
+        """Decode one frame; return the full current image, or ``None`` if not yet (an
+        incremental frame before any keyframe, a codec that holds a frame back).
 
-        Raises :class:`ValueError` on malformed input; never crashes on garbage.
+        The frame came over the network: raise :class:`ValueError` on anything malformed,
+        and nothing else; a decoder stays usable after garbage.
         """
 
     def close(self) -> None:  # noqa: B027 - optional hook
@@ -231,8 +249,9 @@ class Store(ABC):
         """Record online/offline and when the machine was last heard from."""
 
     @abstractmethod
-    async def set_all_machines_offline(self) -> int:
-        """Mark every machine offline (server start); return how many changed."""
+    async def set_all_machines_offline(self, keep: Collection[str] = ()) -> int:
+        """Mark every machine offline but the agents in ``keep`` (server start; in a
+        cluster, those some live node holds); return how many changed."""
 
     @abstractmethod
     async def soft_delete_machine(self, agent_id: str) -> bool:
@@ -309,9 +328,14 @@ class Store(ABC):
         """Record consent or the end of a session."""
 
     @abstractmethod
-    async def end_open_sessions(self, end_reason: str, ended_at: datetime) -> int:
+    async def end_open_sessions(self, end_reason: str, ended_at: datetime, *,
+                                keep: Collection[str] = (),
+                                created_before: datetime | None = None) -> int:
         """End every session without ``ended_at`` (server start: a server that died left
-        them open, and none is live in a process that has just started); return how many."""
+        them open, and none is live in a process that has just started); return how many.
+
+        In a cluster the sessions in ``keep`` are live on some node, and only those
+        created before ``created_before`` are old enough to be known to be orphaned."""
 
     @abstractmethod
     async def get_session(self, session_id: str) -> SessionRecord | None:

@@ -14,7 +14,7 @@ a callback we would have to turn back into an error anyway.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, TypeVar
@@ -22,18 +22,20 @@ from typing import Any, TypeVar
 import pluggy
 
 from . import ENTRY_POINT_GROUP, PROJECT_NAME, hookspecs
+from .codecs import check_codecs
 from .compat import incompatibility
 from .errors import PluginError
 from .records import AuditEvent, SessionRecord
+from .settings import PluginSettings
 from .types import (
     AuthMethod,
     CaptureSpec,
     CodecSpec,
+    ConsentAsk,
     ConsentDecision,
     ConsentPromptSpec,
     InputSpec,
     Registration,
-    SessionContext,
     StoreSpec,
     WebAppSpec,
 )
@@ -95,24 +97,32 @@ def _dist_name(ep: EntryPoint) -> str:
     return ep.dist.name if ep.dist is not None else "an unknown distribution"
 
 
-def _requested(settings: Any, available: dict[str, EntryPoint]) -> list[str]:
-    blocked = set(getattr(settings, "block_plugins", ()) or ())
-    if getattr(settings, "autoload_plugins", False):
-        names = sorted(available)
-    elif getattr(settings, "plugins", None) is not None:
-        names = list(settings.plugins)
-        missing = [n for n in names if n not in available]
+def _requested(settings: PluginSettings, available: dict[str, EntryPoint]) -> list[str]:
+    """The names to load: the list (else the built-ins, else everything installed when
+    autoloading), plus the extras, minus the blocked; a name that is not installed is an
+    error wherever it was given, so a typo never passes silently."""
+    env = settings.ENV_PREFIX
+    for given, setting in ((settings.plugins or (), "PLUGINS"),
+                           (settings.extra_plugins, "EXTRA_PLUGINS"),
+                           (settings.block_plugins, "BLOCK_PLUGINS")):
+        missing = [n for n in given if n not in available]
         if missing:
             raise PluginError(
-                f"plugin(s) {missing} requested in REMOTE_SUPPORT_PLUGINS are not installed; "
-                f"available: {sorted(available) or 'none'}"
-            )
+                f"plugin(s) {missing} named in {env}{setting} are not installed; "
+                f"available: {sorted(available) or 'none'}")
+    if settings.autoload_plugins:
+        names = sorted(available)
+    elif settings.plugins is not None:
+        names = list(settings.plugins)
     else:
         names = [n for n in BUILTIN_PLUGINS if n in available]
+    names += [n for n in settings.extra_plugins if n not in names]
+    blocked = set(settings.block_plugins)
     return [n for n in names if n not in blocked]
 
 
-def get_plugin_manager(settings: Any, extra: Iterable[tuple[str, object]] = ()) -> Plugins:
+def get_plugin_manager(settings: PluginSettings,
+                       extra: Iterable[tuple[str, object]] = ()) -> Plugins:
     """Build a fresh plugin manager for ``settings`` and wrap it in the typed facade.
 
     :param extra: ``(name, plugin)`` pairs registered after the entry points
@@ -121,16 +131,18 @@ def get_plugin_manager(settings: Any, extra: Iterable[tuple[str, object]] = ()) 
     pm = pluggy.PluginManager(PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
     available = discover()
+    extra = list(extra)
     names = _requested(settings, available)
+    options = settings.plugin_options({*available, *(name for name, _ in extra)})
     # Named plugins are required; the default set tolerates a broken one (it is logged).
-    required = getattr(settings, "plugins", None) is not None
+    required = {*(settings.plugins or ()), *settings.extra_plugins}
+    env = settings.ENV_PREFIX
     failures: list[str] = []
     infos: dict[str, tuple[str, str]] = {}
     loaded: list[tuple[str, object]] = []
-    not_loaded = {name: "not requested (REMOTE_SUPPORT_PLUGINS)" for name in available
+    not_loaded = {name: f"not requested ({env}PLUGINS)" for name in available
                   if name not in names}
-    not_loaded |= {name: "blocked (REMOTE_SUPPORT_BLOCK_PLUGINS)"
-                   for name in getattr(settings, "block_plugins", ()) or () if name in available}
+    not_loaded |= {name: f"blocked ({env}BLOCK_PLUGINS)" for name in settings.block_plugins}
     for name in names:
         ep = available[name]
         why = incompatibility(ep.dist)
@@ -141,7 +153,7 @@ def get_plugin_manager(settings: Any, extra: Iterable[tuple[str, object]] = ()) 
                 why = f"failed to load ({ep.value}): {type(exc).__name__}: {exc}"
         if why is not None:
             not_loaded[name] = why
-            if required:
+            if name in required:
                 failures.append(f"{name}: {why}")
             else:
                 log.warning("plugin %s skipped: %s", name, why)
@@ -159,7 +171,14 @@ def get_plugin_manager(settings: Any, extra: Iterable[tuple[str, object]] = ()) 
         _register(pm, name, plugin)
         infos[name] = ("(registered in process)", "")
     pm.check_pending()
-    return Plugins(pm, infos, not_loaded)
+    unused = sorted(set(options) - set(_loaded_names(pm)))
+    if unused:
+        log.warning("options given for plugin(s) %s, which are installed but not loaded", unused)
+    return Plugins(pm, infos, not_loaded, options)
+
+
+def _loaded_names(pm: pluggy.PluginManager) -> list[str]:
+    return [name for name, _ in pm.list_name_plugin()]
 
 
 def _register(pm: pluggy.PluginManager, name: str, plugin: object) -> None:
@@ -175,15 +194,24 @@ class Plugins:
     """Typed facade over the pluggy manager: the only way app code reaches hooks."""
 
     def __init__(self, pm: pluggy.PluginManager, infos: dict[str, tuple[str, str]],
-                 not_loaded: dict[str, str] | None = None) -> None:
+                 not_loaded: dict[str, str] | None = None,
+                 options: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self._pm = pm
         self._infos = infos
         self._cache: dict[str, list[Any]] = {}
+        self._providers: dict[tuple[str, str], str] = {}
+        self._options = {name: dict(values) for name, values in (options or {}).items()}
         self.not_loaded: dict[str, str] = dict(sorted((not_loaded or {}).items()))
         """Installed plugins that are not loaded, each with the reason."""
 
     def names(self) -> list[str]:
-        return [name for name, _ in self._pm.list_name_plugin()]
+        return _loaded_names(self._pm)
+
+    def options(self, registration: Registration) -> dict[str, Any]:
+        """The options of the plugin that made ``registration`` (its ``[plugins.NAME]``
+        table and ``..._PLUGIN_<NAME>_<KEY>`` variables): all its factory may see."""
+        provider = self._providers.get((type(registration).__name__, registration.name), "")
+        return dict(self._options.get(provider, {}))
 
     def describe(self) -> list[PluginInfo]:
         """Each loaded plugin with its distribution, version and implemented hooks."""
@@ -214,12 +242,14 @@ class Plugins:
                         f"{seen[item.name]!r} and {impl.plugin_name!r}"
                     )
                 seen[item.name] = impl.plugin_name
+                self._providers[(kind.__name__, item.name)] = impl.plugin_name
                 results.append(item)
         self._cache[hook] = results
         return results
 
     def codecs(self) -> list[CodecSpec]:
-        return self._collect("register_codecs", CodecSpec)
+        """Every codec; two on one slot, name or ``CodecPreference`` value stop start-up."""
+        return check_codecs(self._collect("register_codecs", CodecSpec))
 
     def capture_sources(self) -> list[CaptureSpec]:
         return self._collect("register_capture_sources", CaptureSpec)
@@ -266,8 +296,8 @@ class Plugins:
         )
 
     # -- policy and notifications ----------------------------------------------
-    def consent_policy(self, session: SessionContext) -> ConsentDecision | None:
-        decision: ConsentDecision | None = self._pm.hook.consent_policy(session=session)
+    def consent_policy(self, ask: ConsentAsk) -> ConsentDecision | None:
+        decision: ConsentDecision | None = self._pm.hook.consent_policy(ask=ask)
         return decision
 
     def session_opened(self, session: SessionRecord) -> None:

@@ -10,6 +10,7 @@ import enum
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from remote_core.errors import SessionRefused
@@ -37,11 +38,11 @@ __all__ = [
     "ConsentDecision",
     "ConsentPromptSpec",
     "DisplayDesc",
+    "EncodedFrame",
     "EncoderConfig",
     "InputSpec",
     "Rect",
     "Registration",
-    "SessionContext",
     "StoreSpec",
     "WebAppSpec",
 ]
@@ -86,6 +87,39 @@ class DisplayDesc:
     width: int
     height: int
     is_primary: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedFrame:
+    """One frame as a codec makes and takes it, with no wire format.
+
+    An encoder returns it and a decoder is given it; the agent puts it into the
+    wire's ``VideoFrame`` and a viewer takes it out in one place
+    (:mod:`remote_core.video`), so a codec plugin never builds a protobuf message.
+    A field the codec's slot cannot carry must keep its default.
+
+    :param data: the codec's bytes for this frame.
+    :param keyframe: self-contained: a viewer can start drawing here.
+    :param width: the display's size in pixels, for slots that carry it (``raw`` and
+        plugin frames); 0 where the bitstream states it (VP9, H.264, H.265).
+    :param height: likewise.
+    :param rects: for an incremental frame of a codec that sends only what changed, the
+        rectangles ``data`` covers, in order (``raw`` and plugin frames); empty otherwise.
+    :param compressed: ``raw`` slot only: ``data`` is one Zstandard frame (CONTRACT 1).
+    :param pts: presentation time in microseconds from the stream's start (VP9, H.264,
+        H.265 and plugin frames).
+    :param dts: decode time, likewise (VP9, H.264, H.265); equal to ``pts`` when the
+        codec never reorders frames.
+    """
+
+    data: bytes
+    keyframe: bool = False
+    width: int = 0
+    height: int = 0
+    rects: tuple[Rect, ...] = ()
+    compressed: bool = False
+    pts: int = 0
+    dts: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,34 +186,31 @@ class ConsentDecision(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
-class SessionContext:
-    """What a consent policy or lifecycle hook is told about a session."""
-
-    session_id: str
-    agent_id: str
-    method: str
-    attended: bool
-    technician_name: str = ""
-    access_mode: int = 1  # ConsentAccessMode
-
-
-@dataclass(frozen=True, slots=True)
 class ConsentAsk:
-    """A consent question as the agent's prompt shows it; ``connected`` names the
-    technicians already connected (``"techa (view and control)"``), when another asks."""
+    """A technician asks to view (``control=False``) or control a session: what the
+    server's consent policy decides on and what the agent's prompt shows the end user.
+
+    ``agent_id``, ``method`` (the auth method that opened the session) and
+    ``attended`` are the server's to fill; ``timeout_secs`` and ``connected`` (the
+    technicians already connected, ``"techa (view and control)"``) the agent's.
+    """
 
     session_id: str
     technician_name: str
     control: bool
-    timeout_secs: int
+    timeout_secs: int = 60
     connected: tuple[str, ...] = ()
+    agent_id: str = ""
+    method: str = ""
+    attended: bool = True
 
 
 @dataclass(frozen=True)
 class AuthContext:
-    """What an authenticator factory gets: settings and the store."""
+    """What an authenticator factory gets: its plugin's own options (``[plugins.NAME]``,
+    never the server's secrets) and the store."""
 
-    settings: Any
+    options: Mapping[str, Any]
     store: Store
 
 
@@ -188,12 +219,24 @@ class AuthContext:
 
 @dataclass(frozen=True)
 class CodecSpec(Registration):
-    """A codec: the ``CodecPreference`` value it answers to and the ``VideoFrame`` slot it fills.
+    """A video codec: how it is built, which frames it makes, when it is chosen.
 
-    :param preference: a ``CodecPreference`` value (``CODEC_RAW`` = 1 ...).
-    :param frame_field: the ``VideoFrame.encoding`` field (``raw``, ``vp9``, ``h264``, ``h265``).
-    :param auto_rank: higher is preferred when the viewer asks for ``CODEC_AUTO``.
+    The full rules, with an example, are in :func:`remote_core.hookspecs.register_codecs`.
+
+    :param frame_field: the ``VideoFrame.encoding`` slot its frames go in. A codec the
+        wire defines a slot for keeps it (``raw``, ``vp9``, ``h264``, ``h265``: the slot
+        fixes the format, CONTRACT 1); leave it empty for any other codec, whose frames
+        travel as plugin frames named by :attr:`name`.
+    :param preference: the ``CodecPreference`` value it answers to (``CODEC_RAW`` = 1 ...),
+        or 0 for none: a plugin codec is asked for by name.
+    :param auto_rank: higher is preferred when the viewers leave the choice to the agent
+        (``CODEC_AUTO``); plugin frames are chosen that way only when no codec with a slot
+        of its own suits every viewer.
     :param available: cheap check that the native library is usable here.
+    :param browser_decoder: an ES module file (shipped in the plugin's package) that
+        decodes this codec's frames in the browser viewer; the server serves it at
+        ``/codecs/<wire_name>.js``, from its own origin, so the console's CSP stays
+        ``script-src 'self'``.
     """
 
     preference: int = 0
@@ -202,22 +245,34 @@ class CodecSpec(Registration):
     decoder_factory: Callable[[], Decoder] | None = None
     auto_rank: int = 0
     available: Callable[[], bool] = field(default=lambda: True)
+    browser_decoder: Path | None = None
+
+    @property
+    def wire_name(self) -> str:
+        """How the wire and the viewers name this codec: its slot, or its own name for a
+        plugin frame (what ``SessionRequest.codecs`` lists)."""
+        return self.frame_field or self.name
 
 
 @dataclass(frozen=True)
 class CaptureSpec(Registration):
-    """A screen-capture backend. ``factory(**options)`` builds the source."""
+    """A screen-capture backend. ``factory(**options)`` builds the source from the
+    plugin's options; the agent takes the one its settings name, else the available one
+    of highest ``priority`` (ties by name)."""
 
     factory: Callable[..., CaptureSource] | None = None
     available: Callable[[], bool] = field(default=lambda: True)
+    priority: int = 0
 
 
 @dataclass(frozen=True)
 class InputSpec(Registration):
-    """An input-injection backend. ``factory(**options)`` builds the sink."""
+    """An input-injection backend. ``factory(**options)`` builds the sink from the
+    plugin's options; chosen like :class:`CaptureSpec`."""
 
     factory: Callable[..., InputSink] | None = None
     available: Callable[[], bool] = field(default=lambda: True)
+    priority: int = 0
 
 
 @dataclass(frozen=True)
@@ -263,9 +318,8 @@ class ConsentPromptSpec(Registration):
 class WebAppSpec(Registration):
     """An ASGI app mounted into the server at ``path`` (the web console ...).
 
-    ``factory(settings)`` returns the ASGI application.
+    ``factory(options)`` returns the ASGI application, given its plugin's options.
     """
 
     path: str = "/"
-    factory: Callable[[Any], Any] | None = None
-    options: Mapping[str, Any] = field(default_factory=dict)
+    factory: Callable[[Mapping[str, Any]], Any] | None = None

@@ -61,3 +61,23 @@ def test_the_agent_takes_any_methods_credential_but_not_a_support_code_as_a_key(
     # as --key is a mix-up, said at once.
     out = run("remote-agent", "--server", "http://127.0.0.1:9", "--key", "abc-def-ghj")
     assert out.returncode == 2 and "--key was given a support code" in out.stderr
+
+
+def test_a_plugin_set_that_cannot_serve_ends_start_up_in_one_line(tmp_path: Path) -> None:
+    """Configuration errors stop ``serve`` before it binds, with exit status 2."""
+    db = {"REMOTE_SUPPORT_DATABASE_URL": f"sqlite:///{tmp_path / 'never.db'}",
+          "REMOTE_SUPPORT_PORT": "0"}
+    for env, said in [
+        ({"REMOTE_SUPPORT_PLUGINS": ""}, "REMOTE_SUPPORT_PLUGINS is empty"),
+        ({"REMOTE_SUPPORT_PLUGINS": "auth_agentkey,web_console"},
+         "no storage plugin handles database URLs of scheme 'sqlite'"),
+        ({"REMOTE_SUPPORT_BLOCK_PLUGINS": "auth_sharedky"},
+         "['auth_sharedky'] named in REMOTE_SUPPORT_BLOCK_PLUGINS are not installed"),
+        ({"REMOTE_SUPPORT_PLUGIN_AUTH_SHAREDKY_KEY": "k"},
+         "REMOTE_SUPPORT_PLUGIN_AUTH_SHAREDKY_KEY names no installed plugin"),
+    ]:
+        out = run("remote-support", "serve", env={**db, **env})
+        assert out.returncode == 2, (env, out.stderr)
+        assert said in out.stderr and "Traceback" not in out.stderr, (env, out.stderr)
+        assert len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert not (tmp_path / "never.db").exists()

@@ -11,7 +11,7 @@ import pytest
 from remote_core.errors import ConflictError, StoreError
 from remote_core.plugins import get_plugin_manager
 from remote_core.records import AuditEvent, MachineReport
-from remote_core.settings import Settings
+from remote_core.settings import PluginSettings
 from remote_core.testing.fakes import (
     MemoryStore,
     StaticAuthenticator,
@@ -129,14 +129,14 @@ async def test_static_authenticator_answers_from_its_table() -> None:
 
 async def test_static_authenticator_registers_as_an_auth_method() -> None:
     auth = StaticAuthenticator({"t": keyed_identity("m-1")})
-    plugins = get_plugin_manager(Settings(plugins=()), extra=[static_auth_plugin(auth)])
+    plugins = get_plugin_manager(PluginSettings(plugins=()), extra=[static_auth_plugin(auth)])
     [method] = plugins.auth_methods()
     assert (method.name, method.order, method.issue_key) == ("static", 5, None)
     assert "auth_static" in plugins.names()
     assert method.factory is not None
-    assert method.factory(AuthContext(settings=Settings(), store=MemoryStore())) is auth
+    assert method.factory(AuthContext(options={}, store=MemoryStore())) is auth
 
     other = static_auth_plugin(StaticAuthenticator(), name="late", order=95)
-    both = get_plugin_manager(Settings(plugins=()),
+    both = get_plugin_manager(PluginSettings(plugins=()),
                               extra=[other, static_auth_plugin(auth)]).auth_methods()
     assert [m.name for m in both] == ["static", "late"]

@@ -78,10 +78,21 @@ SPEC_MESSAGES: dict[str, list[tuple[str, int, str, str]]] = {
                      ("error_message", 3, S, ""), ("progress_percent", 4, I32, "")],
 }
 
-# Messages beyond SPEC (CONTRACT 1), carried by the wrapper's fields of 100 and up.
+# Messages beyond SPEC (CONTRACT 1), carried by fields of 100 and up.
 CONTRACT_MESSAGES: dict[str, list[tuple[str, int, str, str]]] = {
     "Participants": [("participants", 1, "Participant", REP)],
     "Participant": [("name", 1, S, ""), ("access_mode", 2, "ConsentAccessMode", "")],
+    "PluginFrame": [("codec", 1, S, ""), ("data", 2, BY, ""), ("keyframe", 3, B, ""),
+                    ("width", 4, I32, ""), ("height", 5, I32, ""),
+                    ("dirty_rects", 6, "DirtyRect", REP), ("pts", 7, I64, "")],
+}
+
+# Fields beyond SPEC in SPEC's messages (CONTRACT 1: numbers 100 and up).
+CONTRACT_FIELDS: dict[str, list[tuple[str, int, str, str]]] = {
+    "SessionRequest": [("codecs", 100, S, REP)],
+    "VideoFrame": [("plugin", 100, "PluginFrame", "")],
+    "QualitySettings": [("codec_name", 100, S, "")],
+    "StartStream": [("codecs", 100, S, REP)],
 }
 
 SPEC_ENUMS: dict[str, list[tuple[str, int]]] = {
@@ -150,8 +161,12 @@ def test_package_is_versioned() -> None:
 def test_message_fields_match_spec(name: str) -> None:
     descriptor = pb.DESCRIPTOR.message_types_by_name[name]
     actual = [(f.name, f.number, _type_of(f), _label_of(f)) for f in descriptor.fields]
-    expected = (SPEC_MESSAGES | CONTRACT_MESSAGES)[name]
+    expected = (SPEC_MESSAGES | CONTRACT_MESSAGES)[name] + CONTRACT_FIELDS.get(name, [])
     assert sorted(actual, key=lambda t: t[1]) == sorted(expected, key=lambda t: t[1])
+
+
+def test_fields_beyond_spec_are_numbered_from_100() -> None:
+    assert all(number >= 100 for fields in CONTRACT_FIELDS.values() for _, number, _, _ in fields)
 
 
 def test_no_messages_beyond_spec_and_contract() -> None:
@@ -171,7 +186,7 @@ def test_no_enums_beyond_spec() -> None:
 
 def test_video_frame_encoding_is_a_oneof() -> None:
     oneof = pb.VideoFrame.DESCRIPTOR.oneofs_by_name["encoding"]
-    assert sorted(f.name for f in oneof.fields) == ["h264", "h265", "raw", "vp9"]
+    assert sorted(f.name for f in oneof.fields) == ["h264", "h265", "plugin", "raw", "vp9"]
 
 
 def test_message_wrapper_is_one_oneof_matching_spec() -> None:

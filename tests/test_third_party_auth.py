@@ -48,7 +48,8 @@ def server(tmp_path: Path, installed: Path) -> Iterator[tuple[ServerProcess, Pat
     tokens.write_text("{}")
     process = ServerProcess(tmp_path / "server", plugins=PLUGINS,
                             block_plugins="auth_agentkey")
-    process.env |= {"PYTHONPATH": str(installed), "REMOTE_AUTH_TOKENFILE": str(tokens)}
+    process.env |= {"PYTHONPATH": str(installed),
+                    "REMOTE_SUPPORT_PLUGIN_AUTH_TOKENFILE_FILE": str(tokens)}
     process.start()
     try:
         yield process, tokens

@@ -16,7 +16,6 @@ import anyio.lowlevel
 
 from remote_core.errors import RemoteSupportError, SessionRefused
 from remote_core.plugins import get_plugin_manager
-from remote_core.settings import load_settings
 from remote_core.supportcode import normalize_support_code
 
 from . import __version__
@@ -28,7 +27,8 @@ from .install import install, uninstall, updates_apply
 from .presence import Presence, describe
 from .presence_window import open_presence_window
 from .runner import LOST, run_agent
-from .session import AgentSession, Ending, Timing
+from .session import AgentSession, Ending
+from .settings import AgentSettings
 from .update import Updater
 from .update_files import UpdateFiles, running_artifact
 
@@ -64,15 +64,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _timing() -> Timing:
-    """Intervals, overridable by environment (tests and diagnostics)."""
-    settings = load_settings()
-    status = float(os.environ.get("REMOTE_AGENT_STATUS_INTERVAL", "60"))
-    update_check = float(os.environ.get("REMOTE_AGENT_UPDATE_INTERVAL", "3600"))
-    return Timing(heartbeat=settings.heartbeat_interval, silence=settings.heartbeat_timeout,
-                  status=status, update_check=update_check)
-
-
 def _restart_argv(post_update: bool) -> list[str]:
     """This process's command line again, flagged ``--post-update`` after an update."""
     argv = [arg for arg in sys.orig_argv if arg != "--post-update"]
@@ -81,8 +72,9 @@ def _restart_argv(post_update: bool) -> list[str]:
 
 def _run(config: AgentConfig, config_path: Path, token: str, attended: bool,
          post_update: bool = False) -> int:
-    plugins = get_plugin_manager(load_settings())
-    devices = open_devices(plugins)
+    settings = AgentSettings.load()
+    plugins = get_plugin_manager(settings)
+    devices = open_devices(plugins, capture=settings.capture, input=settings.input)
     chat = ChatChannel()
     chat.listen(lambda sender, text: print(f"[chat] {sender}: {text}", file=sys.stderr,
                                            flush=True))
@@ -90,7 +82,7 @@ def _run(config: AgentConfig, config_path: Path, token: str, attended: bool,
     presence.listen(lambda connected: print(f"[connected now] {describe(connected)}",
                                             file=sys.stderr, flush=True))
     uid = machine_uid()
-    timing = _timing()
+    timing = settings.timing()
     updater = Updater.for_this_process(config, attended=attended, post_update=post_update)
 
     def make_session() -> AgentSession:

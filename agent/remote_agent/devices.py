@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeVar
 
+from remote_core.errors import PluginError
 from remote_core.interfaces import CaptureSource, ConsentPrompt, InputSink
 from remote_core.plugins import Plugins
-from remote_core.types import CodecSpec, DisplayDesc
+from remote_core.types import CaptureSpec, CodecSpec, ConsentPromptSpec, DisplayDesc, InputSpec
 
 from .clipboard import TkClipboard, open_clipboard
 
-__all__ = ["Devices", "open_devices"]
+__all__ = ["Devices", "choose_backend", "open_devices"]
 
 log = logging.getLogger(__name__)
+
+S = TypeVar("S", CaptureSpec, InputSpec, ConsentPromptSpec)
 
 
 @dataclass
@@ -45,7 +49,7 @@ class Devices:
                     log.debug("closing %s failed", type(thing).__name__, exc_info=True)
 
 
-def _first_available(specs: list[Any], what: str) -> Any | None:
+def _first_available(specs: Sequence[S], what: str) -> S | None:
     for spec in specs:
         if spec.factory is not None and spec.available():
             return spec
@@ -53,20 +57,38 @@ def _first_available(specs: list[Any], what: str) -> Any | None:
     return None
 
 
-def open_devices(plugins: Plugins) -> Devices:
-    """Build the devices from the loaded plugins; capture is required, the rest optional."""
-    capture_spec = _first_available(plugins.capture_sources(), "screen capture")
-    if capture_spec is None:
+def choose_backend(plugins: Plugins, specs: Sequence[S], configured: str | None,
+                   what: str) -> S | None:
+    """The backend the settings name (it must work here), else the available one of
+    highest priority: never whichever plugin happened to load first."""
+    if configured:
+        spec = plugins.select(specs, configured, what)
+        if spec.factory is None or not spec.available():
+            raise PluginError(f"the {what} {configured!r} is not available on this machine")
+        return spec
+    return _first_available(sorted(specs, key=lambda s: (-s.priority, s.name)), what)
+
+
+def open_devices(plugins: Plugins, *, capture: str | None = None,
+                 input: str | None = None) -> Devices:
+    """Build the devices from the loaded plugins; capture is required, the rest optional.
+
+    :param capture: the capture backend's name (``AgentSettings.capture``), else the
+        available one of highest priority; ``input`` likewise. Each factory gets its
+        plugin's options and nothing else.
+    """
+    capture_spec = choose_backend(plugins, plugins.capture_sources(), capture, "screen capture")
+    if capture_spec is None or capture_spec.factory is None:
         raise RuntimeError("no screen-capture plugin works here (is there a display?)")
-    input_spec = _first_available(plugins.input_sinks(), "input injection")
-    prompts = sorted(plugins.consent_prompts(), key=lambda p: -p.priority)
-    prompt_spec = _first_available(prompts, "consent prompt")
+    input_spec = choose_backend(plugins, plugins.input_sinks(), input, "input injection")
+    prompt_spec = _first_available(sorted(plugins.consent_prompts(), key=lambda p: -p.priority),
+                                   "consent prompt")
     sink = None
-    if input_spec is not None:
+    if input_spec is not None and input_spec.factory is not None:
         try:
-            sink = input_spec.factory()
+            sink = input_spec.factory(**plugins.options(input_spec))
         except Exception as exc:
             log.warning("input injection disabled: %s", exc)
-    return Devices(capture=capture_spec.factory(), input=sink, codecs=plugins.codecs(),
-                   prompt=prompt_spec.factory() if prompt_spec is not None else None,
-                   clipboard=open_clipboard())
+    prompt = prompt_spec.factory() if prompt_spec is not None and prompt_spec.factory else None
+    return Devices(capture=capture_spec.factory(**plugins.options(capture_spec)), input=sink,
+                   codecs=plugins.codecs(), prompt=prompt, clipboard=open_clipboard())

@@ -93,7 +93,7 @@ class AgentSession:
         self.presence = presence or Presence()
         self.updater = updater
         self.conn = Connection(Role.AGENT, Role.SERVER)
-        self.state = StreamState()
+        self.state = StreamState(codecs=devices.codecs)
         self.displays: list[DisplayDesc] = []
         self.streamer = Streamer(devices, self.state, self._send_bytes, lambda: self.displays,
                                  window=window)
@@ -204,7 +204,7 @@ class AgentSession:
             return False
         return bool(await handler(self, message))
 
-    async def _on_video_ack(self, message: Any) -> None:
+    async def _on_video_ack(self, message: pb.VideoAck) -> None:
         self.streamer.ack(message.sequence)
 
     async def _on_mouse_event(self, message: Any) -> None:
@@ -216,23 +216,23 @@ class AgentSession:
     async def _on_special_key(self, message: Any) -> None:
         await self._inject("special_key", message)
 
-    async def _on_start_stream(self, message: Any) -> None:
-        self.state.start(message.viewer_id, message.display_id)
+    async def _on_start_stream(self, message: pb.StartStream) -> None:
+        self.state.start(message.viewer_id, message.display_id, message.codecs)
         self._cursor_due = True  # the new viewer needs the shape and position too
         self.streamer.poke()
 
-    async def _on_stop_stream(self, message: Any) -> None:
+    async def _on_stop_stream(self, message: pb.StopStream) -> None:
         self.state.stop(message.viewer_id)
         self.streamer.poke()
 
-    async def _on_switch_display(self, message: Any) -> None:
+    async def _on_switch_display(self, message: pb.SwitchDisplay) -> None:
         if self.devices.display(message.display_id, self.displays) is None:
             log.warning("SwitchDisplay to unknown display %d ignored", message.display_id)
             return
         self.state.switch(message.display_id)
         self.streamer.poke()
 
-    async def _on_quality_settings(self, message: Any) -> None:
+    async def _on_quality_settings(self, message: pb.QualitySettings) -> None:
         try:
             self.state.set_quality(message)
         except ValueError as exc:

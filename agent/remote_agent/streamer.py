@@ -11,21 +11,21 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import anyio
 
-from remote_core.codecs import KEYFRAME_INTERVAL_S, choose_codec, encoder_config
+from remote_core.codecs import KEYFRAME_INTERVAL_S, encoder_config
 from remote_core.interfaces import Encoder
-from remote_core.protocol import NUMBER_BY_FIELD
-from remote_core.types import DisplayDesc
+from remote_core.protocol import NUMBER_BY_FIELD, pb
+from remote_core.types import CodecSpec, DisplayDesc, EncodedFrame
+from remote_core.video import to_wire
 
 from .devices import Devices
 from .flow import FlowWindow
 from .pacing import Pacer
 from .stream import StreamState
 
-__all__ = ["Streamer", "is_keyframe", "video_message"]
+__all__ = ["Streamer", "video_message", "wire_frame"]
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +35,19 @@ _CHANGE_WAIT = 0.2
 _VIDEO_TAG = bytes([(NUMBER_BY_FIELD["video_frame"] << 3) | 2])
 
 
-def video_message(frame: Any) -> bytes:
+def wire_frame(frame: EncodedFrame, spec: CodecSpec, *, timestamp: int, display_id: int,
+               sequence: int) -> bytes:
+    """The one place a codec's frame becomes the wire's ``Message{video_frame}`` bytes."""
+    video = to_wire(frame, spec)
+    video.timestamp = timestamp
+    video.display_id = display_id
+    video.sequence = sequence
+    return video_message(video)
+
+
+def video_message(frame: pb.VideoFrame) -> bytes:
     """``Message{video_frame}`` bytes without copying the frame into a wrapper first."""
-    payload: bytes = frame.SerializeToString()
+    payload = frame.SerializeToString()
     length = len(payload)
     varint = bytearray()
     while True:
@@ -47,13 +57,6 @@ def video_message(frame: Any) -> bytes:
         if not length:
             break
     return _VIDEO_TAG + bytes(varint) + payload
-
-
-def is_keyframe(frame: Any) -> bool:
-    kind = frame.WhichOneof("encoding")
-    if kind == "raw":
-        return bool(frame.raw.is_keyframe)
-    return bool(getattr(frame, kind).keyframe) if kind else False
 
 
 class Streamer:
@@ -106,23 +109,25 @@ class Streamer:
                 log.warning("stream restarted: %s", exc)
                 self.state.switch(0)
 
-    def _build(self) -> tuple[DisplayDesc, Encoder]:
+    def _build(self) -> tuple[DisplayDesc, CodecSpec, Encoder]:
         displays = self._displays()
         display = self.devices.display(self.state.display_id, displays)
         if display is None:
             raise ValueError(f"display {self.state.display_id} does not exist; "
                              f"displays are {[d.id for d in displays]}")
-        spec = choose_codec(self.devices.codecs, self.state.codec_preference)
-        assert spec.encoder_factory is not None
+        spec = self.state.codec
+        if spec is None or spec.encoder_factory is None:
+            raise ValueError("no codec to stream in (is codec_raw_zstd loaded?)")
         config = encoder_config(display.width, display.height, self.state.quality)
         log.info("streaming display %d (%dx%d) with %s at %d fps", display.id, display.width,
                  display.height, spec.name, config.fps)
-        return display, spec.encoder_factory(config)
+        return display, spec, spec.encoder_factory(config)
 
     async def _stream(self) -> None:
         state = self.state
         generation = state.generation
-        display, encoder = await anyio.to_thread.run_sync(self._build, limiter=self._limiter)
+        display, spec, encoder = await anyio.to_thread.run_sync(self._build,
+                                                                limiter=self._limiter)
         self.streaming_display = display
         pacer = Pacer(state.fps())
         self.flow.reset()
@@ -144,7 +149,7 @@ class Streamer:
                     state.take_keyframe()
                 self.sequence += 1
                 made = await anyio.to_thread.run_sync(
-                    self._next_frame, encoder, display.id, keyframe, self.sequence,
+                    self._next_frame, spec, encoder, display.id, keyframe, self.sequence,
                     limiter=self._limiter)
                 if made is None:
                     self.sequence -= 1
@@ -158,7 +163,7 @@ class Streamer:
         finally:
             encoder.close()
 
-    def _next_frame(self, encoder: Encoder, display_id: int, keyframe: bool,
+    def _next_frame(self, spec: CodecSpec, encoder: Encoder, display_id: int, keyframe: bool,
                     sequence: int) -> tuple[bytes, bool, float] | None:
         """In a worker thread: wait for a change (unless a keyframe is due), grab, encode
         and frame it; ``None`` when nothing changed. One thread hop per frame."""
@@ -172,7 +177,6 @@ class Streamer:
         frame = encoder.encode(image, keyframe=keyframe, dirty=dirty)
         if frame is None:
             return None
-        frame.timestamp = timestamp
-        frame.display_id = display_id
-        frame.sequence = sequence
-        return video_message(frame), is_keyframe(frame), started
+        data = wire_frame(frame, spec, timestamp=timestamp, display_id=display_id,
+                          sequence=sequence)
+        return data, frame.keyframe, started

@@ -9,9 +9,10 @@ from remote_agent.flow import FlowWindow
 from remote_agent.presence import Connected, Presence, describe
 from remote_agent.session import HANDLERS, NOT_ACTED_ON
 from remote_agent.stream import StreamState
-from remote_agent.streamer import is_keyframe, video_message
+from remote_agent.streamer import video_message, wire_frame
 
 from remote_core.protocol import ALLOWED, Role, pb
+from remote_core.types import CodecSpec, EncodedFrame, Rect
 
 
 # -- backoff ---------------------------------------------------------------------------------
@@ -96,6 +97,32 @@ def test_switch_and_quality_rebuild_the_encoder_and_force_a_keyframe():
     assert s.fps() == 45
 
 
+CODECS = [CodecSpec(name="raw_zstd", preference=pb.CODEC_RAW, frame_field="raw", auto_rank=10,
+                    encoder_factory=lambda config: None),
+          CodecSpec(name="h264", preference=pb.CODEC_H264, frame_field="h264", auto_rank=40,
+                    encoder_factory=lambda config: None),
+          CodecSpec(name="png", encoder_factory=lambda config: None, auto_rank=90)]
+
+
+def test_the_codec_is_chosen_again_as_viewers_come_and_go():
+    s = StreamState(codecs=CODECS)
+    s.start("browser", 0, ["raw", "h264", "png"])
+    assert s.codec is not None and s.codec.name == "h264"
+    s.set_quality(pb.QualitySettings(codec_name="png"))
+    assert s.codec.name == "png"
+    generation = s.generation
+    s.take_keyframe()
+    s.start("script", 0, [])  # lists nothing: the codec slots, no plugin frames
+    assert s.codec.name == "h264" and s.generation == generation + 1 and s.take_keyframe()
+    s.start("script", 0, [])  # a lagging viewer's repeat: a keyframe, the same codec
+    assert s.codec.name == "h264" and s.generation == generation + 1 and s.take_keyframe()
+    s.stop("script")
+    assert s.codec.name == "png" and s.generation == generation + 2 and s.take_keyframe()
+    s.stop("browser")
+    s.stop("gone already")
+    assert not s.active and s.codec.name == "png"
+
+
 def test_bad_quality_is_refused_and_changes_nothing():
     s = StreamState()
     with pytest.raises(ValueError, match="custom_fps"):
@@ -110,8 +137,18 @@ def test_video_message_equals_the_wrapper_serialization(size):
                           raw=pb.RawFrame(width=1, height=1, data=b"x" * size, is_keyframe=True))
     expected = pb.Message(video_frame=frame).SerializeToString()
     assert video_message(frame) == expected
-    assert is_keyframe(frame)
-    assert not is_keyframe(pb.VideoFrame(vp9=pb.EncodedFrame(keyframe=False)))
+
+
+def test_a_codecs_frame_is_wrapped_into_its_slot_once():
+    spec = CodecSpec(name="h264", frame_field="h264")
+    data = wire_frame(EncodedFrame(b"\x00\x00\x01", keyframe=True, pts=5, dts=5), spec,
+                      timestamp=123, display_id=2, sequence=9)
+    video = pb.Message.FromString(data).video_frame
+    assert (video.timestamp, video.display_id, video.sequence) == (123, 2, 9)
+    assert video.h264 == pb.EncodedFrame(data=b"\x00\x00\x01", keyframe=True, pts=5, dts=5)
+    with pytest.raises(ValueError, match="carries no dirty rectangles"):
+        wire_frame(EncodedFrame(b"x", rects=(Rect(0, 0, 1, 1),)), spec, timestamp=0,
+                   display_id=1, sequence=1)
 
 
 # -- config ----------------------------------------------------------------------------------

@@ -120,16 +120,18 @@ UPDATE_COMPLETE: UpdateState
 UPDATE_FAILED: UpdateState
 
 class SessionRequest(_message.Message):
-    __slots__ = ("agent_id", "session_token", "session_type", "client_version")
+    __slots__ = ("agent_id", "session_token", "session_type", "client_version", "codecs")
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_TOKEN_FIELD_NUMBER: _ClassVar[int]
     SESSION_TYPE_FIELD_NUMBER: _ClassVar[int]
     CLIENT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    CODECS_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     session_token: str
     session_type: SessionType
     client_version: str
-    def __init__(self, agent_id: _Optional[str] = ..., session_token: _Optional[str] = ..., session_type: _Optional[_Union[SessionType, str]] = ..., client_version: _Optional[str] = ...) -> None: ...
+    codecs: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, agent_id: _Optional[str] = ..., session_token: _Optional[str] = ..., session_type: _Optional[_Union[SessionType, str]] = ..., client_version: _Optional[str] = ..., codecs: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SessionResponse(_message.Message):
     __slots__ = ("success", "session_id", "error", "display_info")
@@ -176,7 +178,7 @@ class SwitchDisplay(_message.Message):
     def __init__(self, display_id: _Optional[int] = ...) -> None: ...
 
 class VideoFrame(_message.Message):
-    __slots__ = ("timestamp", "display_id", "sequence", "raw", "vp9", "h264", "h265")
+    __slots__ = ("timestamp", "display_id", "sequence", "raw", "vp9", "h264", "h265", "plugin")
     TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_ID_FIELD_NUMBER: _ClassVar[int]
     SEQUENCE_FIELD_NUMBER: _ClassVar[int]
@@ -184,6 +186,7 @@ class VideoFrame(_message.Message):
     VP9_FIELD_NUMBER: _ClassVar[int]
     H264_FIELD_NUMBER: _ClassVar[int]
     H265_FIELD_NUMBER: _ClassVar[int]
+    PLUGIN_FIELD_NUMBER: _ClassVar[int]
     timestamp: int
     display_id: int
     sequence: int
@@ -191,7 +194,8 @@ class VideoFrame(_message.Message):
     vp9: EncodedFrame
     h264: EncodedFrame
     h265: EncodedFrame
-    def __init__(self, timestamp: _Optional[int] = ..., display_id: _Optional[int] = ..., sequence: _Optional[int] = ..., raw: _Optional[_Union[RawFrame, _Mapping]] = ..., vp9: _Optional[_Union[EncodedFrame, _Mapping]] = ..., h264: _Optional[_Union[EncodedFrame, _Mapping]] = ..., h265: _Optional[_Union[EncodedFrame, _Mapping]] = ...) -> None: ...
+    plugin: PluginFrame
+    def __init__(self, timestamp: _Optional[int] = ..., display_id: _Optional[int] = ..., sequence: _Optional[int] = ..., raw: _Optional[_Union[RawFrame, _Mapping]] = ..., vp9: _Optional[_Union[EncodedFrame, _Mapping]] = ..., h264: _Optional[_Union[EncodedFrame, _Mapping]] = ..., h265: _Optional[_Union[EncodedFrame, _Mapping]] = ..., plugin: _Optional[_Union[PluginFrame, _Mapping]] = ...) -> None: ...
 
 class RawFrame(_message.Message):
     __slots__ = ("width", "height", "data", "compressed", "dirty_rects", "is_keyframe")
@@ -232,6 +236,24 @@ class EncodedFrame(_message.Message):
     pts: int
     dts: int
     def __init__(self, data: _Optional[bytes] = ..., keyframe: bool = ..., pts: _Optional[int] = ..., dts: _Optional[int] = ...) -> None: ...
+
+class PluginFrame(_message.Message):
+    __slots__ = ("codec", "data", "keyframe", "width", "height", "dirty_rects", "pts")
+    CODEC_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    KEYFRAME_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_FIELD_NUMBER: _ClassVar[int]
+    HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    DIRTY_RECTS_FIELD_NUMBER: _ClassVar[int]
+    PTS_FIELD_NUMBER: _ClassVar[int]
+    codec: str
+    data: bytes
+    keyframe: bool
+    width: int
+    height: int
+    dirty_rects: _containers.RepeatedCompositeFieldContainer[DirtyRect]
+    pts: int
+    def __init__(self, codec: _Optional[str] = ..., data: _Optional[bytes] = ..., keyframe: bool = ..., width: _Optional[int] = ..., height: _Optional[int] = ..., dirty_rects: _Optional[_Iterable[_Union[DirtyRect, _Mapping]]] = ..., pts: _Optional[int] = ...) -> None: ...
 
 class VideoAck(_message.Message):
     __slots__ = ("sequence", "timestamp")
@@ -350,16 +372,18 @@ class ClipboardRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class QualitySettings(_message.Message):
-    __slots__ = ("preset", "custom_fps", "custom_bitrate", "codec")
+    __slots__ = ("preset", "custom_fps", "custom_bitrate", "codec", "codec_name")
     PRESET_FIELD_NUMBER: _ClassVar[int]
     CUSTOM_FPS_FIELD_NUMBER: _ClassVar[int]
     CUSTOM_BITRATE_FIELD_NUMBER: _ClassVar[int]
     CODEC_FIELD_NUMBER: _ClassVar[int]
+    CODEC_NAME_FIELD_NUMBER: _ClassVar[int]
     preset: QualityPreset
     custom_fps: int
     custom_bitrate: int
     codec: CodecPreference
-    def __init__(self, preset: _Optional[_Union[QualityPreset, str]] = ..., custom_fps: _Optional[int] = ..., custom_bitrate: _Optional[int] = ..., codec: _Optional[_Union[CodecPreference, str]] = ...) -> None: ...
+    codec_name: str
+    def __init__(self, preset: _Optional[_Union[QualityPreset, str]] = ..., custom_fps: _Optional[int] = ..., custom_bitrate: _Optional[int] = ..., codec: _Optional[_Union[CodecPreference, str]] = ..., codec_name: _Optional[str] = ...) -> None: ...
 
 class LatencyReport(_message.Message):
     __slots__ = ("rtt_ms", "fps", "bitrate_kbps")
@@ -404,12 +428,14 @@ class Disconnect(_message.Message):
     def __init__(self, reason: _Optional[str] = ...) -> None: ...
 
 class StartStream(_message.Message):
-    __slots__ = ("viewer_id", "display_id")
+    __slots__ = ("viewer_id", "display_id", "codecs")
     VIEWER_ID_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_ID_FIELD_NUMBER: _ClassVar[int]
+    CODECS_FIELD_NUMBER: _ClassVar[int]
     viewer_id: str
     display_id: int
-    def __init__(self, viewer_id: _Optional[str] = ..., display_id: _Optional[int] = ...) -> None: ...
+    codecs: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, viewer_id: _Optional[str] = ..., display_id: _Optional[int] = ..., codecs: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class StopStream(_message.Message):
     __slots__ = ("viewer_id",)

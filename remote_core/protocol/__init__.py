@@ -10,7 +10,7 @@ from ._wire import FIELD_BY_NUMBER, NUMBER_BY_FIELD, pb, peek, wrap
 from .connection import DEFAULT_MAX_MESSAGE_BYTES, Connection, State
 from .errors import CloseCode, LocalProtocolError, ProtocolError, RemoteProtocolError
 from .events import Dropped, Inbound, ProtocolEvent
-from .frames import is_keyframe
+from .frames import SLOT_NAMES, codec_of, is_keyframe
 from .routes import ALLOWED, INPUT_KINDS, ROUTES, Role, Route, To, routes_from
 
 __all__ = [
@@ -20,6 +20,7 @@ __all__ = [
     "INPUT_KINDS",
     "NUMBER_BY_FIELD",
     "ROUTES",
+    "SLOT_NAMES",
     "CloseCode",
     "Connection",
     "Dropped",
@@ -32,6 +33,7 @@ __all__ = [
     "Route",
     "State",
     "To",
+    "codec_of",
     "is_keyframe",
     "pb",
     "peek",

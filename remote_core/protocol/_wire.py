@@ -7,9 +7,7 @@ payload, so the field number can be read without parsing the payload.
 
 from __future__ import annotations
 
-from typing import Any
-
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 
 from .._proto import remote_support_pb2 as pb
 
@@ -52,7 +50,7 @@ def peek(data: bytes) -> tuple[int, int] | None:
     return tag >> 3, pos
 
 
-def wrap(kind: str, payload: Any) -> bytes:
+def wrap(kind: str, payload: Message) -> bytes:
     """Serialize ``payload`` as the ``kind`` field of a ``Message``."""
     message = pb.Message()
     getattr(message, kind).CopyFrom(payload)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from typing import Any
+
+from google.protobuf.message import Message
 
 from ._wire import FIELD_BY_NUMBER, NUMBER_BY_FIELD, DecodeError, pb, peek, wrap
 from .errors import CloseCode, LocalProtocolError, RemoteProtocolError
@@ -128,7 +129,7 @@ class Connection:
         return RemoteProtocolError(reason, code)
 
     # -- sending -----------------------------------------------------------------
-    def send(self, kind: str, payload: Any) -> bytes:
+    def send(self, kind: str, payload: Message) -> bytes:
         """Serialize ``payload`` as ``kind``; refuse what this side may not send now."""
         if self.state is State.CLOSED:
             raise LocalProtocolError(f"cannot send {kind}: connection is closed")
@@ -139,7 +140,7 @@ class Connection:
                                      f"to the {self.peer.value}")
         return wrap(kind, payload)
 
-    def accept(self, session_id: str, display_info: Any | None = None, *,
+    def accept(self, session_id: str, display_info: pb.DisplayInfo | None = None, *,
                view_only: bool = False) -> bytes:
         """Server side: answer the request with success and become authenticated."""
         response = pb.SessionResponse(success=True, session_id=session_id)

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+from google.protobuf.message import Message
 
 from ._wire import DecodeError, pb
 
 __all__ = ["Dropped", "Inbound", "ProtocolEvent"]
+
+M = TypeVar("M", bound=Message)
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +39,17 @@ class Inbound:
             message.ParseFromString(self.data[self.offset:])
         except DecodeError as exc:
             raise RemoteProtocolError(f"{self.kind} payload does not parse: {exc}", 1007) from None
+        return message
+
+    def parse(self, cls: type[M]) -> M:
+        """:meth:`payload`, typed: the payload as ``cls`` (``pb.VideoFrame`` ...).
+
+        :raises TypeError: ``kind`` carries another message type (a caller's mistake).
+        :raises RemoteProtocolError: (1007) the payload bytes are not valid protobuf.
+        """
+        message = self.payload()
+        if not isinstance(message, cls):
+            raise TypeError(f"{self.kind} carries {type(message).__name__}, not {cls.__name__}")
         return message
 
 

@@ -6,6 +6,10 @@ A plugin's test module subclasses :class:`CodecContract` and names its codec::
         spec = my_plugin.SPEC
         min_psnr = 32.0        # None for a lossless codec (bit-exact round trips)
 
+Every frame the suite decodes first goes over the wire the way the agent and
+the viewers carry it (:mod:`remote_core.video`, serialized and parsed), so a
+frame that does not fit its codec's slot fails here, not in a live session.
+
 The content is drawn in code to look like a desktop (wallpaper gradient,
 windows with title bars, lines of anti-aliased glyphs, a taskbar) and changes
 the way screens do (typing into a small region, scrolling a page, video-like
@@ -15,20 +19,28 @@ noise. The benchmark (``bench/codecs.py``) draws the same scenes.
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Iterator
+from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
-from ..codecs import encoder_config, frame_field
+from .. import ENTRY_POINT_GROUP
+from ..codecs import KEYFRAME_INTERVAL_S, FrameDecoder, check_codecs, encoder_config
+from ..interfaces import Decoder, Encoder
 from ..protocol import pb
-from ..types import CodecSpec
+from ..types import CodecSpec, EncodedFrame, Rect
+from ..video import from_wire, slot_for, to_wire
 
 __all__ = [
     "LINE_H",
     "CodecContract",
     "Desktop",
+    "builtin_codecs",
     "psnr",
     "video_like",
 ]
@@ -207,6 +219,18 @@ def psnr(a: Image, b: Image) -> float:
     return float("inf") if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
 
 
+def builtin_codecs() -> list[CodecSpec]:
+    """The codecs of every installed built-in codec plugin (``codec_*`` entry points of the
+    project's own distributions), loaded as the plugin manager loads them."""
+    from ..plugins import BUILTIN_PLUGINS
+
+    specs: list[CodecSpec] = []
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in BUILTIN_PLUGINS and ep.name.startswith("codec_"):
+            specs.extend(ep.load().register_codecs())
+    return specs
+
+
 # -- the contract ----------------------------------------------------------------------
 
 
@@ -218,13 +242,24 @@ class CodecContract:
     """Lowest acceptable PSNR (dB) on desktop content of 64 pixels a side or more
     (the suite uses 320x200 and up); ``None`` demands bit-exact output."""
 
-    def encoder(self, width: int, height: int, quality: Any = None) -> Any:
+    def encoder(self, width: int, height: int,
+                quality: pb.QualitySettings | None = None) -> Encoder:
         assert self.spec.encoder_factory is not None
         return self.spec.encoder_factory(encoder_config(width, height, quality))
 
-    def decoder(self) -> Any:
+    def decoder(self) -> Decoder:
         assert self.spec.decoder_factory is not None
         return self.spec.decoder_factory()
+
+    def wire(self, frame: EncodedFrame | None) -> EncodedFrame:
+        """``frame`` after the agent's wrapping, the network and a viewer's unwrapping: it
+        must come back equal, in its codec's slot."""
+        assert frame is not None, "the encoder returned no frame where one was due"
+        data = to_wire(frame, self.spec).SerializeToString()
+        codec, back = from_wire(pb.VideoFrame.FromString(data))
+        assert codec == self.spec.wire_name
+        assert back == frame, "the frame lost something on the wire (a field its slot lacks)"
+        return back
 
     def assert_close(self, decoded: Any, source: Image, min_psnr: float | None = None) -> None:
         assert decoded is not None, "decoder returned no image for a decodable frame"
@@ -236,17 +271,47 @@ class CodecContract:
             threshold = self.min_psnr if min_psnr is None else min_psnr
             assert quality >= threshold, f"PSNR {quality:.1f} dB below {threshold} dB"
 
-    def _payload(self, frame: Any) -> Any:
-        return getattr(frame, frame_field(frame))
-
-    def _is_keyframe(self, frame: Any) -> bool:
-        payload = self._payload(frame)
-        return bool(payload.is_keyframe if frame_field(frame) == "raw" else payload.keyframe)
-
     def test_registration(self) -> None:
         assert self.spec.available(), f"{self.spec.name} is not usable on this machine"
-        assert self.spec.frame_field in {"raw", "vp9", "h264", "h265"}
+        slot_for(self.spec)  # a slot of its own that exists, or none (a plugin frame)
         assert self.spec.encoder_factory is not None and self.spec.decoder_factory is not None
+
+    def test_coexists_with_every_builtin_in_one_viewer(self) -> None:
+        """Loaded beside every built-in codec, nothing collides, and one viewer decodes a
+        stream that switches between all of them and this one."""
+        others = [s for s in builtin_codecs() if s.name != self.spec.name and s.available()]
+        specs = check_codecs([*others, self.spec])
+        viewer = FrameDecoder(specs)
+        desktop = Desktop(160, 120, seed=8)
+        for spec in [self.spec, *others, self.spec]:
+            assert spec.encoder_factory is not None
+            encoder = spec.encoder_factory(encoder_config(160, 120))
+            frame = encoder.encode(desktop.image, keyframe=True)
+            assert frame is not None
+            codec, back = from_wire(pb.VideoFrame.FromString(
+                to_wire(frame, spec).SerializeToString()))
+            out = viewer.decode(codec, back)
+            assert out is not None and out.shape == desktop.image.shape, spec.name
+            encoder.close()
+            desktop.type(3)
+        viewer.close()
+
+    def test_a_keyframe_at_least_every_ten_seconds(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """CONTRACT 1, on a still screen too, by ``time.monotonic`` (which
+        :class:`~remote_core.codecs.KeyframeClock` reads)."""
+        now = [1000.0]
+        monkeypatch.setattr(time, "monotonic", lambda: now[0])
+        desktop = Desktop(160, 120, seed=9)
+        enc = self.encoder(160, 120)
+        assert self.wire(enc.encode(desktop.image)).keyframe
+        for _ in range(4):
+            now[0] += KEYFRAME_INTERVAL_S / 5
+            frame = enc.encode(desktop.image)
+            assert frame is None or not frame.keyframe, "a keyframe before it was due"
+        now[0] += KEYFRAME_INTERVAL_S / 5
+        due = enc.encode(desktop.image)
+        assert due is not None and due.keyframe, "no keyframe 10 s after the last one"
+        enc.close()
 
     def test_round_trip_on_desktop_content(self) -> None:
         desktop = Desktop(320, 200, seed=1)
@@ -257,11 +322,9 @@ class CodecContract:
             if frame is None:  # nothing changed: the viewer keeps what it shows
                 assert previous is not None and np.array_equal(image, previous)
                 continue
-            assert frame_field(frame) == self.spec.frame_field
             if i == 0:
-                assert self._is_keyframe(frame)
-            wire = pb.VideoFrame.FromString(frame.SerializeToString())
-            self.assert_close(dec.decode(wire), image)
+                assert frame.keyframe
+            self.assert_close(dec.decode(self.wire(frame)), image)
             previous = image
         enc.close()
         dec.close()
@@ -270,13 +333,13 @@ class CodecContract:
         desktop = Desktop(160, 120, seed=2)
         enc = self.encoder(160, 120)
         first = enc.encode(desktop.image)
-        assert first is not None and self._is_keyframe(first)
+        assert first is not None and first.keyframe
         desktop.type(2)
         second = enc.encode(desktop.image)
-        assert second is None or not self._is_keyframe(second)
+        assert second is None or not second.keyframe
         desktop.type(2)
         forced = enc.encode(desktop.image, keyframe=True)
-        assert forced is not None and self._is_keyframe(forced)
+        assert forced is not None and forced.keyframe
         enc.close()
 
     def test_keyframe_after_loss(self) -> None:
@@ -285,21 +348,21 @@ class CodecContract:
         frames = [enc.encode(image, keyframe=i == 0) for i, image in enumerate(desktop.frames(8))]
         for frame in frames[:3]:  # the viewer sees the start, then loses frames 3-7
             if frame is not None:
-                dec.decode(frame)
+                dec.decode(self.wire(frame))
         for frame in frames[3:]:  # a viewer joining mid-stream gets no keyframe: no crash
             if frame is not None:
                 try:
-                    late.decode(frame)
+                    late.decode(self.wire(frame))
                 except ValueError:
                     pass
         desktop.type(5)
-        recovery = enc.encode(desktop.image, keyframe=True)
-        assert recovery is not None and self._is_keyframe(recovery)
+        recovery = self.wire(enc.encode(desktop.image, keyframe=True))
+        assert recovery.keyframe
         self.assert_close(dec.decode(recovery), desktop.image)
         self.assert_close(late.decode(recovery), desktop.image)
         desktop.type(1)
-        after = enc.encode(desktop.image)
-        assert after is not None and not self._is_keyframe(after)
+        after = self.wire(enc.encode(desktop.image))
+        assert not after.keyframe
         self.assert_close(dec.decode(after), desktop.image)
         self.assert_close(late.decode(after), desktop.image)
 
@@ -307,12 +370,12 @@ class CodecContract:
         enc, dec = self.encoder(320, 200), self.decoder()
         for width, height in [(320, 200), (256, 160), (400, 240), (320, 200)]:
             desktop = Desktop(width, height, seed=width)
-            frame = enc.encode(desktop.image)
-            assert frame is not None and self._is_keyframe(frame), "a new size starts a keyframe"
+            frame = self.wire(enc.encode(desktop.image))
+            assert frame.keyframe, "a new size starts a keyframe"
             self.assert_close(dec.decode(frame), desktop.image)
             desktop.type(3)
-            frame = enc.encode(desktop.image)
-            assert frame is not None and not self._is_keyframe(frame)
+            frame = self.wire(enc.encode(desktop.image))
+            assert not frame.keyframe
             self.assert_close(dec.decode(frame), desktop.image)
 
     def test_odd_sizes(self) -> None:
@@ -320,12 +383,12 @@ class CodecContract:
             desktop = Desktop(width, height, seed=4)
             enc, dec = self.encoder(width, height), self.decoder()
             # PSNR means little on a few dozen pixels of dense text: there, size only.
-            self.assert_close(dec.decode(enc.encode(desktop.image, keyframe=True)), desktop.image,
-                              min_psnr=None if min(width, height) >= 64 else 0.0)
+            self.assert_close(dec.decode(self.wire(enc.encode(desktop.image, keyframe=True))),
+                              desktop.image, min_psnr=None if min(width, height) >= 64 else 0.0)
             desktop.type(4)
             frame = enc.encode(desktop.image)
             if frame is not None:
-                out = dec.decode(frame)
+                out = dec.decode(self.wire(frame))
                 assert out is not None and out.shape == desktop.image.shape
             enc.close()
             dec.close()
@@ -335,8 +398,7 @@ class CodecContract:
         for preset in (pb.QUALITY_LOW, pb.QUALITY_BALANCED, pb.QUALITY_HIGH, pb.QUALITY_AUTO):
             quality = pb.QualitySettings(preset=preset)
             frame = self.encoder(160, 120, quality).encode(image, keyframe=True)
-            assert frame is not None
-            out = self.decoder().decode(frame)
+            out = self.decoder().decode(self.wire(frame))
             assert out is not None and out.shape == image.shape
         custom = pb.QualitySettings(custom_fps=60, custom_bitrate=2_000)
         assert self.encoder(160, 120, custom).encode(image, keyframe=True) is not None
@@ -344,34 +406,34 @@ class CodecContract:
     def test_garbage_is_a_value_error(self) -> None:
         desktop = Desktop(320, 200, seed=6)
         enc, dec = self.encoder(320, 200), self.decoder()
-        good = enc.encode(desktop.image, keyframe=True)
-        assert good is not None
+        good = self.wire(enc.encode(desktop.image, keyframe=True))
         reference = self.decoder().decode(good)
         self.assert_close(reference, desktop.image)
+        assert reference is not None
         rng = np.random.default_rng(6)
-        garbage: list[Any] = [None, b"\x00\x01", pb.VideoFrame()]
+        replace = dataclasses.replace
+        garbage: list[EncodedFrame] = [
+            EncodedFrame(b""), EncodedFrame(b"\x00\x01", keyframe=True),
+            replace(good, keyframe=not good.keyframe),
+            replace(good, width=0, height=0), replace(good, width=-5, height=3),
+            replace(good, width=100_000, height=100_000),
+            replace(good, keyframe=False, rects=(Rect(-1, 0, 4, 4),)),
+            replace(good, keyframe=False, rects=(Rect(0, 0, 1 << 30, 1 << 30),) * 3),
+            replace(good, compressed=not good.compressed),
+            replace(good, data=good.data[: len(good.data) // 2]),
+        ]
         for n in (0, 1, 7, 100, 5000):
-            bad = pb.VideoFrame()
-            bad.CopyFrom(good)
-            self._payload(bad).data = rng.integers(0, 256, n, dtype=np.uint8).tobytes()
-            garbage.append(bad)
-        data = self._payload(good).data
-        truncated = pb.VideoFrame()
-        truncated.CopyFrom(good)
-        self._payload(truncated).data = data[: len(data) // 2]
-        garbage.append(truncated)
+            garbage.append(replace(good, data=rng.integers(0, 256, n, dtype=np.uint8).tobytes()))
         for seed in range(8):  # bit rot: a few bytes flipped anywhere in a real keyframe
-            flipped = bytearray(data)
-            for at in np.random.default_rng(seed).integers(0, len(data), 1 + seed * 3):
+            flipped = bytearray(good.data)
+            for at in np.random.default_rng(seed).integers(0, len(flipped), 1 + seed * 3):
                 flipped[int(at)] ^= 0xFF
-            rotten = pb.VideoFrame()
-            rotten.CopyFrom(good)
-            self._payload(rotten).data = bytes(flipped)
-            garbage.append(rotten)
+            garbage.append(replace(good, data=bytes(flipped)))
         for bad in garbage:
             try:
                 dec.decode(bad)
             except ValueError:
                 pass
         # Still usable afterwards: the same keyframe decodes to the same image.
-        assert np.array_equal(dec.decode(good), reference)
+        again = dec.decode(good)
+        assert again is not None and np.array_equal(again, reference)

@@ -21,7 +21,15 @@ import functools
 import json
 import re
 import uuid
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Collection,
+    Coroutine,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -283,8 +291,9 @@ class MemoryStore(Store):
                 machine, status=status, last_seen=_utc_or_none(last_seen) or machine.last_seen)
 
     @_operation
-    async def set_all_machines_offline(self) -> int:
-        online = [m for m in self._machines.values() if m.status != "offline"]
+    async def set_all_machines_offline(self, keep: Collection[str] = ()) -> int:
+        online = [m for m in self._machines.values()
+                  if m.status != "offline" and m.agent_id not in keep]
         for machine in online:
             self._machines[machine.agent_id] = replace(machine, status="offline")
         return len(online)
@@ -426,9 +435,15 @@ class MemoryStore(Store):
                 end_reason=end_reason))
 
     @_operation
-    async def end_open_sessions(self, end_reason: str, ended_at: datetime) -> int:
+    async def end_open_sessions(self, end_reason: str, ended_at: datetime, *,
+                                keep: Collection[str] = (),
+                                created_before: datetime | None = None) -> int:
         ended_at = _utc(ended_at)
-        open_ones = [s for s in self._sessions.values() if s.ended_at is None]
+        before = _utc(created_before) if created_before is not None else None
+        open_ones = [s for s in self._sessions.values()
+                     if s.ended_at is None and s.id not in keep and (
+                         before is None or (s.created_at is not None
+                                            and _utc(s.created_at) < before))]
         for session in open_ones:
             self._sessions[session.id] = replace(session, ended_at=ended_at,
                                                  end_reason=end_reason)

@@ -370,7 +370,9 @@ class StoreContract:
         machine = await store.get_machine("m-1")
         assert machine is not None
         assert (machine.status, machine.last_seen) == ("online", seen)
-        assert await store.set_all_machines_offline() == 2
+        await store.set_machine_status("m-2", "online", seen)
+        assert await store.set_all_machines_offline(keep=["m-2"]) == 1
+        assert await store.set_all_machines_offline() == 1
         assert await store.set_all_machines_offline() == 0
         assert {m.status for m in await store.list_machines()} == {"offline"}
 
@@ -519,6 +521,18 @@ class StoreContract:
             restart, "server restarted")
         kept = await store.get_session(closed.id)
         assert kept is not None and (kept.ended_at, kept.end_reason) == (ended_before, "goodbye")
+
+    async def test_a_cluster_node_ends_only_the_orphans(self, store: Store) -> None:
+        base = utcnow()
+        live = await store.create_session(make_session("a-1", created_at=base))
+        orphan = await store.create_session(make_session("a-2", created_at=base))
+        young = await store.create_session(make_session("a-3", created_at=base
+                                                        + timedelta(seconds=30)))
+        swept = base + timedelta(seconds=10)
+        assert await store.end_open_sessions("node lost", swept, keep=[live.id],
+                                             created_before=swept) == 1
+        ended = {s.id: s.end_reason for s in await store.list_sessions()}
+        assert ended == {live.id: None, orphan.id: "node lost", young.id: None}
 
     # -- users ---------------------------------------------------------------------------------
     async def test_login_addresses_keep_the_newest_few_per_user(self, store: Store) -> None:

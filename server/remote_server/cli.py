@@ -1,4 +1,4 @@
-"""``remote-support``: serve, migrate, plugins, user, secret, release."""
+"""``remote-support``: serve, migrate, plugins, user, secret, release, drain."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from remote_core.errors import RemoteSupportError
-from remote_core.plugins import get_plugin_manager
-from remote_core.settings import Settings, add_arguments, load_settings
+from remote_core.errors import ConfigError, RemoteSupportError
+from remote_core.plugins import Plugins, discover, get_plugin_manager
 
 from . import __version__
+from .settings import ServerSettings
 from .web.context import open_store
 
 __all__ = ["main"]
@@ -27,13 +27,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=__version__)
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the server (migrates the database first)")
-    add_arguments(serve)
+    ServerSettings.add_arguments(serve)
     migrate = sub.add_parser("migrate", help="apply database migrations and exit")
-    add_arguments(migrate)
+    ServerSettings.add_arguments(migrate)
     plugins = sub.add_parser("plugins", help="list loaded plugins and the hooks they implement")
-    add_arguments(plugins)
+    ServerSettings.add_arguments(plugins)
     user = sub.add_parser("user", help="manage operator accounts")
-    add_arguments(user)
+    ServerSettings.add_arguments(user)
     user_sub = user.add_subparsers(dest="user_command", required=True)
     create = user_sub.add_parser("create", help="create a user (password read from stdin or "
                                                 "prompted)")
@@ -45,7 +45,7 @@ def _parser() -> argparse.ArgumentParser:
     passwd = user_sub.add_parser("set-password", help="set a user's password")
     passwd.add_argument("username")
     secret = sub.add_parser("secret", help="manage the token-signing keys")
-    add_arguments(secret)
+    ServerSettings.add_arguments(secret)
     secret_sub = secret.add_subparsers(dest="secret_command", required=True)
     rotate = secret_sub.add_parser(
         "rotate", help="sign new tokens with a new random key; the previous key keeps "
@@ -54,6 +54,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="seconds the previous key keeps verifying (at least the longest "
                              "token lifetime; default: that plus --signing-key-refresh, for "
                              "running servers to notice)")
+    drain = sub.add_parser("drain", help="cluster mode: ask a node to stop taking sessions and "
+                                          "hand its agents to the other nodes, as SIGTERM does")
+    ServerSettings.add_arguments(drain)
+    drain.add_argument("node", help="the node's id (REMOTE_SUPPORT_NODE_ID)")
     _release_parser(sub)
     return parser
 
@@ -94,11 +98,11 @@ def cmd_release(args: argparse.Namespace) -> int:
     return 0
 
 
-def _settings(args: argparse.Namespace) -> Settings:
-    return load_settings(cli=vars(args))
+def _settings(args: argparse.Namespace) -> ServerSettings:
+    return ServerSettings.load(cli=vars(args))
 
 
-def cmd_plugins(settings: Settings) -> int:
+def cmd_plugins(settings: ServerSettings) -> int:
     """Loaded plugins with their hooks, then installed ones that are not loaded and why;
     exit status 1 when one of those cannot load (built for another core, or broken)."""
     plugins = get_plugin_manager(settings)
@@ -115,7 +119,7 @@ def cmd_plugins(settings: Settings) -> int:
     return 1 if broken else 0
 
 
-async def _migrate(settings: Settings) -> int:
+async def _migrate(settings: ServerSettings) -> int:
     store = open_store(settings, get_plugin_manager(settings))
     await store.open()
     await store.close()
@@ -132,7 +136,7 @@ def _read_password(prompt: str) -> str:
     return sys.stdin.readline().rstrip("\n")
 
 
-async def _user(settings: Settings, args: argparse.Namespace) -> int:
+async def _user(settings: ServerSettings, args: argparse.Namespace) -> int:
     from .web.users import create_user, set_password
 
     store = open_store(settings, get_plugin_manager(settings))
@@ -155,7 +159,7 @@ async def _user(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _secret(settings: Settings, args: argparse.Namespace) -> int:
+async def _secret(settings: ServerSettings, args: argparse.Namespace) -> int:
     from .relay.audit import Audit
     from .web.signing import rotate
 
@@ -172,11 +176,62 @@ async def _secret(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_serve(settings: Settings) -> int:
+SERVER_BUILTINS = ("store_sql", "auth_agentkey", "auth_supportcode", "auth_sharedkey",
+                   "web_console")
+"""The built-ins a server loads by default (codecs run on agents and viewers, not here)."""
+
+
+def plugin_set(settings: ServerSettings) -> Plugins:
+    """The server's plugins, checked before anything starts, so what cannot work ends
+    start-up with one clear line (exit status 2) rather than a traceback from inside."""
+    if settings.plugins == () and not settings.extra_plugins:
+        raise ConfigError("REMOTE_SUPPORT_PLUGINS is empty: name the plugins to load "
+                          "(at least a storage plugin, store_sql) or leave it unset for the "
+                          "built-ins")
+    plugins = get_plugin_manager(settings)
+    plugins.store_for_url(settings.database_url)
+    loaded = plugins.describe()
+    log.info("plugins loaded: %s", ", ".join(f"{p.name} {p.version}".strip() for p in loaded))
+    if settings.plugins is None and not settings.autoload_plugins:
+        installed = set(discover())
+        for name in SERVER_BUILTINS:
+            if name not in installed and name not in settings.block_plugins:
+                log.warning("built-in plugin %s is not installed; the server runs without it",
+                            name)
+    return plugins
+
+
+async def _drain(settings: ServerSettings, node: str) -> int:
+    if settings.bus_url is None:
+        raise ConfigError("drain works in cluster mode: set REMOTE_SUPPORT_BUS_URL")
+    import json
+
+    import nats
+    from nats.errors import NoRespondersError
+    from nats.errors import TimeoutError as NatsTimeout
+
+    from .cluster.node import drain_subject
+
+    nc = await nats.connect(settings.bus_url, connect_timeout=5, max_reconnect_attempts=0)
+    try:
+        reply = await nc.request(drain_subject(settings.cluster_name, node), b"{}", timeout=5)
+    except (NoRespondersError, NatsTimeout):
+        print(f"remote-support: no node {node!r} answers in cluster "
+              f"{settings.cluster_name!r}", file=sys.stderr)
+        return 1
+    finally:
+        await nc.close()
+    answer = json.loads(reply.data)
+    print(f"node {answer['node']} is draining: its {answer['sessions']} session(s) reconnect "
+          "through the other nodes")
+    return 0
+
+
+def cmd_serve(settings: ServerSettings) -> int:
     from .web import create_app
     from .web.serving import serve
 
-    serve(create_app(settings), settings)
+    serve(create_app(settings, plugin_set(settings)), settings)
     return 0
 
 
@@ -196,6 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_user(settings, args))
         if args.command == "secret":
             return asyncio.run(_secret(settings, args))
+        if args.command == "drain":
+            return asyncio.run(_drain(settings, args.node))
         return cmd_serve(settings)
     except RemoteSupportError as exc:
         print(f"remote-support: error: {exc}", file=sys.stderr)

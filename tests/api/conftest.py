@@ -12,17 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from remote_server.settings import ServerSettings
 from remote_server.testing.deviations import test_settings
 from remote_server.testing.liveserver import ApiClient, LiveServer, ManualClock, live_server
 from remote_server.web.ratelimit import MemoryRateLimiter
-
-from remote_core.settings import Settings
 
 ADMIN_PASSWORD = "admin-password-for-tests"
 TECH_PASSWORD = "technician-password"
 
 
-def server_settings(path: Path, **changes: Any) -> Settings:
+def server_settings(path: Path, **changes: Any) -> ServerSettings:
     values: dict[str, Any] = {"database_url": f"sqlite:///{path / 'api.db'}",
                               "admin_password": ADMIN_PASSWORD,
                               "trusted_proxies": ("127.0.0.1",)}

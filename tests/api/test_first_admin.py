@@ -20,10 +20,10 @@ import sys, anyio
 from remote_core.plugins import get_plugin_manager
 from remote_server.web.context import open_store
 from remote_server.web.users import ensure_first_admin
-from remote_core.settings import Settings
+from remote_server.settings import ServerSettings
 
 async def main(url):
-    settings = Settings().replace(database_url=url)
+    settings = ServerSettings().replace(database_url=url)
     store = open_store(settings, get_plugin_manager(settings))
     await store.open()
     try:

@@ -138,7 +138,7 @@ def test_the_browser_viewer_draws_a_noisy_raw_screen_exactly(
             page.wait_for_selector("nav .who")
             page.goto(f"{server.url}/console/viewer.html?session={session['id']}")
             page.wait_for_selector("#state[data-state=connected]", timeout=30_000)
-            page.select_option("#codec", "1")  # raw
+            page.select_option("#codec", "raw")  # the codec menu offers codecs by name
             wait_until(lambda: page.evaluate(PIXELS, points) == expected, timeout=60,
                        what=lambda: f"the screen's colours; the viewer counts "
                                     f"{page.evaluate('window.remoteViewer.codecFrames')}")

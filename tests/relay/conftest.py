@@ -17,19 +17,19 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from remote_server.settings import ServerSettings
 from remote_server.testing.deviations import shortened_timeouts, test_settings
 from remote_server.testing.liveserver import LiveServer, fresh_ip, live_server
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from remote_core.protocol import pb, wrap
-from remote_core.settings import Settings
 
 ADMIN_PASSWORD = "relay-admin-password"
 BUDGET = 1024 * 1024
 MAX_MESSAGE = 2 * 1024 * 1024
 SHARED_KEY = "relay-shared-key-for-tests"
-def relay_settings(path: Path, **changes: Any) -> Settings:
+def relay_settings(path: Path, **changes: Any) -> ServerSettings:
     """The shipped settings with the relay suite's deviations (each listed with its reason
     in remote_server.testing.deviations)."""
     values: dict[str, Any] = {
@@ -142,10 +142,11 @@ class Peer:
 
     @classmethod
     async def viewer(cls, server: LiveServer, token: str, session_type: int = pb.SCREEN_CONTROL,
-                     path: str = "/ws/viewer", **kwargs: Any) -> Peer:
+                     path: str = "/ws/viewer", codecs: tuple[str, ...] = (),
+                     **kwargs: Any) -> Peer:
         peer = await cls.open(server, path, **kwargs)
-        await peer.send("session_request", pb.SessionRequest(session_token=token,
-                                                             session_type=session_type))
+        await peer.send("session_request", pb.SessionRequest(
+            session_token=token, session_type=session_type, codecs=codecs))
         return peer
 
     async def send(self, kind: str, payload: Any) -> None:

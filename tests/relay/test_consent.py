@@ -154,8 +154,8 @@ async def test_a_consent_policy_can_decide_without_asking(tmp_path) -> None:
             self.seen: list[tuple[str, str]] = []
 
         @hookimpl
-        def consent_policy(self, session):
-            return ConsentDecision.APPROVE if session.attended else ConsentDecision.DENY
+        def consent_policy(self, ask):
+            return ConsentDecision.APPROVE if ask.attended else ConsentDecision.DENY
 
         @hookimpl
         def session_opened(self, session):

@@ -39,6 +39,40 @@ async def test_two_viewers_receive_the_same_frames(server, admin: Admin) -> None
     assert (await agent.expect("stop_stream")).viewer_id in ids
 
 
+def png(sequence: int, keyframe: bool = False) -> pb.VideoFrame:
+    return pb.VideoFrame(timestamp=sequence, sequence=sequence, display_id=1, plugin=pb.PluginFrame(
+        codec="png", width=10, height=10, data=b"\x89PNG" * 10, keyframe=keyframe))
+
+
+async def test_each_viewer_is_sent_only_the_codecs_it_listed(server, admin: Admin) -> None:
+    agent, session_id = await live_session(server, admin)
+    both = await Peer.viewer(server, admin.viewer_token(session_id), codecs=("png", "raw"))
+    spec = await Peer.viewer(server, admin.viewer_token(session_id))  # lists none
+    only_png = await Peer.viewer(server, admin.viewer_token(session_id), codecs=("png",))
+    for viewer in (both, spec, only_png):
+        await viewer.accepted()
+    told = [list((await agent.expect("start_stream")).codecs) for _ in range(3)]
+    assert told == [["png", "raw"], [], ["png"]]
+    sent = [frame(1, keyframe=True), png(2, keyframe=True), png(3), frame(4, keyframe=True)]
+    for f in sent:
+        await agent.send("video_frame", f)
+    await agent.send("heartbeat", pb.Heartbeat(timestamp=1))
+    await agent.expect("heartbeat_ack")
+    for viewer, wanted in [(both, [1, 2, 3, 4]), (spec, [1, 4]), (only_png, [2, 3])]:
+        got = [await viewer.expect("video_frame") for _ in wanted]
+        assert [f.sequence for f in got] == wanted
+        assert got == [f for f in sent if f.sequence in wanted]
+
+
+@pytest.mark.parametrize("codecs", [("Raw",), ("x" * 65,), ("",), ("png",) * 65])
+async def test_a_malformed_codec_list_is_refused(server, admin: Admin,
+                                                 codecs: tuple[str, ...]) -> None:
+    _agent, session_id = await live_session(server, admin)
+    viewer = await Peer.viewer(server, admin.viewer_token(session_id), codecs=codecs)
+    response = await viewer.response()
+    assert not response.success and "SessionRequest.codecs" in response.error
+
+
 async def test_view_only_input_is_dropped(server, admin: Admin) -> None:
     agent, session_id = await live_session(server, admin)
     control = await Peer.viewer(server, admin.viewer_token(session_id))

@@ -18,6 +18,7 @@ from remote_server.relay.audit import Audit
 from remote_server.relay.peer import serve_agent, serve_viewer
 from remote_server.relay.registry import Registry
 from remote_server.relay.writes import WriteQueue
+from remote_server.settings import ServerSettings
 from remote_server.testing.fakes import FakePeer
 from remote_server.web.ratelimit import MemoryRateLimiter
 
@@ -25,7 +26,7 @@ from remote_core.errors import SessionRefused
 from remote_core.plugins import get_plugin_manager
 from remote_core.protocol import Role, pb
 from remote_core.records import User
-from remote_core.settings import Settings
+from remote_core.settings import PluginSettings
 from remote_core.testing.fakes import (
     MemoryStore,
     StaticAuthenticator,
@@ -82,7 +83,7 @@ async def relay() -> AsyncIterator[Relay]:
     auth = StaticAuthenticator({MANAGED: keyed_identity(machine.agent_id),
                                 ATTENDED: attended_identity("tess", technician_id="u-tess")},
                                refused={REFUSED: "revoked"})
-    plugins = get_plugin_manager(Settings(plugins=()), extra=[static_auth_plugin(auth)])
+    plugins = get_plugin_manager(PluginSettings(plugins=()), extra=[static_auth_plugin(auth)])
     users = {}
     for name, permissions in (("tess", ("view", "control")), ("vic", ("view",)),
                               ("cora", ("view", "control"))):
@@ -90,7 +91,7 @@ async def relay() -> AsyncIterator[Relay]:
             id=f"u-{name}", username=name, password_hash=f"hash-{name}",
             permissions=permissions, client_access=("*",)))
     writes = WriteQueue()
-    registry = Registry(settings=Settings(), store=store, plugins=plugins,
+    registry = Registry(settings=ServerSettings(), store=store, plugins=plugins,
                         audit=Audit(store, plugins, writes))
     async with anyio.create_task_group() as group:
         writes.start(group)

@@ -6,7 +6,15 @@ import pytest
 from remote_server.relay.auth import looks_like_jwt, looks_like_support_code
 from remote_server.relay.outbox import Close, Outbox
 
-from remote_core.protocol import NUMBER_BY_FIELD, is_keyframe, pb, peek, wrap
+from remote_core.protocol import (
+    NUMBER_BY_FIELD,
+    SLOT_NAMES,
+    codec_of,
+    is_keyframe,
+    pb,
+    peek,
+    wrap,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -15,6 +23,10 @@ def frame(sequence: int, keyframe: bool = False, size: int = 100, codec: str = "
     if codec == "raw":
         video = pb.VideoFrame(sequence=sequence, raw=pb.RawFrame(
             data=b"p" * size, is_keyframe=keyframe, width=1, height=1))
+    elif codec not in SLOT_NAMES.values():
+        video = pb.VideoFrame(sequence=sequence, plugin=pb.PluginFrame(
+            codec=codec, data=b"p" * size, keyframe=keyframe, width=1, height=1,
+            dirty_rects=[pb.DirtyRect(x=0, y=0, width=1, height=1)]))
     else:
         video = pb.VideoFrame(sequence=sequence, **{codec: pb.EncodedFrame(
             data=b"p" * size, keyframe=keyframe, pts=sequence)})
@@ -27,11 +39,24 @@ def offset(data: bytes) -> int:
     return at
 
 
-@pytest.mark.parametrize("codec", ["raw", "vp9", "h264", "h265"])
-def test_keyframes_are_recognised_without_parsing(codec: str) -> None:
+@pytest.mark.parametrize("codec", ["raw", "vp9", "h264", "h265", "png"])
+def test_keyframes_and_codecs_are_recognised_without_parsing(codec: str) -> None:
     for keyframe in (True, False):
         data = frame(1, keyframe, size=300_000, codec=codec)
         assert is_keyframe(data, offset(data)) is keyframe
+        assert codec_of(data, offset(data)) == codec
+
+
+def test_a_frame_of_no_codec_has_no_codec_name() -> None:
+    for video in (pb.VideoFrame(sequence=1), pb.VideoFrame(plugin=pb.PluginFrame(data=b"x")),
+                  pb.VideoFrame(plugin=pb.PluginFrame(codec="\u00e9t\u00e9"))):
+        data = wrap("video_frame", video)
+        expected = video.plugin.codec or None
+        assert codec_of(data, offset(data)) == expected
+    data = frame(1, codec="png")
+    assert codec_of(data[:-3], offset(data)) is None
+    broken = data.replace(b"png", b"p\xffg")
+    assert codec_of(broken, offset(broken)) is None
 
 
 def test_malformed_or_empty_frames_are_not_keyframes() -> None:

@@ -5,13 +5,12 @@ from __future__ import annotations
 import sys
 
 import pytest
+from remote_server.settings import ServerSettings
 from remote_server.web.serving import tune_allocator, uvicorn_config
-
-from remote_core.settings import Settings
 
 
 def test_the_uvicorn_configuration_the_relay_needs() -> None:
-    config = uvicorn_config(object(), Settings(), port=0)
+    config = uvicorn_config(object(), ServerSettings(), port=0)
     assert config.ws_per_message_deflate is False and config.ws_ping_interval is None
     assert (config.ws, config.ws_max_size) == ("websockets-sansio", 16 * 1024 * 1024)
     assert config.proxy_headers is False and config.port == 0

@@ -20,17 +20,17 @@ from pathlib import Path
 
 import anyio
 import pytest
+from remote_server.settings import ServerSettings
 from remote_server.testing.liveserver import LiveServer, eventually, fresh_ip, live_server
 
 from remote_core.protocol import pb
-from remote_core.settings import Settings
 
 from .conftest import IMPATIENT, SHARED_KEY, Admin, Peer, relay_settings
 
 pytestmark = pytest.mark.anyio
 
 CROWD = 200
-PER_ADDRESS = Settings().max_pending_sockets_per_ip
+PER_ADDRESS = ServerSettings().max_pending_sockets_per_ip
 TOTAL_FOR_THE_TEST = 40
 
 

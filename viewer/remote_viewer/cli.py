@@ -9,7 +9,8 @@ from pathlib import Path
 
 import anyio
 
-from remote_core.errors import SessionRefused
+from remote_core.errors import RemoteSupportError, SessionRefused
+from remote_core.protocol import ProtocolError
 from remote_core.wsclient import ConnectionClosed, HandshakeError
 
 from .client import open_viewer
@@ -24,6 +25,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--token", required=True,
                         help="viewer token from POST /api/sessions/:id/viewer-token")
     parser.add_argument("--timeout", type=float, default=20.0, help="seconds to wait for video")
+    parser.add_argument("--codec", default="auto", metavar="NAME",
+                        help="codec wanted, by name (raw_zstd or raw, h264, vp9, h265, or a "
+                             "plugin codec's name); the agent uses it while every viewer of "
+                             "the session decodes it (default: the agent's choice)")
     sub = parser.add_subparsers(dest="command", required=True)
     shot = sub.add_parser("screenshot", help="save the first full frame as PNG")
     shot.add_argument("output", type=Path)
@@ -33,15 +38,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-async def _screenshot(server: str, token: str, output: Path, within: float) -> None:
-    async with open_viewer(server, token, view_only=True) as viewer:
+async def _screenshot(server: str, token: str, output: Path, within: float,
+                      codec: str) -> None:
+    async with open_viewer(server, token, view_only=codec == "auto", codec=codec) as viewer:
         frame = await viewer.next_frame(within)
         write_png(output, frame.image)
         print(f"{output}: {frame.image.shape[1]}x{frame.image.shape[0]}")
 
 
-async def _record(server: str, token: str, directory: Path, count: int, within: float) -> None:
-    async with open_viewer(server, token, view_only=True) as viewer:
+async def _record(server: str, token: str, directory: Path, count: int, within: float,
+                  codec: str) -> None:
+    async with open_viewer(server, token, view_only=codec == "auto", codec=codec) as viewer:
         after = 0
         for index in range(1, count + 1):
             frame = await viewer.next_frame(within, after=after)
@@ -51,21 +58,36 @@ async def _record(server: str, token: str, directory: Path, count: int, within: 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; every failure ends in one line on stderr and exit status 1."""
     args = build_parser().parse_args(argv)
     try:
         if args.command == "screenshot":
-            anyio.run(_screenshot, args.server, args.token, args.output, args.timeout)
+            anyio.run(_screenshot, args.server, args.token, args.output, args.timeout,
+                      args.codec)
         else:
             if args.frames < 1:
                 print("remote-viewer: --frames must be at least 1", file=sys.stderr)
                 return 2
             args.directory.mkdir(parents=True, exist_ok=True)
             anyio.run(_record, args.server, args.token, args.directory, args.frames,
-                      args.timeout)
+                      args.timeout, args.codec)
     except SessionRefused as exc:
         print(f"remote-viewer: the server refused the viewer: {exc}", file=sys.stderr)
         return 1
-    except (OSError, HandshakeError, ConnectionClosed, TimeoutError) as exc:
+    except TimeoutError:
+        print(f"remote-viewer: no picture within {args.timeout:g} s", file=sys.stderr)
+        return 1
+    except ConnectionClosed as exc:
+        print(f"remote-viewer: the connection closed ({exc})", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"remote-viewer: cannot reach {args.server}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 1
+    except (HandshakeError, ProtocolError, RemoteSupportError, ValueError) as exc:
+        print(f"remote-viewer: {exc or type(exc).__name__}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # one clear line whatever went wrong, never a traceback
         print(f"remote-viewer: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     return 0

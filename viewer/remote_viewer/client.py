@@ -10,22 +10,26 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
 from anyio.abc import TaskGroup
+from google.protobuf.message import Message
 
-from remote_core.codecs import FrameDecoder, viewer_preference
+from remote_core.codecs import FrameDecoder, decodable, usable_codecs
 from remote_core.errors import SessionRefused
 from remote_core.plugins import Plugins, get_plugin_manager
 from remote_core.protocol import Connection, Dropped, Inbound, RemoteProtocolError, Role, pb
-from remote_core.settings import load_settings
+from remote_core.types import CodecSpec
+from remote_core.video import from_wire
 from remote_core.wsclient import ConnectionClosed, WebSocketClient, connect, ws_url
 
-__all__ = ["Frame", "ViewerClient", "open_viewer"]
+from .settings import ViewerSettings
+
+__all__ = ["Frame", "ViewerClient", "open_viewer", "wanted_quality"]
 
 log = logging.getLogger(__name__)
 
@@ -51,27 +55,27 @@ class Frame:
 class ViewerClient:
     """One viewer connection; build it with :func:`open_viewer`."""
 
-    def __init__(self, ws: WebSocketClient, conn: Connection, response: Any,
+    def __init__(self, ws: WebSocketClient, conn: Connection, response: pb.SessionResponse,
                  plugins: Plugins, *, ack: bool = True) -> None:
         self._ws = ws
         self._conn = conn
         self.session_id: str = response.session_id
-        self.display_info: Any | None = (response.display_info
-                                         if response.HasField("display_info") else None)
+        self.display_info: pb.DisplayInfo | None = (
+            response.display_info if response.HasField("display_info") else None)
         self._decoder = FrameDecoder(plugins.codecs())
         self._ack = ack
         self._frame_ready = anyio.Event()
         self.latest: Frame | None = None
         self.frames_received = 0
         self.bytes_received = 0
-        self._send_stream, self._messages = anyio.create_memory_object_stream[tuple[str, Any]](
-            1000)
+        self._send_stream, self._messages = anyio.create_memory_object_stream[
+            tuple[str, Message]](1000)
         self.closed: ConnectionClosed | None = None
 
-    async def send(self, kind: str, payload: Any) -> None:
+    async def send(self, kind: str, payload: Message) -> None:
         await self._ws.send(self._conn.send(kind, payload))
 
-    async def receive(self, *kinds: str, within: float = 10.0) -> tuple[str, Any]:
+    async def receive(self, *kinds: str, within: float = 10.0) -> tuple[str, Message]:
         """The next non-video message (of one of ``kinds``, if given; others are skipped)."""
         with anyio.fail_after(within):
             async for kind, payload in self._messages:
@@ -90,7 +94,7 @@ class ViewerClient:
                 await self._frame_ready.wait()
             return self.latest
 
-    async def wait_for_image(self, check: Any, within: float = 10.0) -> Frame:
+    async def wait_for_image(self, check: Callable[[Any], bool], within: float = 10.0) -> Frame:
         """The first frame whose image satisfies ``check(image)``."""
         with anyio.fail_after(within):
             after = 0
@@ -113,7 +117,7 @@ class ViewerClient:
                 if event.kind == "video_frame":
                     self.bytes_received += len(data)
                     try:
-                        frame = event.payload()
+                        frame = event.parse(pb.VideoFrame)
                     except RemoteProtocolError as exc:
                         # The relay forwards video unparsed: a frame that does not parse is
                         # lost, like one that does not decode, never the end of the viewer.
@@ -121,7 +125,7 @@ class ViewerClient:
                         continue
                     await self._video(frame, received, len(data))
                 elif event.kind == "display_info":
-                    self.display_info = event.payload()
+                    self.display_info = event.parse(pb.DisplayInfo)
                     await self._send_stream.send((event.kind, self.display_info))
                 elif event.kind != "heartbeat_ack":
                     await self._send_stream.send((event.kind, event.payload()))
@@ -131,28 +135,29 @@ class ViewerClient:
             self._frame_ready.set()
             self._send_stream.close()
 
-    async def _video(self, frame: Any, received: int, size: int) -> None:
+    async def _video(self, video: pb.VideoFrame, received: int, size: int) -> None:
+        """Unwrap (the one place the viewer reads a codec's frame out of the wire), decode
+        and acknowledge one ``VideoFrame``; one that does not decode is lost, no more."""
         try:
+            codec, frame = from_wire(video)
             if size <= INLINE_DECODE_BYTES:  # a thread hop costs more than the decode
-                image = self._decoder.decode(frame)
+                image = self._decoder.decode(codec, frame)
             else:
-                image = await anyio.to_thread.run_sync(self._decoder.decode, frame)
+                image = await anyio.to_thread.run_sync(self._decoder.decode, codec, frame)
         except ValueError as exc:
-            log.warning("undecodable frame %d: %s", frame.sequence, exc)
+            log.warning("undecodable frame %d: %s", video.sequence, exc)
             return
         if image is None:
             return
-        kind = frame.WhichOneof("encoding")
-        keyframe = (frame.raw.is_keyframe if kind == "raw" else getattr(frame, kind).keyframe)
         self.frames_received += 1
-        self.latest = Frame(image=image, sequence=frame.sequence,
-                            timestamp_us=frame.timestamp, display_id=frame.display_id,
-                            keyframe=bool(keyframe), codec=kind, size=size, received_ns=received,
-                            decoded_ns=time.perf_counter_ns())
+        self.latest = Frame(image=image, sequence=video.sequence,
+                            timestamp_us=video.timestamp, display_id=video.display_id,
+                            keyframe=frame.keyframe, codec=codec, size=size,
+                            received_ns=received, decoded_ns=time.perf_counter_ns())
         self._frame_ready.set()
         if self._ack:
-            await self.send("video_ack", pb.VideoAck(sequence=frame.sequence,
-                                                     timestamp=frame.timestamp))
+            await self.send("video_ack", pb.VideoAck(sequence=video.sequence,
+                                                     timestamp=video.timestamp))
 
     async def _heartbeats(self, interval: float) -> None:
         while True:
@@ -167,46 +172,101 @@ class ViewerClient:
         await self.send("key_event", pb.KeyEvent(down=down, key_type=pb.KEY_VK, vk_code=vk))
 
 
+def wanted_quality(specs: Sequence[CodecSpec], codec: int | str = pb.CODEC_AUTO,
+                   quality: pb.QualitySettings | None = None) -> pb.QualitySettings | None:
+    """The ``QualitySettings`` a viewer sends for the codec and quality it wants, or ``None``
+    when it leaves both to the agent.
+
+    :param codec: a ``CodecPreference`` value, or a codec's registered or wire name.
+    :raises ValueError: this viewer cannot decode that codec.
+    """
+    if codec in (pb.CODEC_AUTO, "", "auto") and quality is None:
+        return None
+    settings = pb.QualitySettings()
+    if quality is not None:
+        settings.CopyFrom(quality)
+    if codec in (pb.CODEC_AUTO, "", "auto"):
+        return settings
+    usable = usable_codecs(specs, decode=True)
+    spec = next((s for s in usable if codec in (s.name, s.wire_name)
+                 or (isinstance(codec, int) and codec == s.preference)), None)
+    if spec is None:
+        raise ValueError(f"this viewer cannot decode codec {codec!r}; it decodes "
+                         f"{', '.join(decodable(specs)) or 'nothing'}")
+    settings.codec_name = spec.wire_name
+    if spec.preference:
+        settings.codec = spec.preference  # type: ignore[assignment]  # an enum value
+    return settings
+
+
+def _leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The exception that ended a task group, not the group: the first that is not a
+    cancellation, so ``except TimeoutError`` around :func:`open_viewer` works."""
+    leaves: list[BaseException] = []
+
+    def walk(error: BaseException) -> None:
+        if isinstance(error, BaseExceptionGroup):
+            for inner in error.exceptions:
+                walk(inner)
+        else:
+            leaves.append(error)
+
+    walk(group)
+    cancelled = anyio.get_cancelled_exc_class()
+    return next((e for e in leaves if not isinstance(e, cancelled)), leaves[0])
+
+
 @asynccontextmanager
 async def open_viewer(server: str, token: str, *, view_only: bool = False,
-                      codec: int = pb.CODEC_AUTO, quality: Any | None = None,
+                      codec: int | str = pb.CODEC_AUTO,
+                      quality: pb.QualitySettings | None = None,
                       ack: bool = True, plugins: Plugins | None = None,
                       heartbeat: float = 15.0) -> AsyncIterator[ViewerClient]:
     """Connect to ``/ws/viewer`` with a viewer token; the client lives inside the block.
 
-    :param codec: the ``CodecPreference`` wanted; sent as ``QualitySettings`` when it
-        is not ``CODEC_AUTO`` or when ``quality`` is given.
+    The viewer lists the codecs it decodes (``SessionRequest.codecs``), so it is only
+    ever sent frames it can draw. Whatever fails inside or around the block is raised
+    as itself, never wrapped in an ``ExceptionGroup``.
+
+    :param codec: the codec wanted, as a ``CodecPreference`` value or a codec's name
+        (``"h264"``, ``"png"``); sent as ``QualitySettings`` with ``quality``. The agent
+        streams in it while every viewer of the session decodes it.
+    :raises ValueError: this viewer cannot decode ``codec``, or nothing at all.
     """
-    plugins = plugins or get_plugin_manager(load_settings(environ={}))
+    plugins = plugins or get_plugin_manager(ViewerSettings.load())
+    specs = plugins.codecs()
+    codecs = decodable(specs)
+    if not codecs:
+        raise ValueError("no usable video decoder is installed (is codec_raw_zstd loaded?)")
+    settings = wanted_quality(specs, codec, quality)
     ws = await connect(ws_url(server, "/ws/viewer"))
     try:
         conn = Connection(Role.VIEWER, Role.SERVER)
         await ws.send(conn.send("session_request", pb.SessionRequest(
-            session_token=token,
+            session_token=token, codecs=codecs,
             session_type=pb.VIEW_ONLY if view_only else pb.SCREEN_CONTROL)))
         with anyio.fail_after(15):
             event = conn.receive_data(await ws.receive())
-        assert isinstance(event, Inbound)
-        response = event.payload()
+        if not isinstance(event, Inbound) or event.kind != "session_response":
+            raise SessionRefused(f"the server answered with {event.kind}, not a session_response")
+        response = event.parse(pb.SessionResponse)
         if not response.success:
             raise SessionRefused(response.error)
         conn.authenticated()
         client = ViewerClient(ws, conn, response, plugins, ack=ack)
-        preference = viewer_preference(plugins.codecs(), codec)
-        if quality is not None or preference != pb.CODEC_AUTO:
-            settings = pb.QualitySettings()
-            if quality is not None:
-                settings.CopyFrom(quality)
-            settings.codec = preference  # type: ignore[assignment]  # an enum value
+        if settings is not None:
             await client.send("quality_settings", settings)
         group: TaskGroup
-        async with anyio.create_task_group() as group:
-            group.start_soon(client._read)
-            group.start_soon(client._heartbeats, heartbeat)
-            try:
-                yield client
-            finally:
-                group.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(client._read)
+                group.start_soon(client._heartbeats, heartbeat)
+                try:
+                    yield client
+                finally:
+                    group.cancel_scope.cancel()
+        except BaseExceptionGroup as failed:
+            raise _leaf(failed) from failed
     finally:
         with anyio.CancelScope(shield=True):
             await ws.close()

@@ -7,14 +7,14 @@ file is read at every attempt, so a token added or removed takes effect at
 once. It issues no keys: with it in place of ``auth_agentkey``, the server's
 key endpoint answers that no loaded method issues keys.
 
-Where the file is comes from ``REMOTE_AUTH_TOKENFILE``.
+Where the file is comes from the plugin's option ``file``: ``[plugins.auth_tokenfile]
+file = "..."`` in the server's settings file, or ``REMOTE_SUPPORT_PLUGIN_AUTH_TOKENFILE_FILE``.
 """
 
 from __future__ import annotations
 
 import hmac
 import json
-import os
 from pathlib import Path
 
 from remote_core import hookimpl
@@ -30,7 +30,7 @@ class TokenFileAuthenticator(Authenticator):
     """Recognises ``enrol_`` tokens; refuses those the file does not list."""
 
     def __init__(self, context: AuthContext) -> None:
-        self._path = Path(os.environ.get("REMOTE_AUTH_TOKENFILE", "enrolment-tokens.json"))
+        self._path = Path(str(context.options.get("file", "enrolment-tokens.json")))
 
     async def authenticate(self, credential: AgentCredential) -> AgentIdentity | None:
         if not credential.token.startswith(PREFIX):

@@ -11,7 +11,6 @@ from remote_auth_agentkey import AgentKeyAuthenticator, generate_agent_key, hash
 from remote_store_sql import make_store
 
 from remote_core.interfaces import Store
-from remote_core.settings import Settings
 from remote_core.types import AgentCredential, AuthContext, AuthRejected
 
 pytestmark = pytest.mark.anyio
@@ -36,7 +35,7 @@ async def test_a_key_authenticates_as_its_machine_until_revoked(store: Store) ->
     machine = await store.create_machine(str(uuid.uuid4()))
     plain, digest = generate_agent_key()
     key = await store.add_agent_key(machine.agent_id, digest)
-    auth = AgentKeyAuthenticator(AuthContext(Settings(), store))
+    auth = AgentKeyAuthenticator(AuthContext({}, store))
     identity = await auth.authenticate(AgentCredential(plain, agent_id="claimed",
                                                        machine_uid="uid-claimed"))
     assert identity is not None
@@ -49,7 +48,7 @@ async def test_a_key_authenticates_as_its_machine_until_revoked(store: Store) ->
 
 
 async def test_unknown_keys_are_refused_and_other_credentials_ignored(store: Store) -> None:
-    auth = AgentKeyAuthenticator(AuthContext(Settings(), store))
+    auth = AgentKeyAuthenticator(AuthContext({}, store))
     with pytest.raises(AuthRejected):
         await auth.authenticate(AgentCredential(generate_agent_key()[0], agent_id=""))
     assert await auth.authenticate(AgentCredential("ABC-DEF-GHJ", agent_id="")) is None

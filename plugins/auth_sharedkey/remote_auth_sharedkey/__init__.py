@@ -1,8 +1,9 @@
 """Built-in plugin ``auth_sharedkey``: the deprecated shared agent key (SPEC 5.2).
 
-One key from the server settings (``REMOTE_SUPPORT_SHARED_AGENT_KEY``) admits
-any agent. It is kept for old installations only: every use logs a warning,
-an unset or empty setting never matches, and the comparison is constant-time.
+One key, the plugin's option ``key`` (``REMOTE_SUPPORT_SHARED_AGENT_KEY``, CONTRACT 4,
+or ``key`` under ``[plugins.auth_sharedkey]`` in the settings file), admits any
+agent. It is kept for old installations only: every use logs a warning, an
+unset or empty key never matches, and the comparison is constant-time.
 Shared-key agents are not authoritative: they are identified per SPEC 5.4.
 """
 
@@ -12,6 +13,7 @@ import hmac
 import logging
 
 from remote_core import hookimpl
+from remote_core.errors import ConfigError
 from remote_core.interfaces import Authenticator
 from remote_core.logsafe import peer_text
 from remote_core.types import AgentCredential, AgentIdentity, AuthContext, AuthMethod
@@ -25,7 +27,9 @@ class SharedKeyAuthenticator(Authenticator):
     """Recognises the configured shared key, and nothing when none is configured."""
 
     def __init__(self, context: AuthContext) -> None:
-        key = getattr(context.settings, "shared_agent_key", None) or ""
+        key = context.options.get("key") or ""
+        if not isinstance(key, str):
+            raise ConfigError("option 'key' of plugin auth_sharedkey must be text")
         self._key = key.encode("utf-8")
 
     async def authenticate(self, credential: AgentCredential) -> AgentIdentity | None:

@@ -7,14 +7,14 @@ import logging
 import pytest
 from remote_auth_sharedkey import SharedKeyAuthenticator
 
-from remote_core.settings import Settings
 from remote_core.types import AgentCredential, AuthContext
 
 pytestmark = pytest.mark.anyio
 
 
 def authenticator(key: str | None) -> SharedKeyAuthenticator:
-    return SharedKeyAuthenticator(AuthContext(Settings(shared_agent_key=key), store=None))  # type: ignore[arg-type]
+    options = {} if key is None else {"key": key}
+    return SharedKeyAuthenticator(AuthContext(options, store=None))  # type: ignore[arg-type]
 
 
 async def test_the_configured_key_admits_with_a_warning_every_time(caplog) -> None:

@@ -12,7 +12,6 @@ from remote_store_sql import make_store
 
 from remote_core.interfaces import Store
 from remote_core.records import SupportCode, User, utcnow
-from remote_core.settings import Settings
 from remote_core.supportcode import generate_support_code
 from remote_core.types import AgentCredential, AuthContext, AuthRejected
 
@@ -38,7 +37,7 @@ async def new_code(store: Store, *, lifetime: timedelta = timedelta(hours=1)) ->
 
 
 def auth(store: Store) -> SupportCodeAuthenticator:
-    return SupportCodeAuthenticator(AuthContext(Settings(), store))
+    return SupportCodeAuthenticator(AuthContext({}, store))
 
 
 async def test_a_valid_code_is_an_attended_identity_and_stays_unconsumed(store: Store) -> None:

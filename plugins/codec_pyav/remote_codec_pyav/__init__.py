@@ -14,6 +14,7 @@ from functools import cache
 from importlib import import_module
 from typing import Any
 
+from remote_core.interfaces import Decoder, Encoder
 from remote_core.types import CodecSpec, EncoderConfig
 
 __all__ = ["pyav_codec"]
@@ -29,11 +30,13 @@ def pyav_codec(name: str, *, module: str, encoder: str, decoder: str, **spec: An
     def classes(attr: str) -> Callable[..., Any]:
         return getattr(import_module(module, __name__), attr)  # type: ignore[no-any-return]
 
-    def make_encoder(config: EncoderConfig) -> Any:
-        return classes(encoder)(config)
+    def make_encoder(config: EncoderConfig) -> Encoder:
+        made: Encoder = classes(encoder)(config)
+        return made
 
-    def make_decoder() -> Any:
-        return classes(decoder)()
+    def make_decoder() -> Decoder:
+        made: Decoder = classes(decoder)()
+        return made
 
     @cache
     def available() -> bool:

@@ -29,16 +29,9 @@ from av.video.codeccontext import VideoCodecContext
 from av.video.frame import PictureType
 from av.video.reformatter import VideoReformatter
 
-from remote_core.codecs import (
-    KEYFRAME_INTERVAL_S,
-    MAX_PIXELS,
-    KeyframeClock,
-    as_image,
-    frame_field,
-)
+from remote_core.codecs import KEYFRAME_INTERVAL_S, MAX_PIXELS, KeyframeClock, as_image
 from remote_core.interfaces import Decoder, Encoder
-from remote_core.protocol import pb
-from remote_core.types import EncoderConfig, Rect
+from remote_core.types import EncodedFrame, EncoderConfig, Rect
 
 from .annexb import find_size, size_sei
 
@@ -68,7 +61,6 @@ class PyAVEncoder(Encoder):
     """One video stream through an FFmpeg encoder; subclasses name the codec and options."""
 
     codec_name: ClassVar[str]
-    frame_field: ClassVar[str]
     min_side: ClassVar[int] = 1
     """Smallest width/height the encoder accepts; smaller frames are padded."""
     even_sizes: ClassVar[bool] = True
@@ -128,7 +120,7 @@ class PyAVEncoder(Encoder):
         return np.pad(image, ((0, ph - h), (0, pw - w), (0, 0)), mode="edge")
 
     def encode(self, image: Any, *, keyframe: bool = False,
-               dirty: Sequence[Rect] | None = None) -> Any:
+               dirty: Sequence[Rect] | None = None) -> EncodedFrame | None:
         current = as_image(image)
         h, w = current.shape[:2]
         if self._size != (w, h):
@@ -159,10 +151,7 @@ class PyAVEncoder(Encoder):
         # No reordering (no B-frames, no lag): decode order is display order, dts == pts.
         pts = max(self._last_pts + 1, round((time.monotonic() - self._start) * 1_000_000))
         self._last_pts = pts
-        message = pb.VideoFrame()
-        getattr(message, self.frame_field).CopyFrom(
-            pb.EncodedFrame(data=data, keyframe=is_key, pts=pts, dts=pts))
-        return message
+        return EncodedFrame(data=data, keyframe=is_key, pts=pts, dts=pts)
 
     def _unchanged(self, current: npt.NDArray[np.uint8], dirty: Sequence[Rect] | None) -> bool:
         """Nothing to send: the capture source says so, or the pixels equal the last frame's
@@ -186,7 +175,6 @@ class PyAVDecoder(Decoder):
     """One video stream through an FFmpeg decoder, slice-threaded so no frame is held back."""
 
     codec_name: ClassVar[str]
-    frame_field: ClassVar[str]
 
     def __init__(self) -> None:
         self._context = self._new_context()
@@ -199,15 +187,11 @@ class PyAVDecoder(Decoder):
         ctx.options = {"max_pixels": str(MAX_PIXELS)}  # a forged header cannot allocate more
         return ctx
 
-    def decode(self, frame: Any) -> npt.NDArray[np.uint8] | None:
-        field = frame_field(frame)
-        if field != self.frame_field:
-            raise ValueError(f"expected a {self.frame_field} frame, got {field!r}")
-        payload = getattr(frame, field)
-        data = bytes(payload.data)
+    def decode(self, frame: EncodedFrame) -> npt.NDArray[np.uint8] | None:
+        data = frame.data
         if not data:
-            raise ValueError(f"empty {field} frame")
-        if payload.keyframe:
+            raise ValueError(f"empty {self.codec_name} frame")
+        if frame.keyframe:
             self._size = find_size(data)
         try:
             pictures = self._context.decode(av.Packet(data))
@@ -217,7 +201,7 @@ class PyAVDecoder(Decoder):
                 pictures[-1], format="bgra").to_ndarray())
         except av.FFmpegError as exc:
             self._context = self._new_context()  # do not build on a broken reference
-            raise ValueError(f"{field} frame does not decode: {exc}") from None
+            raise ValueError(f"{self.codec_name} frame does not decode: {exc}") from None
         if self._size is not None:
             w, h = self._size
             if w <= image.shape[1] and h <= image.shape[0]:

@@ -27,7 +27,6 @@ class H264Encoder(PyAVEncoder):
     access unit."""
 
     codec_name = ENCODER
-    frame_field = "h264"
     min_side = 2
     sei_header: ClassVar[bytes | None] = H264_SEI_HEADER
 
@@ -42,4 +41,3 @@ class H264Encoder(PyAVEncoder):
 
 class H264Decoder(PyAVDecoder):
     codec_name = "h264"
-    frame_field = "h264"

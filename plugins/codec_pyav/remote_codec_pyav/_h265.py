@@ -21,7 +21,6 @@ class H265Encoder(PyAVEncoder):
     it takes its fastest preset to stay real-time."""
 
     codec_name = ENCODER
-    frame_field = "h265"
     min_side = 32  # libx265 refuses smaller pictures
     sei_header: ClassVar[bytes | None] = H265_SEI_HEADER
 
@@ -34,4 +33,3 @@ class H265Encoder(PyAVEncoder):
 
 class H265Decoder(PyAVDecoder):
     codec_name = "hevc"
-    frame_field = "h265"

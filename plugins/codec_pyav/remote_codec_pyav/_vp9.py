@@ -25,7 +25,6 @@ class VP9Encoder(PyAVEncoder):
     quantisation, constrained quality capped by the bitrate."""
 
     codec_name = ENCODER
-    frame_field = "vp9"
     even_sizes = False  # VP9 codes any size; its 4:2:0 chroma rounds up
 
     def options(self, config: EncoderConfig) -> dict[str, str]:
@@ -41,4 +40,3 @@ class VP9Encoder(PyAVEncoder):
 
 class VP9Decoder(PyAVDecoder):
     codec_name = "vp9"
-    frame_field = "vp9"

@@ -23,7 +23,7 @@ def test_access_units_are_annex_b_with_microsecond_timestamps_and_no_reordering(
     frames = []
     for _ in range(5):
         desktop.type(2)
-        frames.append(enc.encode(desktop.image).h264)
+        frames.append(enc.encode(desktop.image))
     assert all(f.data.startswith((b"\x00\x00\x00\x01", b"\x00\x00\x01")) for f in frames)
     assert [f.keyframe for f in frames] == [True, False, False, False, False]
     pts = [f.pts for f in frames]
@@ -35,11 +35,11 @@ def test_a_keyframe_at_least_every_ten_seconds() -> None:
     now = [0.0]
     enc = H264Encoder(encoder_config(64, 64), clock=KeyframeClock(clock=lambda: now[0]))
     image = Desktop(64, 64).image
-    assert enc.encode(image).h264.keyframe
+    assert enc.encode(image).keyframe
     now[0] = 5.0
     assert enc.encode(image) is None  # unchanged: nothing to send
     now[0] = 10.0
-    assert enc.encode(image).h264.keyframe  # still screen, but the keyframe is due
+    assert enc.encode(image).keyframe  # still screen, but the keyframe is due
 
 
 def test_nothing_changed_sends_nothing() -> None:
@@ -56,7 +56,7 @@ def test_nothing_changed_sends_nothing() -> None:
 def test_odd_sizes_are_padded_and_cropped_through_the_size_sei() -> None:
     desktop = Desktop(1365, 767, seed=2)
     frame = H264Encoder(encoder_config(1365, 767)).encode(desktop.image)
-    assert find_size(frame.h264.data) == (1365, 767)
+    assert find_size(frame.data) == (1365, 767)
     out = H264Decoder().decode(frame)
     assert out.shape == (767, 1365, 4) and psnr(out, desktop.image) > 33
 
@@ -74,7 +74,7 @@ def test_custom_bitrate_caps_the_stream() -> None:
     sizes = {}
     for kbps in (200, 4_000):
         enc = H264Encoder(encoder_config(320, 180, pb.QualitySettings(custom_bitrate=kbps)))
-        sizes[kbps] = sum(len(enc.encode(img).h264.data) for img in video)
+        sizes[kbps] = sum(len(enc.encode(img).data) for img in video)
     assert sizes[200] < sizes[4_000] / 2
 
 

@@ -7,22 +7,22 @@ a LAN (``CODEC_RAW``). numpy and zstandard load only when a codec is built.
 from __future__ import annotations
 
 from importlib.util import find_spec
-from typing import Any
 
 from remote_core import hookimpl
+from remote_core.interfaces import Decoder, Encoder
 from remote_core.protocol import pb
 from remote_core.types import CodecSpec, EncoderConfig
 
 __all__ = ["SPEC", "register_codecs"]
 
 
-def _encoder(config: EncoderConfig) -> Any:
+def _encoder(config: EncoderConfig) -> Encoder:
     from .encoder import RawZstdEncoder
 
     return RawZstdEncoder(config)
 
 
-def _decoder() -> Any:
+def _decoder() -> Decoder:
     from .decoder import RawZstdDecoder
 
     return RawZstdDecoder()

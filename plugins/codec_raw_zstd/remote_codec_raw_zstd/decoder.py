@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import numpy.typing as npt
 import zstandard
 
-from remote_core.codecs import MAX_PIXELS, MAX_SIDE, frame_field
+from remote_core.codecs import MAX_PIXELS, MAX_SIDE
 from remote_core.interfaces import Decoder
+from remote_core.types import EncodedFrame
 
 __all__ = ["RawZstdDecoder"]
 
@@ -28,25 +27,22 @@ class RawZstdDecoder(Decoder):
         self._decompressor = zstandard.ZstdDecompressor()
         self._framebuffer: npt.NDArray[np.uint8] | None = None
 
-    def decode(self, frame: Any) -> npt.NDArray[np.uint8] | None:
-        if frame_field(frame) != "raw":
-            raise ValueError(f"expected a raw frame, got {frame_field(frame)!r}")
-        raw = frame.raw
-        w, h = raw.width, raw.height
+    def decode(self, frame: EncodedFrame) -> npt.NDArray[np.uint8] | None:
+        w, h = frame.width, frame.height
         if not (1 <= w <= MAX_SIDE and 1 <= h <= MAX_SIDE and w * h <= MAX_PIXELS):
             raise ValueError(f"frame size {w}x{h} is outside 1..{MAX_SIDE} per side "
                              f"and {MAX_PIXELS} pixels")
-        if raw.is_keyframe:
-            if raw.dirty_rects:
+        if frame.keyframe:
+            if frame.rects:
                 raise ValueError("a raw keyframe must not carry dirty rectangles")
             image = np.empty((h, w, 4), np.uint8)
-            self._fill(raw, image.data.cast("B"))
+            self._fill(frame, image.data.cast("B"))
             self._framebuffer = image
             return image.copy()
         framebuffer = self._framebuffer
         if framebuffer is None or framebuffer.shape[:2] != (h, w):
             return None  # an incremental frame needs the keyframe it builds on
-        rects = [(r.x, r.y, r.width, r.height) for r in raw.dirty_rects]
+        rects = [(r.x, r.y, r.width, r.height) for r in frame.rects]
         if not rects:
             raise ValueError("an incremental raw frame must carry dirty rectangles")
         for x, y, rw, rh in rects:
@@ -56,7 +52,7 @@ class RawZstdDecoder(Decoder):
         if area > w * h:
             raise ValueError(f"dirty rectangles cover {area} pixels, more than the frame's {w * h}")
         payload = np.empty(area * 4, np.uint8)
-        self._fill(raw, payload.data)
+        self._fill(frame, payload.data)
         offset = 0
         for x, y, rw, rh in rects:
             size = rw * rh * 4
@@ -64,23 +60,23 @@ class RawZstdDecoder(Decoder):
             offset += size
         return framebuffer.copy()
 
-    def _fill(self, raw: Any, out: memoryview) -> None:
-        """Decompress (or copy) ``raw.data`` into ``out``, which it must fill exactly."""
+    def _fill(self, frame: EncodedFrame, out: memoryview) -> None:
+        """Decompress (or copy) ``frame.data`` into ``out``, which it must fill exactly."""
         expected = len(out)
-        if not raw.compressed:
-            if len(raw.data) != expected:
-                raise ValueError(f"raw payload is {len(raw.data)} bytes, expected {expected}")
-            out[:] = raw.data
+        if not frame.compressed:
+            if len(frame.data) != expected:
+                raise ValueError(f"raw payload is {len(frame.data)} bytes, expected {expected}")
+            out[:] = frame.data
             return
         try:
-            declared = zstandard.frame_content_size(raw.data)
+            declared = zstandard.frame_content_size(frame.data)
         except zstandard.ZstdError as exc:
             raise ValueError(f"raw payload is not a Zstandard frame: {exc}") from None
         if declared not in (-1, expected):
             raise ValueError(f"Zstandard frame declares {declared} bytes, expected {expected}")
         filled = 0
         try:
-            with self._decompressor.stream_reader(raw.data, read_size=_READ_SIZE) as reader:
+            with self._decompressor.stream_reader(frame.data, read_size=_READ_SIZE) as reader:
                 while filled < expected:
                     n = reader.readinto(out[filled:])
                     if not n:

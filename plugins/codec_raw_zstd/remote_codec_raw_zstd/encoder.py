@@ -11,8 +11,7 @@ import zstandard
 
 from remote_core.codecs import KeyframeClock, as_image, zstd_level
 from remote_core.interfaces import Encoder
-from remote_core.protocol import pb
-from remote_core.types import EncoderConfig, Rect
+from remote_core.types import EncodedFrame, EncoderConfig, Rect
 
 from .dirty import clip_rects, find_dirty
 from .parts import MESSAGE_LIMIT, PART_BYTES, PLACEHOLDER, fits, keyframe_part, pack_rects, rotate
@@ -51,7 +50,7 @@ class RawZstdEncoder(Encoder):
         return self._owing
 
     def encode(self, image: Any, *, keyframe: bool = False,
-               dirty: Sequence[Rect] | None = None) -> Any:
+               dirty: Sequence[Rect] | None = None) -> EncodedFrame | None:
         current = as_image(image)
         h, w = current.shape[:2]
         previous = self._previous
@@ -70,7 +69,7 @@ class RawZstdEncoder(Encoder):
                 return self._delta(current, previous, rects)
         return self._keyframe(current)
 
-    def _keyframe(self, current: npt.NDArray[np.uint8]) -> Any:
+    def _keyframe(self, current: npt.NDArray[np.uint8]) -> EncodedFrame:
         h, w = current.shape[:2]
         self._clock.sent()
         whole = self._squeeze(current, 0)
@@ -84,7 +83,7 @@ class RawZstdEncoder(Encoder):
         return _frame(w, h, data, True, keyframe=True, rects=[])
 
     def _delta(self, current: npt.NDArray[np.uint8], previous: npt.NDArray[np.uint8],
-               rects: list[Rect]) -> Any:
+               rects: list[Rect]) -> EncodedFrame:
         h, w = current.shape[:2]
         if not self._owing:  # the rest of a picture in parts goes in parts too
             parts = [current[r.y:r.y + r.height, r.x:r.x + r.width] for r in rects]
@@ -125,9 +124,6 @@ class RawZstdEncoder(Encoder):
 
 
 def _frame(w: int, h: int, data: bytes, compressed: bool, *, keyframe: bool,
-           rects: list[Rect]) -> Any:
-    return pb.VideoFrame(raw=pb.RawFrame(
-        width=w, height=h, data=data, compressed=compressed, is_keyframe=keyframe,
-        dirty_rects=[pb.DirtyRect(x=r.x, y=r.y, width=r.width, height=r.height)
-                     for r in rects],
-    ))
+           rects: list[Rect]) -> EncodedFrame:
+    return EncodedFrame(data=data, keyframe=keyframe, width=w, height=h, rects=tuple(rects),
+                        compressed=compressed)

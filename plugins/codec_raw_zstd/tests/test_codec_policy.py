@@ -11,21 +11,24 @@ import pytest
 from remote_core.codecs import (
     FrameDecoder,
     KeyframeClock,
+    check_codecs,
     choose_codec,
+    decodable,
     encoder_config,
-    viewer_preference,
 )
+from remote_core.errors import PluginError
 from remote_core.plugins import get_plugin_manager
 from remote_core.protocol import pb
-from remote_core.settings import Settings
+from remote_core.settings import PluginSettings
 from remote_core.testing.codec_contract import Desktop
-from remote_core.types import CodecSpec
+from remote_core.types import CodecSpec, EncodedFrame
+from remote_core.video import from_wire, to_wire
 
 ALL = ("codec_raw_zstd", "codec_vp9", "codec_h264", "codec_h265")
 
 
 def codecs(*names: str) -> list[CodecSpec]:
-    return get_plugin_manager(Settings(plugins=names)).codecs()
+    return get_plugin_manager(PluginSettings(plugins=names)).codecs()
 
 
 def test_presets_map_to_frame_rate_bitrate_and_zstd_level() -> None:
@@ -76,15 +79,56 @@ def test_a_codec_missing_on_the_agent_falls_back_to_its_best() -> None:
         choose_codec(codecs())
 
 
-def test_a_viewer_asks_only_for_what_it_can_decode() -> None:
-    assert viewer_preference(codecs(*ALL)) == pb.CODEC_AUTO
-    assert viewer_preference(codecs(*ALL), pb.CODEC_VP9) == pb.CODEC_VP9
-    raw_only = codecs("codec_raw_zstd")
-    assert viewer_preference(raw_only, pb.CODEC_H264) == pb.CODEC_RAW
-    assert viewer_preference(raw_only) == pb.CODEC_RAW
-    # The agent honours it, whatever the agent could do better.
-    assert choose_codec(codecs(*ALL), viewer_preference(raw_only)).name == "raw_zstd"
-    assert viewer_preference(raw_only, agent_may_pick={pb.CODEC_RAW}) == pb.CODEC_AUTO
+def test_a_viewer_lists_what_it_decodes_by_wire_name() -> None:
+    assert decodable(codecs(*ALL)) == ["raw", "vp9", "h264", "h265"]
+    assert decodable(codecs("codec_raw_zstd")) == ["raw"]
+    assert decodable([PNG]) == ["png"]
+
+
+PNG = CodecSpec(name="png", encoder_factory=lambda config: None,  # type: ignore[arg-type,return-value]
+                decoder_factory=lambda: None, auto_rank=100)  # type: ignore[arg-type,return-value]
+
+
+def test_the_agent_streams_only_in_a_codec_every_viewer_decodes() -> None:
+    agent = [*codecs(*ALL), PNG]
+    assert choose_codec(agent, viewers=[["raw", "h264"], ["raw"]]).name == "raw_zstd"
+    assert choose_codec(agent, pb.CODEC_H264, viewers=[["raw", "h264"], ["raw"]]).name == \
+        "raw_zstd"
+    assert choose_codec(agent, pb.CODEC_VP9, viewers=[["vp9", "h264"], ()]).name == "vp9"
+    # A viewer that lists nothing decodes the codec slots: no plugin frames for it.
+    assert choose_codec(agent, name="png", viewers=[["png", "raw"], ()]).name == "raw_zstd"
+    assert choose_codec(agent, name="png", viewers=[["png", "raw"], ["png"]]).name == "png"
+    assert choose_codec(agent, name="raw_zstd", viewers=[["raw", "h264"]]).name == "raw_zstd"
+    assert choose_codec(agent, name="raw", viewers=[["raw", "h264"]]).name == "raw_zstd"
+
+
+def test_auto_never_picks_a_plugin_frame_while_a_slot_codec_suits_every_viewer() -> None:
+    agent = [*codecs(*ALL), PNG]  # PNG ranks above everything
+    assert choose_codec(agent).name == "h264"
+    assert choose_codec(agent, viewers=[["png", "raw", "h264"]]).name == "h264"
+    assert choose_codec(agent, viewers=[["png"]]).name == "png"  # the only one it decodes
+
+
+def test_with_no_codec_common_to_every_viewer_the_most_are_served() -> None:
+    agent = [*codecs(*ALL), PNG]
+    assert choose_codec(agent, viewers=[["png"], ["png"], ["raw"]]).name == "png"
+    assert choose_codec(agent, viewers=[["png"], ["raw"], ["raw", "vp9"]]).name == "raw_zstd"
+
+
+def test_codecs_that_collide_stop_start_up() -> None:
+    raw = codecs("codec_raw_zstd")[0]
+    for clash, message in [
+        (dataclasses.replace(PNG, name="other", frame_field="raw"), "both claim the 'raw' slot"),
+        (dataclasses.replace(PNG, name="raw"), "under the name of the VideoFrame slot 'raw'"),
+        (dataclasses.replace(PNG, preference=pb.CODEC_RAW), "both answer to CodecPreference"),
+        (dataclasses.replace(PNG, frame_field="plugin"), "the codec slots are"),
+        (dataclasses.replace(PNG, frame_field="av1"), "names VideoFrame slot 'av1'"),
+    ]:
+        with pytest.raises(PluginError, match=message):
+            check_codecs([raw, clash])
+    with pytest.raises(PluginError, match="both claim the name 'png'"):
+        check_codecs([PNG, dataclasses.replace(PNG, name="png")])
+    assert check_codecs([raw, PNG, dataclasses.replace(PNG, name="jpeg")])
 
 
 def test_a_stream_that_changes_codec_keeps_decoding() -> None:
@@ -95,15 +139,14 @@ def test_a_stream_that_changes_codec_keeps_decoding() -> None:
         factory = specs[name].encoder_factory
         assert factory is not None
         frame = factory(encoder_config(320, 200)).encode(desktop.image)
-        out = viewer.decode(frame)
+        assert frame is not None
+        out = viewer.decode(*from_wire(to_wire(frame, specs[name])))
         assert out is not None and out.shape == desktop.image.shape
     assert np.array_equal(out, desktop.image)
     with pytest.raises(ValueError, match="no decoder for 'h265'"):
-        FrameDecoder([specs["raw_zstd"]]).decode(pb.VideoFrame(h265=pb.EncodedFrame(data=b"x")))
+        FrameDecoder([specs["raw_zstd"]]).decode("h265", EncodedFrame(b"x"))
     with pytest.raises(ValueError, match="carries no encoding"):
-        viewer.decode(pb.VideoFrame())
-    with pytest.raises(ValueError, match="expected a VideoFrame"):
-        viewer.decode(b"not a frame")
+        from_wire(pb.VideoFrame())
     viewer.close()
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 import zstandard
+from remote_codec_raw_zstd import SPEC
 from remote_codec_raw_zstd.decoder import RawZstdDecoder
 from remote_codec_raw_zstd.encoder import RawZstdEncoder
 from remote_codec_raw_zstd.parts import MESSAGE_LIMIT, PART_BYTES, PLACEHOLDER
@@ -21,7 +22,8 @@ from remote_codec_raw_zstd.parts import MESSAGE_LIMIT, PART_BYTES, PLACEHOLDER
 from remote_core.codecs import encoder_config
 from remote_core.protocol import DEFAULT_MAX_MESSAGE_BYTES, wrap
 from remote_core.testing.codec_contract import Desktop
-from remote_core.types import Rect
+from remote_core.types import EncodedFrame, Rect
+from remote_core.video import to_wire
 
 Image = npt.NDArray[np.uint8]
 CAP = 16 * 1024 * 1024
@@ -33,9 +35,12 @@ def noise(width: int, height: int, seed: int = 1) -> Image:
     return image
 
 
-def frames_until_whole(enc: RawZstdEncoder, image: Image, **first: object) -> Iterator[object]:
+def frames_until_whole(enc: RawZstdEncoder, image: Image,
+                       keyframe: bool = False) -> Iterator[EncodedFrame]:
     """The first frame for ``image`` and then, while the encoder owes some, the rest."""
-    yield enc.encode(image, **first)  # type: ignore[arg-type]
+    first = enc.encode(image, keyframe=keyframe)
+    assert first is not None
+    yield first
     while enc.pending:
         frame = enc.encode(image)
         assert frame is not None, "pending, yet nothing to send"
@@ -59,9 +64,9 @@ def test_a_keyframe_arrives_exactly_with_every_message_under_the_cap(
     image = noise(w, h) if content == "noise" else Desktop(w, h).image
     enc, dec = RawZstdEncoder(encoder_config(w, h)), RawZstdDecoder()
     frames = list(frames_until_whole(enc, image, keyframe=True))
-    sizes = [len(wrap("video_frame", f)) for f in frames]
+    sizes = [message_bytes(f) for f in frames]
     assert len(frames) == messages and max(sizes) <= CAP, sizes
-    assert frames[0].raw.is_keyframe and not any(f.raw.is_keyframe for f in frames[1:])
+    assert frames[0].keyframe and not any(f.keyframe for f in frames[1:])
     if messages > 1:
         assert max(sizes) <= PART_BYTES + 4096, sizes
     for frame in frames:
@@ -70,17 +75,21 @@ def test_a_keyframe_arrives_exactly_with_every_message_under_the_cap(
     assert np.array_equal(shown, image)
 
 
-def pixels(frame: object) -> int:
-    raw = frame.raw  # type: ignore[attr-defined]
-    if raw.is_keyframe:
-        return int(raw.width * raw.height)
-    return sum(r.width * r.height for r in raw.dirty_rects)
+def message_bytes(frame: EncodedFrame | None) -> int:
+    """The size of the whole wire message the agent sends for ``frame``."""
+    assert frame is not None
+    return len(wrap("video_frame", to_wire(frame, SPEC)))
 
 
-def declared_size(frame: object) -> int | None:
+def pixels(frame: EncodedFrame) -> int:
+    if frame.keyframe:
+        return frame.width * frame.height
+    return sum(r.width * r.height for r in frame.rects)
+
+
+def declared_size(frame: EncodedFrame) -> int | None:
     """The size a compressed frame's Zstandard header declares (every one declares it)."""
-    raw = frame.raw  # type: ignore[attr-defined]
-    return int(zstandard.frame_content_size(raw.data)) if raw.compressed else None
+    return int(zstandard.frame_content_size(frame.data)) if frame.compressed else None
 
 
 def test_a_keyframe_part_is_a_whole_display_with_the_rest_opaque_black() -> None:
@@ -102,8 +111,8 @@ def test_an_incremental_frame_too_large_for_one_message_goes_in_parts() -> None:
     rows = h * 5 // 9  # 55 % of the screen: no keyframe, and 18.4 MB that do not compress
     changed[:rows] = np.random.default_rng(2).integers(0, 256, (rows, w, 4), dtype=np.uint8)
     frames = list(frames_until_whole(enc, changed))
-    assert len(frames) > 1 and not any(f.raw.is_keyframe for f in frames)
-    assert max(len(wrap("video_frame", f)) for f in frames) <= PART_BYTES + 4096
+    assert len(frames) > 1 and not any(f.keyframe for f in frames)
+    assert max(message_bytes(f) for f in frames) <= PART_BYTES + 4096
     for frame in frames:
         shown = dec.decode(frame)
         assert declared_size(frame) in (None, pixels(frame) * 4)
@@ -121,7 +130,7 @@ def test_parts_sweep_down_a_screen_that_keeps_changing_at_the_top() -> None:
         assert enc.pending
         image[:32] = noise(w, 32, seed)  # the top changes every frame
         frame = enc.encode(image)
-        assert len(wrap("video_frame", frame)) <= 48 * 1024 + 1024
+        assert message_bytes(frame) <= 48 * 1024 + 1024
         shown = dec.decode(frame)
         if np.array_equal(shown[32:], image[32:]):
             break
@@ -148,7 +157,7 @@ def test_a_capture_hint_is_not_trusted_while_parts_are_owed() -> None:
     assert enc.encode(image, dirty=[]) is None  # and now it is trusted again
     image[:8, :8] = 7
     frame = enc.encode(image, dirty=[Rect(0, 0, 8, 8)])
-    assert [(r.x, r.y, r.width, r.height) for r in frame.raw.dirty_rects] == [(0, 0, 8, 8)]
+    assert [(r.x, r.y, r.width, r.height) for r in frame.rects] == [(0, 0, 8, 8)]
 
 
 def test_a_keyframe_requested_mid_way_starts_again_from_the_top() -> None:
@@ -160,7 +169,7 @@ def test_a_keyframe_requested_mid_way_starts_again_from_the_top() -> None:
     assert enc.pending
     dec = RawZstdDecoder()  # a viewer that joins now
     frames = list(frames_until_whole(enc, image, keyframe=True))
-    assert frames[0].raw.is_keyframe
+    assert frames[0].keyframe
     for frame in frames:
         shown = dec.decode(frame)
     assert np.array_equal(shown, image)

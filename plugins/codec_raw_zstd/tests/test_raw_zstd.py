@@ -13,7 +13,7 @@ from remote_codec_raw_zstd.encoder import RawZstdEncoder
 from remote_core.codecs import KeyframeClock, encoder_config
 from remote_core.protocol import pb
 from remote_core.testing.codec_contract import CodecContract, Desktop, video_like
-from remote_core.types import Rect
+from remote_core.types import EncodedFrame, Rect
 
 
 class TestRawZstdContract(CodecContract):
@@ -62,12 +62,12 @@ def test_typing_is_few_small_rectangles_and_scrolling_a_few() -> None:
 def test_unchanged_screen_sends_nothing_and_a_changed_one_only_the_change() -> None:
     desktop = Desktop(640, 480)
     enc = RawZstdEncoder(encoder_config(640, 480))
-    assert enc.encode(desktop.image).raw.is_keyframe
+    assert enc.encode(desktop.image).keyframe
     assert enc.encode(desktop.image.copy()) is None
     desktop.type(3)
     frame = enc.encode(desktop.image)
-    assert not frame.raw.is_keyframe and len(frame.raw.dirty_rects) == 1
-    assert frame.raw.compressed and len(frame.raw.data) < 8_000
+    assert not frame.keyframe and len(frame.rects) == 1
+    assert frame.compressed and len(frame.data) < 8_000
 
 
 def test_capture_hints_are_clipped_and_trusted() -> None:
@@ -77,7 +77,7 @@ def test_capture_hints_are_clipped_and_trusted() -> None:
     desktop.type(2)
     assert enc.encode(desktop.image, dirty=[]) is None
     frame = enc.encode(desktop.image, dirty=[Rect(-10, -10, 1000, 1000)])
-    assert frame.raw.is_keyframe  # the hint covers the whole frame
+    assert frame.keyframe  # the hint covers the whole frame
     assert np.array_equal(dec.decode(frame), desktop.image)
 
 
@@ -85,24 +85,24 @@ def test_full_screen_change_is_sent_as_a_whole_frame() -> None:
     enc = RawZstdEncoder(encoder_config(320, 200))
     enc.encode(video_like(320, 200, 0))
     frame = enc.encode(video_like(320, 200, 1))
-    assert frame.raw.is_keyframe and not frame.raw.dirty_rects
+    assert frame.keyframe and not frame.rects
 
 
 def test_a_keyframe_at_least_every_ten_seconds_even_when_nothing_changes() -> None:
     now = [0.0]
     enc = RawZstdEncoder(encoder_config(64, 48), clock=KeyframeClock(clock=lambda: now[0]))
     image = Desktop(64, 48).image
-    assert enc.encode(image).raw.is_keyframe
+    assert enc.encode(image).keyframe
     now[0] = 9.9
     assert enc.encode(image) is None
     now[0] = 10.0
-    assert enc.encode(image).raw.is_keyframe
+    assert enc.encode(image).keyframe
 
 
 def test_incompressible_data_is_sent_uncompressed() -> None:
     noise = np.random.default_rng(0).integers(0, 256, (64, 64, 4), dtype=np.uint8)
     frame = RawZstdEncoder(encoder_config(64, 64)).encode(noise)
-    assert not frame.raw.compressed and len(frame.raw.data) == 64 * 64 * 4
+    assert not frame.compressed and len(frame.data) == 64 * 64 * 4
     assert np.array_equal(RawZstdDecoder().decode(frame), noise)
 
 
@@ -110,12 +110,11 @@ def test_quality_preset_picks_the_zstd_level() -> None:
     image = Desktop(640, 480).image
     low = RawZstdEncoder(encoder_config(640, 480, pb.QualitySettings(preset=pb.QUALITY_LOW)))
     high = RawZstdEncoder(encoder_config(640, 480, pb.QualitySettings(preset=pb.QUALITY_HIGH)))
-    assert len(low.encode(image).raw.data) < len(high.encode(image).raw.data)
+    assert len(low.encode(image).data) < len(high.encode(image).data)
 
 
-def keyframe_of(width: int, height: int, data: bytes, **fields: object) -> pb.VideoFrame:
-    return pb.VideoFrame(raw=pb.RawFrame(width=width, height=height, data=data,
-                                         is_keyframe=True, **fields))
+def keyframe_of(width: int, height: int, data: bytes, compressed: bool = False) -> EncodedFrame:
+    return EncodedFrame(data, keyframe=True, width=width, height=height, compressed=compressed)
 
 
 def test_decompression_bomb_is_refused_before_it_expands() -> None:
@@ -137,9 +136,7 @@ def test_rectangles_outside_the_frame_are_refused(rect: tuple[int, int, int, int
     dec = RawZstdDecoder()
     dec.decode(keyframe_of(64, 48, bytes(64 * 48 * 4)))
     x, y, w, h = rect
-    frame = pb.VideoFrame(raw=pb.RawFrame(
-        width=64, height=48, data=bytes(max(0, w * h * 4)),
-        dirty_rects=[pb.DirtyRect(x=x, y=y, width=w, height=h)]))
+    frame = EncodedFrame(bytes(max(0, w * h * 4)), width=64, height=48, rects=(Rect(x, y, w, h),))
     with pytest.raises(ValueError, match="outside"):
         dec.decode(frame)
 
@@ -151,18 +148,16 @@ def test_absurd_sizes_are_refused_without_allocating(size: tuple[int, int]) -> N
 
 
 def test_incremental_frame_without_its_keyframe_waits() -> None:
-    frame = pb.VideoFrame(raw=pb.RawFrame(width=8, height=8, data=bytes(16),
-                                          dirty_rects=[pb.DirtyRect(x=0, y=0, width=2, height=2)]))
+    frame = EncodedFrame(bytes(16), width=8, height=8, rects=(Rect(0, 0, 2, 2),))
     assert RawZstdDecoder().decode(frame) is None
 
 
 def test_overlapping_rectangles_beyond_the_frame_area_are_refused() -> None:
     dec = RawZstdDecoder()
     dec.decode(keyframe_of(8, 8, bytes(256)))
-    rects = [pb.DirtyRect(x=0, y=0, width=8, height=8)] * 2
+    rects = (Rect(0, 0, 8, 8),) * 2
     with pytest.raises(ValueError, match="more than"):
-        dec.decode(pb.VideoFrame(raw=pb.RawFrame(width=8, height=8, data=bytes(512),
-                                                 dirty_rects=rects)))
+        dec.decode(EncodedFrame(bytes(512), width=8, height=8, rects=rects))
 
 
 @settings(max_examples=300, deadline=None)
@@ -178,9 +173,8 @@ def test_any_raw_frame_decodes_or_is_a_value_error(width: int, height: int, keyf
     dec.decode(keyframe_of(8, 8, bytes(256)))
     if compressed and data[:1] == b"z":  # sometimes a real Zstandard frame of the same bytes
         data = zstandard.ZstdCompressor().compress(data[1:])
-    frame = pb.VideoFrame(raw=pb.RawFrame(
-        width=width, height=height, data=data, compressed=compressed, is_keyframe=keyframe,
-        dirty_rects=[pb.DirtyRect(x=x, y=y, width=w, height=h) for x, y, w, h in rects]))
+    frame = EncodedFrame(data, keyframe=keyframe, width=width, height=height,
+                         compressed=compressed, rects=tuple(Rect(*r) for r in rects))
     try:
         out = dec.decode(frame)
     except ValueError:

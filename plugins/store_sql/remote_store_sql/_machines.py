@@ -193,10 +193,11 @@ def set_machine_status(conn: Connection, agent_id: str, status: str,
                  .values(values_given(status=status, last_seen=last_seen)))
 
 
-def set_all_machines_offline(conn: Connection) -> int:
-    result = conn.execute(sa.update(machines).where(machines.c.status != "offline")
-                          .values(status="offline"))
-    return result.rowcount
+def set_all_machines_offline(conn: Connection, keep: tuple[str, ...] = ()) -> int:
+    query = sa.update(machines).where(machines.c.status != "offline")
+    if keep:
+        query = query.where(machines.c.agent_id.not_in(keep))
+    return conn.execute(query.values(status="offline")).rowcount
 
 
 def soft_delete_machine(conn: Connection, agent_id: str, now: datetime) -> bool:

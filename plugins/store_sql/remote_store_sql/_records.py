@@ -112,10 +112,14 @@ def update_session(conn: Connection, session_id: str, changes: dict[str, Any]) -
         conn.execute(sa.update(sessions).where(sessions.c.id == session_id).values(changes))
 
 
-def end_open_sessions(conn: Connection, end_reason: str, ended_at: datetime) -> int:
-    result = conn.execute(sa.update(sessions).where(sessions.c.ended_at.is_(None))
-                          .values(ended_at=ended_at, end_reason=end_reason))
-    return result.rowcount
+def end_open_sessions(conn: Connection, end_reason: str, ended_at: datetime,
+                      keep: tuple[str, ...] = (), created_before: datetime | None = None) -> int:
+    query = sa.update(sessions).where(sessions.c.ended_at.is_(None))
+    if keep:
+        query = query.where(sessions.c.id.not_in(keep))
+    if created_before is not None:
+        query = query.where(sessions.c.created_at < created_before)
+    return conn.execute(query.values(ended_at=ended_at, end_reason=end_reason)).rowcount
 
 
 def get_session(conn: Connection, session_id: str) -> SessionRecord | None:

@@ -9,7 +9,7 @@ errors surface as :class:`~remote_core.errors.StoreError` (duplicates as
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -124,8 +124,8 @@ class SqlStore(Store):
                                  last_seen: datetime | None = None) -> None:
         await self._runner.write(_machines.set_machine_status, agent_id, status, last_seen)
 
-    async def set_all_machines_offline(self) -> int:
-        return await self._runner.write(_machines.set_all_machines_offline)
+    async def set_all_machines_offline(self, keep: Collection[str] = ()) -> int:
+        return await self._runner.write(_machines.set_all_machines_offline, tuple(keep))
 
     async def soft_delete_machine(self, agent_id: str) -> bool:
         return await self._runner.write(_machines.soft_delete_machine, agent_id, utcnow())
@@ -185,8 +185,11 @@ class SqlStore(Store):
                                end_reason=end_reason)
         await self._runner.write(_records.update_session, session_id, changes)
 
-    async def end_open_sessions(self, end_reason: str, ended_at: datetime) -> int:
-        return await self._runner.write(_records.end_open_sessions, end_reason, ended_at)
+    async def end_open_sessions(self, end_reason: str, ended_at: datetime, *,
+                                keep: Collection[str] = (),
+                                created_before: datetime | None = None) -> int:
+        return await self._runner.write(_records.end_open_sessions, end_reason, ended_at,
+                                        tuple(keep), created_before)
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         return await self._runner.read(_records.get_session, session_id)

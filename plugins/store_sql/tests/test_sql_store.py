@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection
 from remote_core.errors import ConflictError, StoreError
 from remote_core.plugins import get_plugin_manager
 from remote_core.records import DEFAULT_TENANT_ID, Machine, MachineFilter, MachineReport
-from remote_core.settings import load_settings
+from remote_core.settings import PluginSettings
 from remote_core.testing.store_contract import StoreContract, key_hash, make_code, make_user
 
 pytestmark = pytest.mark.anyio
@@ -191,7 +191,7 @@ def test_a_driver_that_is_not_installed_is_a_clear_error() -> None:
 
 
 def test_plugin_registers_the_store_without_importing_sqlalchemy() -> None:
-    settings = load_settings(environ={"REMOTE_SUPPORT_PLUGINS": "store_sql"})
+    settings = PluginSettings(plugins=("store_sql",))
     spec = get_plugin_manager(settings).store_for_url("postgresql+asyncpg://h/db")
     assert spec.name == "sql" and spec.factory is not None
     assert isinstance(spec.factory("sqlite:///unused.db"), SqlStore)

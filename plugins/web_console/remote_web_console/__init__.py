@@ -6,6 +6,7 @@ server needs no Node.js; ``plugins/web_console/tests/test_web_build.py`` rebuild
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +60,8 @@ class _SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-def make_console_app(_settings: Any = None) -> ASGIApp:
-    """The static console, ``index.html`` served for the directory."""
+def make_console_app(_options: Mapping[str, Any] | None = None) -> ASGIApp:
+    """The static console, ``index.html`` served for the directory (it has no options)."""
     return _SecurityHeaders(StaticFiles(directory=STATIC_DIR, html=True))
 
 

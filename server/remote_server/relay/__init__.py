@@ -8,6 +8,6 @@ from __future__ import annotations
 
 from .auth import NotReady
 from .registry import Registry
-from .session import LiveSession
+from .session import SessionSnapshot
 
-__all__ = ["LiveSession", "NotReady", "Registry"]
+__all__ = ["NotReady", "Registry", "SessionSnapshot"]

@@ -34,16 +34,16 @@ from remote_core.records import (
     User,
     utcnow,
 )
-from remote_core.settings import Settings
 from remote_core.textrules import escaped
 from remote_core.types import (
     AgentCredential,
     AgentIdentity,
     AuthContext,
+    ConsentAsk,
     ConsentDecision,
-    SessionContext,
 )
 
+from ..settings import ServerSettings
 from .audit import Audit
 from .auth import NotReady, Unavailable, authenticate
 from .consent import Ask, ConsentBook, Standing
@@ -56,6 +56,7 @@ from .rules import (
     consent_refusal,
     initial_consent_state,
     reported_text,
+    viewer_codecs,
     viewing_refusal,
 )
 from .session import Session
@@ -74,7 +75,7 @@ class Admission:
         reconnecting agent replaces.
     """
 
-    def __init__(self, *, settings: Settings, store: Store, plugins: Plugins, audit: Audit,
+    def __init__(self, *, settings: ServerSettings, store: Store, plugins: Plugins, audit: Audit,
                  index: SessionIndex, end: EndSession) -> None:
         self._settings = settings
         self._store = store
@@ -83,9 +84,9 @@ class Admission:
         self._writes = audit.writes
         self._index = index
         self._end = end
-        context = AuthContext(settings=settings, store=store)
-        self._authenticators = [m.factory(context) for m in plugins.auth_methods()
-                                if m.factory is not None]
+        self._authenticators = [
+            m.factory(AuthContext(options=plugins.options(m), store=store))
+            for m in plugins.auth_methods() if m.factory is not None]
 
     async def open_agent(self, request: Any, *, client_ip: str | None = None,
                          machine_uid: str | None = None) -> Session:
@@ -215,11 +216,10 @@ class Admission:
         if identity.technician_id:
             user = await self._store.get_user(identity.technician_id)
             control = user is not None and can_control(user)
-        decision = self._plugins.consent_policy(SessionContext(
-            session_id=session_id, agent_id=agent_id, method=identity.method,
-            attended=identity.attended, technician_name=identity.technician_name,
-            access_mode=pb.CONSENT_CONTROL if control else pb.CONSENT_VIEW,
-        ))
+        decision = self._plugins.consent_policy(ConsentAsk(
+            session_id=session_id, technician_name=identity.technician_name, control=control,
+            timeout_secs=self._settings.consent_timeout, agent_id=agent_id,
+            method=identity.method, attended=identity.attended))
         if decision is ConsentDecision.DENY:
             await self._audit.record(AuditEvent("session.consent_denied", session_id=session_id,
                                                 agent_id=agent_id, detail={"by": "policy"}))
@@ -238,6 +238,7 @@ class Admission:
         if self._index.closing:
             raise SessionRefused("the server is shutting down")
         check_session_type(request.session_type)
+        codecs = viewer_codecs(request.codecs)
         session = self._index.get(session_id)
         if session is None or session.ended:
             raise SessionRefused("the session is not live")
@@ -258,10 +259,10 @@ class Admission:
         link = Link(conn, self._settings.viewer_buffer_bytes, viewer_id, client_ip)
         link.actor = user.username
         link.user_id = user.id
+        link.codecs = codecs
         link.outbox.put(conn.accept(session_id, session.display_info, view_only=view_only))
         session.viewers[viewer_id] = link
-        session.agent.send("start_stream", pb.StartStream(viewer_id=viewer_id,
-                                                          display_id=session.display_id))
+        session.start_stream(link)
         session.tell_participants()
         await self._audit.record(AuditEvent(
             "viewer.joined", session_id=session_id, agent_id=session.agent_id,
@@ -301,10 +302,10 @@ class Admission:
             return standing
         assert session.consent is not None
         ask = Ask(user.id, user.username, can_control(user))
-        decision = self._plugins.consent_policy(SessionContext(
-            session_id=session_id, agent_id=session.agent_id, method=session.source,
-            attended=True, technician_name=ask.name,
-            access_mode=pb.CONSENT_CONTROL if ask.control else pb.CONSENT_VIEW))
+        decision = self._plugins.consent_policy(ConsentAsk(
+            session_id=session_id, technician_name=ask.name, control=ask.control,
+            timeout_secs=self._settings.consent_timeout, agent_id=session.agent_id,
+            method=session.source, attended=True))
         if decision is ConsentDecision.DENY:
             session.consent.refuse(ask, Standing.DENIED)
             await self._audit.record(AuditEvent("session.consent_denied", session_id=session_id,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from .consent import Standing
-from .session import LiveSession
+from .session import SessionSnapshot
 
 __all__ = ["SessionDirectory"]
 
@@ -19,11 +19,11 @@ __all__ = ["SessionDirectory"]
 class SessionDirectory(Protocol):
     """Live sessions as the REST API sees them: snapshots, and operator actions."""
 
-    def live_sessions(self) -> list[LiveSession]: ...
+    def live_sessions(self) -> list[SessionSnapshot]: ...
 
-    def session(self, session_id: str) -> LiveSession | None: ...
+    def session(self, session_id: str) -> SessionSnapshot | None: ...
 
-    def session_for_agent(self, agent_id: str) -> LiveSession | None: ...
+    def session_for_agent(self, agent_id: str) -> SessionSnapshot | None: ...
 
     def is_online(self, agent_id: str) -> bool: ...
 

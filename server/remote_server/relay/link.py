@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+
+from google.protobuf.message import Message
 
 from remote_core.protocol import CloseCode, Connection, pb
+from remote_core.video import CODEC_SLOTS
 
 from .outbox import Outbox
 
@@ -31,6 +33,24 @@ class Link:
         self.actor: str | None = None  # the viewer's username, for the audit log
         self.user_id: str | None = None  # the viewer's user, whose standing it keeps
         self.next_keyframe_request = 0.0
+        self._codecs: tuple[str, ...] = ()
+        self._decodes = CODEC_SLOTS
+
+    @property
+    def codecs(self) -> tuple[str, ...]:
+        """The codecs a viewer decodes, by wire name (``SessionRequest.codecs``); empty:
+        the codec slots, as a viewer that lists none is SPEC's viewer."""
+        return self._codecs
+
+    @codecs.setter
+    def codecs(self, codecs: tuple[str, ...]) -> None:
+        self._codecs = codecs
+        self._decodes = frozenset(codecs) or CODEC_SLOTS
+
+    def decodes(self, codec: str | None) -> bool:
+        """Whether this viewer may be sent a frame of ``codec`` (``codec_of``'s answer;
+        ``None``, unreadable, goes on: the viewer drops what it cannot parse)."""
+        return codec is None or codec in self._decodes
 
     @property
     def closed(self) -> bool:
@@ -41,7 +61,7 @@ class Link:
         """Why the server closed this socket, once it has."""
         return self.outbox.close_reason
 
-    def send(self, kind: str, payload: Any, *, lossy: bool = False) -> bool:
+    def send(self, kind: str, payload: Message, *, lossy: bool = False) -> bool:
         """Serialize and queue a message from the server; False if it was not queued."""
         if self.outbox.closed:
             return False

@@ -61,13 +61,20 @@ class Outbox:
         return self._close.reason if self._close is not None else None
 
     # -- producers (synchronous: they never wait for the reader) ---------------------
-    def put_frame(self, data: bytes, offset: int) -> bool:
+    def put_frame(self, data: bytes, offset: int, *, decodable: bool = True) -> bool:
         """Queue a ``VideoFrame`` message; return True when it was dropped and the peer
         now waits for a keyframe (the caller may ask the agent for one).
 
-        ``offset`` is where the ``VideoFrame`` payload starts in ``data``.
+        ``offset`` is where the ``VideoFrame`` payload starts in ``data``. A frame the
+        peer cannot decode (``decodable`` false: a codec it did not list) is dropped
+        and the peer resumes at a keyframe of a codec it decodes; asking the agent for
+        one would not help: it already chose the codec for every viewer it has.
         """
         if self._close is not None:
+            return False
+        if not decodable:
+            self.dropped_frames += 1
+            self.skipping = True
             return False
         if self.skipping:
             if not is_keyframe(data, offset):

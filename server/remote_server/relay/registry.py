@@ -32,9 +32,9 @@ from remote_core.records import (
     SessionRecord,
     utcnow,
 )
-from remote_core.settings import Settings
 from remote_core.textrules import escaped
 
+from ..settings import ServerSettings
 from .admission import Admission, write_offline
 from .audit import Audit
 from .consent import Ask, Standing
@@ -46,7 +46,7 @@ from .rules import (
     update_status_detail,
     viewing_refusal,
 )
-from .session import LiveSession, Session
+from .session import Session, SessionSnapshot
 
 __all__ = ["HANDLERS", "Handler", "Registry"]
 
@@ -58,7 +58,7 @@ _SHUTDOWN_GRACE = 5.0
 class Registry:
     """Live sessions and the identity indexes, for one server process."""
 
-    def __init__(self, *, settings: Settings, store: Store, plugins: Plugins,
+    def __init__(self, *, settings: ServerSettings, store: Store, plugins: Plugins,
                  audit: Audit) -> None:
         self.settings = settings
         self.store = store
@@ -73,8 +73,13 @@ class Registry:
         self._no_sockets.set()
 
     # -- start-up --------------------------------------------------------------------------
-    async def restore(self) -> None:
+    async def restore(self, *, sole: bool = True) -> None:
         """Index the stored machines; keyed ones are never indexed by uid (SPEC 5.2).
+
+        :param sole: this process is the only server: nothing is live anywhere, so every
+            session still open in the database was left by a server that died (SIGKILL,
+            power loss) and is closed, every machine offline. A cluster node leaves that
+            to the cluster, which knows what the other nodes hold.
 
         Raises whatever the store raises: a failed restore stops start-up (fail closed).
         """
@@ -82,23 +87,23 @@ class Registry:
         self.index.restore_uids(
             (m.machine_uid, m.agent_id) for m in result.machines
             if m.machine_uid and m.agent_id not in result.keyed_agent_ids)
-        offline = await self.store.set_all_machines_offline()
-        # Nothing is live in a process that has just started: a session still open in the
-        # database was left so by a server that died (SIGKILL, power loss).
-        ended = await self.store.end_open_sessions("the server stopped", utcnow())
+        offline = ended = 0
+        if sole:
+            offline = await self.store.set_all_machines_offline()
+            ended = await self.store.end_open_sessions("the server stopped", utcnow())
         log.info("registry restored %d machines (%d keyed); %d left online and %d sessions "
                  "left open by the previous run closed", len(result.machines),
                  len(result.keyed_agent_ids), offline, ended)
 
     # -- queries ---------------------------------------------------------------------------
-    def live_sessions(self) -> list[LiveSession]:
+    def live_sessions(self) -> list[SessionSnapshot]:
         return [s.snapshot() for s in self.index.sessions()]
 
-    def session(self, session_id: str) -> LiveSession | None:
+    def session(self, session_id: str) -> SessionSnapshot | None:
         found = self.index.get(session_id)
         return found.snapshot() if found is not None else None
 
-    def session_for_agent(self, agent_id: str) -> LiveSession | None:
+    def session_for_agent(self, agent_id: str) -> SessionSnapshot | None:
         found = self.index.for_agent(agent_id)
         return found.snapshot() if found is not None else None
 

@@ -6,6 +6,8 @@ verdict becomes a consent state, and what an agent's reports say.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from typing import Any
 
 from remote_core.errors import SessionRefused
@@ -23,6 +25,7 @@ from remote_core.types import ConsentDecision
 from .consent import Standing
 
 __all__ = [
+    "MAX_CODECS",
     "can_control",
     "check_session_type",
     "consent_refusal",
@@ -30,10 +33,15 @@ __all__ = [
     "reported_text",
     "status_report",
     "update_status_detail",
+    "viewer_codecs",
     "viewing_refusal",
 ]
 
 _SERVED = frozenset({pb.SCREEN_CONTROL, pb.VIEW_ONLY})
+
+MAX_CODECS = 64
+"""Most codec names a viewer may list in ``SessionRequest.codecs``."""
+_CODEC_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")  # a registration name, bounded
 
 
 def check_session_type(session_type: int) -> None:
@@ -45,6 +53,23 @@ def check_session_type(session_type: int) -> None:
             name = str(session_type)
         raise SessionRefused(f"session type {name} is not supported yet; "
                       "use SCREEN_CONTROL or VIEW_ONLY")
+
+
+def viewer_codecs(codecs: Sequence[str]) -> tuple[str, ...]:
+    """The codec names a viewer listed, checked: the relay keeps them for the viewer's
+    whole stay and the agent is told them, so they must be few, short and well-formed.
+
+    :raises SessionRefused: they are not.
+    """
+    if len(codecs) > MAX_CODECS:
+        raise SessionRefused(f"SessionRequest.codecs lists {len(codecs)} codecs; "
+                             f"at most {MAX_CODECS} are accepted")
+    for name in codecs:
+        if not _CODEC_NAME.match(name):
+            raise SessionRefused(f"SessionRequest.codecs holds {escaped(name, 40)!r}, which is "
+                                 "no codec name (lower-case letters, digits and '_', "
+                                 "at most 64)")
+    return tuple(dict.fromkeys(codecs))
 
 
 def can_control(user: User) -> bool:

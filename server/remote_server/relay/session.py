@@ -13,17 +13,16 @@ import logging
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 import anyio
 
-from remote_core.protocol import ROUTES, Inbound, Role, To, pb
+from remote_core.protocol import ROUTES, Inbound, Role, To, codec_of, pb
 from remote_core.records import CONSENT_PENDING
 
 from .consent import Ask, ConsentBook, Standing
 from .link import Link
 
-__all__ = ["KEYFRAME_REQUEST_INTERVAL", "LiveSession", "Session"]
+__all__ = ["KEYFRAME_REQUEST_INTERVAL", "Session", "SessionSnapshot"]
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +30,7 @@ KEYFRAME_REQUEST_INTERVAL = 1.0
 """Seconds between two keyframe requests made on behalf of one lagging viewer."""
 
 @dataclass(frozen=True, slots=True)
-class LiveSession:
+class SessionSnapshot:
     """A snapshot of a live session for the REST API."""
 
     session_id: str
@@ -70,15 +69,15 @@ class Session:
         self.machine_uid = machine_uid
         self.support_code = support_code
         self.viewers: dict[str, Link] = {}
-        self.display_info: Any | None = None  # pb.DisplayInfo, the agent's latest report
+        self.display_info: pb.DisplayInfo | None = None  # the agent's latest report
         self.display_id = 0  # the stream's display, as the last SwitchDisplay set it
         self.ended = False
         self.consent: ConsentBook | None = None  # attended sessions: who the end user admitted
         self.consent_asked = anyio.Event()  # set when a question opens, for the consent timer
         self._told: tuple[tuple[str, bool], ...] = ()  # the participants the agent last heard
 
-    def snapshot(self) -> LiveSession:
-        return LiveSession(
+    def snapshot(self) -> SessionSnapshot:
+        return SessionSnapshot(
             session_id=self.session_id, agent_id=self.agent_id,
             consent_state=self.consent_state, is_managed=self.is_managed, source=self.source,
             technician_id=self.technician_id, created_at=self.created_at,
@@ -144,19 +143,28 @@ class Session:
 
     # -- agent -> viewers -----------------------------------------------------------
     def fan_out_video(self, data: bytes, offset: int) -> None:
-        """Queue one ``VideoFrame`` for every viewer; ask for a keyframe for one that lags
-        (at most once per ``KEYFRAME_REQUEST_INTERVAL`` while it waits)."""
+        """Queue one ``VideoFrame`` for every viewer that decodes its codec; ask for a
+        keyframe for one that lags or was passed over (at most once per
+        ``KEYFRAME_REQUEST_INTERVAL`` while it waits)."""
+        if not self.viewers:
+            return
+        codec = codec_of(data, offset)  # read once, from the tags only
         for viewer in self.viewers.values():
-            if viewer.outbox.put_frame(data, offset):
+            if viewer.outbox.put_frame(data, offset, decodable=viewer.decodes(codec)):
                 self.request_keyframe(viewer)
+
+    def start_stream(self, viewer: Link) -> None:
+        """Tell the agent ``viewer`` watches (and which codecs it decodes): it answers
+        with a keyframe in a codec every viewer decodes."""
+        self.agent.send("start_stream", pb.StartStream(
+            viewer_id=viewer.id, display_id=self.display_id, codecs=viewer.codecs))
 
     def request_keyframe(self, viewer: Link) -> None:
         now = time.monotonic()
         if now < viewer.next_keyframe_request:
             return
         viewer.next_keyframe_request = now + KEYFRAME_REQUEST_INTERVAL
-        self.agent.send("start_stream", pb.StartStream(viewer_id=viewer.id,
-                                                       display_id=self.display_id))
+        self.start_stream(viewer)
 
     # -- relaying ----------------------------------------------------------------------
     def relay(self, sender: Link, event: Inbound) -> str | None:

@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from remote_core.settings import Settings
+from ..settings import ServerSettings
 
 __all__ = ["DEVIATIONS", "TIMEOUTS", "check_deviations", "shortened_timeouts", "test_settings"]
 
@@ -46,7 +46,14 @@ DEVIATIONS: dict[str, str] = {
                            "session_request, so it fills a cap of 40 rather than 1,024",
     "signing_key_refresh": "only the T17 key-rotation tests: a fifth of a second, so a "
                            "rotation reaches the running server in a moment, not 30 s",
+    "bus_url": "the cluster tests: cluster mode is off by default (one node, no bus)",
+    "limits_url": "the cluster tests: shared limits come with cluster mode",
+    "cluster_name": "the cluster tests: a name per test, so clusters of tests that run at "
+                    "once on the one NATS and Redis never see each other",
+    "node_id": "the cluster tests name their nodes a, b, c to say which one a test means",
     "plugins": "only the tests of plugin loading itself",
+    "extra_plugins": "the tests of a third-party plugin add it to the default set, as its "
+                     "README tells a deployment to",
     "block_plugins": "only the tests of plugin loading itself and of a deployment that "
                      "blocks a built-in to replace it",
     "autoload_plugins": "only the tests of plugin loading itself",
@@ -58,7 +65,7 @@ DEVIATIONS: dict[str, str] = {
 
 def shortened_timeouts(factor: float) -> dict[str, float | int]:
     """All four timeouts times ``factor``; the consent timeout must stay whole seconds."""
-    defaults = Settings()
+    defaults = ServerSettings()
     consent = defaults.consent_timeout * factor
     if consent != round(consent) or consent < 1:
         raise ValueError(f"factor {factor} leaves no whole-second consent timeout")
@@ -76,7 +83,7 @@ def check_deviations(changes: Mapping[str, Any]) -> None:
                              "server/remote_server/testing/deviations.py")
     touched = [name for name in TIMEOUTS if name in changes]
     if touched:
-        defaults = dataclasses.asdict(Settings())
+        defaults = dataclasses.asdict(ServerSettings())
         factors = {name: float(changes.get(name, defaults[name])) / defaults[name]
                    for name in TIMEOUTS}
         if max(factors.values()) - min(factors.values()) > 1e-6:
@@ -84,10 +91,13 @@ def check_deviations(changes: Mapping[str, Any]) -> None:
                                  f"({factors}); use shortened_timeouts()")
 
 
-def test_settings(**changes: Any) -> Settings:
-    """``Settings()`` with only the listed deviations applied."""
+def test_settings(**changes: Any) -> ServerSettings:
+    """``ServerSettings()`` with only the listed deviations applied."""
     check_deviations(changes)
-    return Settings().replace(**changes)
+    key = changes.pop("shared_agent_key", None)
+    if key is not None:  # a plugin option, set the way REMOTE_SUPPORT_SHARED_AGENT_KEY sets it
+        changes["plugin_environ"] = {"AUTH_SHAREDKEY_KEY": key}
+    return ServerSettings().replace(**changes)
 
 
 test_settings.__test__ = False  # type: ignore[attr-defined]  # not a pytest test

@@ -17,8 +17,8 @@ import anyio
 import httpx
 
 from remote_core.plugins import Plugins
-from remote_core.settings import Settings
 
+from ..settings import ServerSettings
 from ..web.app import create_app
 from ..web.ratelimit import RateLimiter
 from ..web.serving import Server, uvicorn_config
@@ -41,7 +41,7 @@ class ManualClock:
 
 
 class LiveServer:
-    def __init__(self, settings: Settings, *, limiter: RateLimiter | None = None,
+    def __init__(self, settings: ServerSettings, *, limiter: RateLimiter | None = None,
                  plugins: Plugins | None = None) -> None:
         self.app = create_app(settings, plugins, limiter=limiter)
         config = uvicorn_config(self.app, settings, host="127.0.0.1", port=0,
@@ -75,7 +75,7 @@ class LiveServer:
 
 
 @contextmanager
-def live_server(settings: Settings, *, limiter: RateLimiter | None = None,
+def live_server(settings: ServerSettings, *, limiter: RateLimiter | None = None,
                 plugins: Plugins | None = None) -> Iterator[LiveServer]:
     server = LiveServer(settings, limiter=limiter, plugins=plugins)
     server.start()

@@ -36,14 +36,20 @@ def stop_process(process: subprocess.Popen[bytes]) -> None:
             process.wait()
 
 
+AGENT_TIMING = ("heartbeat_interval", "heartbeat_timeout")
+"""Settings the agent has too (``REMOTE_AGENT_*``): a shortened server's agents keep pace."""
+
+
 def settings_env(settings: Mapping[str, object]) -> dict[str, str]:
     """Test deviations (checked against the list) as ``REMOTE_SUPPORT_*`` variables.
 
-    The agent reads its heartbeat timing from the same variables, so a test
-    hands an agent the server's shortened timeouts with the same call.
+    The heartbeat timing goes to the agent's ``REMOTE_AGENT_*`` variables as well, so a
+    test hands an agent the server's shortened timeouts with the same call.
     """
     check_deviations(settings)
-    return {f"REMOTE_SUPPORT_{k.upper()}": str(v) for k, v in settings.items()}
+    env = {f"REMOTE_SUPPORT_{k.upper()}": str(v) for k, v in settings.items()}
+    env |= {f"REMOTE_AGENT_{k.upper()}": str(v) for k, v in settings.items() if k in AGENT_TIMING}
+    return env
 
 
 class ServerProcess:
@@ -88,6 +94,13 @@ class ServerProcess:
     def stop(self) -> None:
         if self.process is not None:
             stop_process(self.process)
+        self.process = None
+
+    def kill(self) -> None:
+        """SIGKILL: the machine lost power; nothing is said or cleaned up."""
+        if self.process is not None:
+            self.process.kill()
+            self.process.wait()
         self.process = None
 
 

@@ -20,11 +20,12 @@ from starlette.responses import RedirectResponse
 from starlette.routing import Mount, Route
 
 from remote_core.plugins import Plugins, get_plugin_manager
-from remote_core.settings import Settings
 
 from ..relay.audit import Audit
 from ..relay.writes import WriteQueue
+from ..settings import ServerSettings
 from .api import routes as api_routes
+from .codecs import CODECS_PATH, codec_modules
 from .context import ServerContext, open_store
 from .headerbounds import HeaderBounds
 from .origin import accepted_origins_text
@@ -35,13 +36,14 @@ from .signing import keep_fresh, load_key_ring
 from .slashes import relative_slash_redirects
 from .tokens import VIEWER_TOKEN_TTL, TokenService
 from .users import FIRST_ADMIN_NAME, ensure_first_admin
+from .viewers import viewer_verifier
 
 __all__ = ["create_app"]
 
 log = logging.getLogger(__name__)
 
 
-def create_app(settings: Settings, plugins: Plugins | None = None, *,
+def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
                limiter: RateLimiter | None = None) -> Starlette:
     """Build the server app; plugins are loaded from ``settings`` unless given.
 
@@ -51,11 +53,12 @@ def create_app(settings: Settings, plugins: Plugins | None = None, *,
     from .ws import routes as ws_routes
 
     plugins = plugins or get_plugin_manager(settings)
-    routes: list[Any] = [*api_routes(), *ws_routes()]
+    routes: list[Any] = [*api_routes(), *ws_routes(),
+                         Mount(CODECS_PATH, app=codec_modules(plugins.codecs()), name="codecs")]
     web_paths = []
     for spec in plugins.web_apps():
         if spec.factory is not None:
-            routes.append(Mount(spec.path, app=spec.factory(settings), name=spec.name))
+            routes.append(Mount(spec.path, app=spec.factory(plugins.options(spec)), name=spec.name))
             web_paths.append(spec.path.rstrip("/"))
     if web_paths and "" not in web_paths:
         # The bare address opens the first mounted web app (the console).
@@ -75,26 +78,43 @@ def create_app(settings: Settings, plugins: Plugins | None = None, *,
             writes = WriteQueue()
             audit = Audit(store, plugins, writes)
             registry = Registry(settings=settings, store=store, plugins=plugins, audit=audit)
-            await registry.restore()
+            clustered = settings.bus_url is not None
+            await registry.restore(sole=not clustered)
             log.info("viewer sockets accept %s", accepted_origins_text(settings))
             tokens = TokenService(await load_key_ring(settings, store),
                                   login_ttl=settings.login_token_ttl,
                                   viewer_ttl=VIEWER_TOKEN_TTL)
-            app.state.ctx = ServerContext(
-                settings=settings, plugins=plugins, store=store, audit=audit, tokens=tokens,
-                limiter=limiter or MemoryRateLimiter(), registry=registry,
-                pending=PendingSockets(settings.max_pending_sockets_per_ip,
-                                       settings.max_pending_sockets),
-            )
-            async with anyio.create_task_group() as group:
-                writes.start(group)
-                group.start_soon(keep_fresh, tokens, settings, store)
-                try:
-                    yield
-                finally:
-                    await registry.shutdown("server shutting down")
-                    await writes.close()  # the writes an outage held back get a last chance
-                    group.cancel_scope.cancel()
+            async with contextlib.AsyncExitStack() as stack:
+                cluster = None
+                if clustered:
+                    from ..cluster.limits import RedisRateLimiter
+                    from ..cluster.node import ClusterNode
+
+                    assert settings.limits_url is not None  # validated with the settings
+                    shared = RedisRateLimiter(settings.limits_url,
+                                              prefix=f"{settings.cluster_name}:")
+                    stack.push_async_callback(shared.close)
+                    limiter_in_use: RateLimiter = limiter or shared
+                    cluster = await stack.enter_async_context(
+                        ClusterNode.running(settings, registry, viewer_verifier(tokens)))
+                else:
+                    limiter_in_use = limiter or MemoryRateLimiter()
+                app.state.ctx = ServerContext(
+                    settings=settings, plugins=plugins, store=store, audit=audit,
+                    tokens=tokens, limiter=limiter_in_use, registry=registry,
+                    pending=PendingSockets(settings.max_pending_sockets_per_ip,
+                                           settings.max_pending_sockets),
+                    cluster=cluster,
+                )
+                async with anyio.create_task_group() as group:
+                    writes.start(group)
+                    group.start_soon(keep_fresh, tokens, settings, store)
+                    try:
+                        yield
+                    finally:
+                        await registry.shutdown("server shutting down")
+                        await writes.close()  # the writes an outage held back: a last chance
+                        group.cancel_scope.cancel()
         finally:
             await store.close()
 

@@ -19,8 +19,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-from remote_core.settings import Settings
-
+from ..settings import ServerSettings
 from .logonce import Once
 
 __all__ = ["TRUSTED_PROXIES_SETTING", "client_ip"]
@@ -67,7 +66,7 @@ def _warn_untrusted_forwarder(scope: Mapping[str, Any], address: str) -> None:
                     extra={"event": "untrusted_forwarder", "client_ip": address})
 
 
-def client_ip(scope: Mapping[str, Any], settings: Settings) -> str:
+def client_ip(scope: Mapping[str, Any], settings: ServerSettings) -> str:
     """The socket peer; ``X-Forwarded-For`` only when the peer is a trusted proxy."""
     peer = scope.get("client")
     address = str(peer[0]) if peer else "unknown"

@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING
 
 from remote_core.interfaces import Store
 from remote_core.plugins import Plugins
-from remote_core.settings import Settings
 
 from ..relay.audit import Audit
+from ..settings import ServerSettings
 
 if TYPE_CHECKING:
+    from ..cluster.node import ClusterNode
     from ..relay.directory import SessionDirectory
     from ..relay.registry import Registry
     from .pending import PendingSockets
@@ -26,7 +27,7 @@ __all__ = ["ServerContext", "open_store"]
 
 @dataclass
 class ServerContext:
-    settings: Settings
+    settings: ServerSettings
     plugins: Plugins
     store: Store
     audit: Audit
@@ -35,14 +36,17 @@ class ServerContext:
     registry: Registry
     """The relay's own: the sockets' endpoints and the lifespan use it."""
     pending: PendingSockets
+    cluster: ClusterNode | None = None
+    """This process as a cluster node; None when it is the only server."""
 
     @property
     def directory(self) -> SessionDirectory:
-        """Live sessions as the REST API may see them (a typed protocol, not the class)."""
-        return self.registry
+        """Live sessions as the REST API may see them (a typed protocol, not the class):
+        this process's, or in a cluster every node's."""
+        return self.cluster.directory if self.cluster is not None else self.registry
 
 
-def open_store(settings: Settings, plugins: Plugins) -> Store:
+def open_store(settings: ServerSettings, plugins: Plugins) -> Store:
     """The store plugin for ``settings.database_url`` (not yet opened)."""
     spec = plugins.store_for_url(settings.database_url)
     if spec.factory is None:

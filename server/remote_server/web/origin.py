@@ -34,8 +34,8 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from remote_core.logsafe import peer_text
-from remote_core.settings import Settings
 
+from ..settings import ServerSettings
 from .logonce import Once
 
 __all__ = ["PUBLIC_ORIGINS_SETTING", "accepted_origins_text", "check_origin", "origin_allowed",
@@ -100,7 +100,7 @@ def own_host_names(listen_host: str) -> frozenset[str]:
     return frozenset(n for n in names if n and not _is_address(n))
 
 
-def names_this_server(host: str, settings: Settings) -> bool:
+def names_this_server(host: str, settings: ServerSettings) -> bool:
     """``host`` (a ``Host`` header) is an IP address or one of :func:`own_host_names`."""
     try:
         name = urlsplit("//" + host.strip()).hostname
@@ -111,7 +111,7 @@ def names_this_server(host: str, settings: Settings) -> bool:
     return _is_address(name) or name in own_host_names(settings.host)
 
 
-def accepted_origins_text(settings: Settings) -> str:
+def accepted_origins_text(settings: ServerSettings) -> str:
     """What start-up says the viewer socket accepts (so an operator knows what to set)."""
     if settings.public_origins:
         return ", ".join(settings.public_origins)
@@ -125,7 +125,7 @@ def _headers(scope: Mapping[str, Any]) -> dict[str, str]:
     return {k.decode("latin-1"): v.decode("latin-1") for k, v in scope.get("headers", [])}
 
 
-def origin_allowed(origin: str, scope: Mapping[str, Any], settings: Settings) -> bool:
+def origin_allowed(origin: str, scope: Mapping[str, Any], settings: ServerSettings) -> bool:
     """The configured public origins, else a page from the server's own host (any scheme)."""
     if settings.public_origins:
         wanted = origin.strip().rstrip("/").lower()
@@ -134,7 +134,7 @@ def origin_allowed(origin: str, scope: Mapping[str, Any], settings: Settings) ->
     return same_host(origin, host) and names_this_server(host, settings)
 
 
-def check_origin(origin: str | None, scope: Mapping[str, Any], settings: Settings) -> bool:
+def check_origin(origin: str | None, scope: Mapping[str, Any], settings: ServerSettings) -> bool:
     """The viewer socket's decision for a request's ``Origin`` (absent: not a browser,
     allowed); a refusal is logged as a warning the first time that origin is seen."""
     if origin is None or origin_allowed(origin, scope, settings):
@@ -143,7 +143,7 @@ def check_origin(origin: str | None, scope: Mapping[str, Any], settings: Setting
     return False
 
 
-def _warn_refused(origin: str, host: str, settings: Settings) -> None:
+def _warn_refused(origin: str, host: str, settings: ServerSettings) -> None:
     shown, shown_host = peer_text(origin, MAX_SHOWN), peer_text(host, MAX_SHOWN)
     if _refused.first(origin.strip().rstrip("/").lower()[:MAX_SHOWN]):
         if settings.public_origins:

@@ -21,8 +21,7 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from remote_core.settings import Settings
-
+from ..settings import ServerSettings
 from .problem import PROBLEM_MEDIA_TYPE
 from .problem_types import BY_SLUG
 
@@ -136,7 +135,7 @@ def log_config() -> dict[str, Any]:
     return config
 
 
-def uvicorn_config(app: Any, settings: Settings, **overrides: Any) -> uvicorn.Config:
+def uvicorn_config(app: Any, settings: ServerSettings, **overrides: Any) -> uvicorn.Config:
     """The one uvicorn configuration of the server (the CLI, tests and benchmarks share it)."""
     options: dict[str, Any] = {
         "host": settings.host,
@@ -169,7 +168,7 @@ class Server(uvicorn.Server):
         await super().shutdown(sockets)
 
 
-def serve(app: Any, settings: Settings) -> None:
+def serve(app: Any, settings: ServerSettings) -> None:
     """Run until interrupted (``remote-support serve``)."""
     tune_allocator()
     Server(uvicorn_config(app, settings)).run()

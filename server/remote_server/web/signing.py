@@ -21,9 +21,9 @@ import anyio
 from remote_core.errors import ConfigError
 from remote_core.interfaces import Store
 from remote_core.records import AuditEvent, SigningKey, utcnow
-from remote_core.settings import Settings
 
 from ..relay.audit import Audit
+from ..settings import ServerSettings
 from .tokens import VIEWER_TOKEN_TTL, KeyRing, TokenService, key_id
 
 __all__ = ["Rotation", "keep_fresh", "load_key_ring", "longest_token_life",
@@ -35,11 +35,11 @@ LEGACY_SECRET_NAME = "jwt_signing_key"  # noqa: S105 (a row name, not a secret)
 """The secret generated at first start (before key rotation it was the only key)."""
 
 
-def longest_token_life(settings: Settings) -> int:
+def longest_token_life(settings: ServerSettings) -> int:
     return max(settings.login_token_ttl, VIEWER_TOKEN_TTL)
 
 
-async def load_key_ring(settings: Settings, store: Store) -> KeyRing:
+async def load_key_ring(settings: ServerSettings, store: Store) -> KeyRing:
     """The configured secret as a ring of one, else the store's ring (seeded if empty)."""
     if settings.jwt_secret:
         return KeyRing.single(settings.jwt_secret)
@@ -48,7 +48,7 @@ async def load_key_ring(settings: Settings, store: Store) -> KeyRing:
     return KeyRing(await store.signing_keys(seed))
 
 
-async def keep_fresh(tokens: TokenService, settings: Settings, store: Store) -> None:
+async def keep_fresh(tokens: TokenService, settings: ServerSettings, store: Store) -> None:
     """Reread the ring every ``signing_key_refresh`` seconds (runs until cancelled)."""
     if settings.jwt_secret:
         return
@@ -72,7 +72,7 @@ class Rotation:
     previous_until: datetime
 
 
-async def rotate(settings: Settings, store: Store, audit: Audit,
+async def rotate(settings: ServerSettings, store: Store, audit: Audit,
                  overlap: float | None = None) -> Rotation:
     """Make a new random key current; the previous one verifies for ``overlap`` seconds
     (default: the longest token lifetime plus one refresh of the running servers, which

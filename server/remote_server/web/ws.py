@@ -17,15 +17,14 @@ from starlette.routing import WebSocketRoute
 from starlette.types import Receive, Scope, Send
 from starlette.websockets import WebSocket
 
-from remote_core.errors import SessionRefused
 from remote_core.logsafe import peer_text
 
-from ..relay.peer import ViewerVerifier, serve_agent, serve_viewer
+from ..relay.peer import serve_agent, serve_viewer
 from .clientip import client_ip
 from .context import ServerContext
 from .origin import check_origin
 from .pending import Slot
-from .tokens import TokenError, TokenService
+from .viewers import viewer_verifier
 
 __all__ = ["TRY_AGAIN_LATER", "routes"]
 
@@ -74,17 +73,6 @@ class AsgiTransport:
     async def close(self, code: int, reason: str) -> None:
         self._settle()
         await self._send({"type": "websocket.close", "code": code, "reason": reason})
-
-
-def _verifier(tokens: TokenService) -> ViewerVerifier:
-    def verify(token: str, session_id: str | None) -> tuple[str, str, str]:
-        try:
-            claims = tokens.verify_viewer(token, session_id)
-        except TokenError as exc:
-            raise SessionRefused(f"viewer token refused: {exc}") from None
-        return claims.user_id, claims.session_id, claims.password_version
-
-    return verify
 
 
 def _context(websocket: WebSocket) -> ServerContext:
@@ -140,9 +128,13 @@ async def viewer_socket(scope: Scope, receive: Receive, send: Send) -> None:
     async with _pending(websocket, ctx, address) as slot:
         if slot is None:
             return
-        await serve_viewer(AsgiTransport(receive, send, slot.release), ctx.registry,
-                           _verifier(ctx.tokens), client_ip=address,
-                           session_hint=websocket.query_params.get("session_id") or None)
+        transport = AsgiTransport(receive, send, slot.release)
+        hint = websocket.query_params.get("session_id") or None
+        if ctx.cluster is not None:
+            await ctx.cluster.serve_viewer(transport, client_ip=address, session_hint=hint)
+        else:
+            await serve_viewer(transport, ctx.registry, viewer_verifier(ctx.tokens),
+                               client_ip=address, session_hint=hint)
 
 
 class _Endpoint:

@@ -1,7 +1,10 @@
 // The browser viewer: one session over /ws/viewer, drawn on a canvas.
-// raw_zstd frames are decoded here (fzstd); VP9/H.264 through WebCodecs.
+// Raw frames are decoded here (fzstd), VP9/H.264/H.265 through WebCodecs, and a
+// codec plugin's frames by its browser decoder (codecs.js); the page lists what it
+// decodes when it connects and is sent nothing else.
 import { decompress } from "fzstd";
 import { api, token } from "./api.js";
+import { WEBCODECS, decodableCodecs, webCodecsConfig } from "./codecs.js";
 import { scanCode } from "./keys.js";
 import {
   ClipboardFormat, CodecPreference, KeyEventType, MouseEventType, SessionType, SpecialKey,
@@ -22,8 +25,12 @@ const state = {
   displayId: 0,
   width: 0,
   height: 0,
+  codecs: { names: [], labels: {}, plugins: new Map() },
   decoder: null,
   decoderCodec: "",
+  plugin: null,
+  pluginCodec: "",
+  pluginQueue: Promise.resolve(),
   needKey: true,
   frames: 0,
   drawn: 0,
@@ -79,6 +86,7 @@ async function connect() {
       sessionToken: viewerToken,
       sessionType: state.viewOnly ? SessionType.VIEW_ONLY : SessionType.SCREEN_CONTROL,
       clientVersion: "web-console",
+      codecs: state.codecs.names,
     }));
   };
   ws.onmessage = (event) => {
@@ -147,13 +155,20 @@ const handlers = {
   },
   displayInfo: showDisplays,
   videoFrame(frame) {
-    const { case: kind, value } = frame.encoding;
-    if (kind) state.codecFrames[kind] = (state.codecFrames[kind] || 0) + 1;
-    if (kind === "raw") {
+    const { case: slot, value } = frame.encoding;
+    // A slot whose message names its codec (a plugin frame) goes by that name.
+    const codec = typeof value?.codec === "string" ? value.codec : slot;
+    if (codec) state.codecFrames[codec] = (state.codecFrames[codec] || 0) + 1;
+    if (codec === "raw") {
       state.rawFrames += 1;
       drawRaw(value);
+    } else if (codec in WEBCODECS && state.codecs.names.includes(codec)) {
+      decodeVideo(codec, value);
+    } else if (state.codecs.plugins.has(codec)) {
+      decodePlugin(codec, value);
+    } else if (codec) {
+      notice(`This page cannot decode ${codec} frames; choose another codec.`);
     }
-    else if (kind) decodeVideo(kind, value);
     send("videoAck", { sequence: frame.sequence, timestamp: frame.timestamp });
   },
   heartbeatAck(ack) {
@@ -247,13 +262,13 @@ function drawRaw(raw) {
 function shown() {
   state.frames += 1;
   state.drawn += 1;
+  notice("");
 }
 
-const CODECS = { vp9: "vp09.00.10.08", h264: "avc1.42E01F", h265: "hev1.1.6.L93.B0" };
-// The agent's encoders convert with BT.601, limited range, and say so in the
-// stream; Chromium takes VP9's colours from the codec string's defaults
-// (BT.709) instead, so the decoder is told outright.
-const COLOR_SPACE = { primaries: "smpte170m", transfer: "smpte170m", matrix: "smpte170m", fullRange: false };
+/** A line about the picture (a codec this page cannot draw), beside the connection state. */
+function notice(text) {
+  if ($("notice").textContent !== text) $("notice").textContent = text;
+}
 
 function decodeVideo(kind, chunk) {
   state.bytes += chunk.data.length;
@@ -275,7 +290,7 @@ function decodeVideo(kind, chunk) {
       },
     });
     try {
-      state.decoder.configure({ codec: CODECS[kind], colorSpace: COLOR_SPACE, optimizeForLatency: true });
+      state.decoder.configure(webCodecsConfig(kind));
     } catch (error) {
       return fallBackToRaw();
     }
@@ -289,8 +304,47 @@ function decodeVideo(kind, chunk) {
 }
 
 function fallBackToRaw() {
-  $("codec").value = String(CodecPreference.CODEC_RAW);
+  notice("This browser could not decode the stream; switched to Raw.");
+  $("codec").value = "raw";
   sendQuality();
+}
+
+/** A codec plugin's frame, through its browser decoder; pieces are drawn in frame order. */
+function decodePlugin(codec, frame) {
+  state.bytes += frame.data.length;
+  if (state.pluginCodec !== codec) {
+    if (!frame.keyframe) return;
+    state.plugin?.close?.();
+    state.plugin = state.codecs.plugins.get(codec).createDecoder();
+    state.pluginCodec = codec;
+  }
+  const decoder = state.plugin;
+  const input = {
+    data: frame.data, keyframe: frame.keyframe, width: frame.width, height: frame.height,
+    rects: frame.dirtyRects.map(({ x, y, width, height }) => ({ x, y, width, height })),
+    pts: toNumber(frame.pts),
+  };
+  const decoded = Promise.resolve().then(() => decoder.decode(input)); // started in arrival order
+  state.pluginQueue = state.pluginQueue.then(async () => {
+    let pieces;
+    try {
+      pieces = await decoded;
+    } catch (error) {
+      console.warn(`undecodable ${codec} frame`, error);
+      return;
+    }
+    if (decoder !== state.plugin || !pieces) return;
+    if (input.keyframe) {
+      const first = pieces[0]?.image;
+      resize(input.width || first?.width || state.width, input.height || first?.height || state.height);
+    }
+    for (const { x, y, image } of pieces) {
+      if (image instanceof ImageData) ctx.putImageData(image, x, y);
+      else ctx.drawImage(image, x, y);
+      image.close?.();
+    }
+    shown();
+  });
 }
 
 // ---- input ----------------------------------------------------------------
@@ -386,10 +440,26 @@ $("display").onchange = () => {
   send("switchDisplay", { displayId: state.displayId });
 };
 
+/** The codec menu: Auto, then every codec this page decodes, by wire name. */
+function codecMenu() {
+  const select = $("codec");
+  select.replaceChildren(
+    ...[["", "Auto"], ...state.codecs.names.map((name) => [name, state.codecs.labels[name] || name])]
+      .map(([value, text]) => {
+        const option = document.createElement("option");
+        option.value = value;
+        option.textContent = text;
+        return option;
+      }),
+  );
+}
+
 function sendQuality() {
+  const name = $("codec").value;
   send("qualitySettings", {
     preset: Number($("quality").value),
-    codec: Number($("codec").value),
+    codec: CodecPreference[`CODEC_${name.toUpperCase()}`] ?? CodecPreference.CODEC_AUTO,
+    codecName: name,
   });
 }
 $("quality").onchange = sendQuality;
@@ -444,4 +514,8 @@ setInterval(() => {
 }, 1000);
 
 window.remoteViewer = state; // for diagnostics and tests
-connect();
+decodableCodecs().then((codecs) => {
+  state.codecs = codecs;
+  codecMenu();
+  connect();
+});

@@ -18,7 +18,7 @@ from .paging import Cursors, Paged, collect
 from .views import can_see, created, path_id, session_out, visible_organizations
 
 if TYPE_CHECKING:
-    from ...relay.session import LiveSession
+    from ...relay.session import SessionSnapshot
 
 __all__ = ["ENDPOINTS"]
 
@@ -90,18 +90,18 @@ async def list_sessions(call: Call) -> Paged[s.SessionOut]:
 
 async def _live_sessions(call: Call, q: s.SessionQuery,
                          visible: Callable[[str], Awaitable[bool]]) -> Paged[s.SessionOut]:
-    def key(live: LiveSession) -> Keyset:
+    def key(live: SessionSnapshot) -> Keyset:
         return Keyset(live.created_at, live.session_id)
 
     ordered = sorted(call.ctx.directory.live_sessions(),
                      key=lambda ls: (ls.created_at, ls.session_id), reverse=True)
 
-    async def fetch(after: Keyset | None, limit: int) -> list[LiveSession]:
+    async def fetch(after: Keyset | None, limit: int) -> list[SessionSnapshot]:
         mark = None if after is None else (after.created_at, after.id)
         return [ls for ls in ordered if mark is None or (ls.created_at, ls.session_id) < mark
                 ][:limit]
 
-    async def keep(live: LiveSession) -> bool:
+    async def keep(live: SessionSnapshot) -> bool:
         return await visible(live.agent_id)
 
     page = await collect(fetch, key, LIVE_CURSORS, q, keep)
@@ -110,7 +110,7 @@ async def _live_sessions(call: Call, q: s.SessionQuery,
 
 
 async def _unwritten(call: Call, listed: list[SessionRecord],
-                     visible: Callable[[str], Awaitable[bool]]) -> list[LiveSession]:
+                     visible: Callable[[str], Awaitable[bool]]) -> list[SessionSnapshot]:
     """Live sessions newer than the first page whose row the store does not hold yet (it
     is written behind the session's start, and retried through an outage)."""
     shown = {r.id for r in listed}

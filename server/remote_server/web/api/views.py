@@ -21,7 +21,7 @@ from . import schemas as s
 
 if TYPE_CHECKING:
     from ...relay.directory import SessionDirectory
-    from ...relay.session import LiveSession
+    from ...relay.session import SessionSnapshot
 
 __all__ = [
     "can_see",
@@ -97,7 +97,7 @@ def _session_type(number: int) -> s.SessionType:
     return s.SessionType(pb.SessionType.Name(number).lower())
 
 
-def session_out(record: SessionRecord | None, live: LiveSession | None) -> s.SessionOut:
+def session_out(record: SessionRecord | None, live: SessionSnapshot | None) -> s.SessionOut:
     if record is not None:
         return s.SessionOut(
             id=record.id, agent_id=record.agent_id, is_managed=record.is_managed,

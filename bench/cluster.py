@@ -1,0 +1,247 @@
+"""Cluster benchmark: relaying across nodes, idle agents on one node, a node killed.
+
+Three real ``remote-support serve`` nodes in cluster mode on this machine's
+NATS (127.0.0.1:4222), Redis (6379) and a PostgreSQL database of their own,
+side by side in one run:
+
+- **relay**: an agent on node a and viewers on node a (the viewer sent
+  straight to the agent's node) or on node b (relayed over the bus), 1 -> 1
+  and 1 -> 4 viewers at 100 KB and 1 MB frames: frames per second each viewer
+  receives (at most ``WINDOW`` in flight, as in ``bench/relay.py``) and the
+  latency at 20 frames/s;
+- **idle**: ``--idle`` real agents (:mod:`remote_agent.fleet`, shipped
+  heartbeat and status intervals) on node a: its memory and CPU over a minute;
+- **storm**: ``--storm`` agents through HAProxy (the shipped
+  ``deploy/haproxy`` configuration) spread over the three nodes; one node is
+  killed (SIGKILL) and the time until every agent is online again is taken.
+
+    uv run python -m bench.cluster                   # the full run
+    uv run python -m bench.cluster --quick           # a short smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import statistics
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+from remote_agent.fleet import Fleet, raise_fd_limit
+from remote_server.testing.liveserver import eventually
+from remote_server.testing.loadbalancer import LoadBalancer
+from remote_server.testing.processes import ADMIN_PASSWORD, ServerProcess
+from remote_store_sql.testing import postgres_database
+from websockets.asyncio.client import connect
+
+from bench.relay import PACED_FPS, Session, Viewer, percentile, proc_stats, stream
+from bench.report import report
+from remote_core.protocol import pb, wrap
+
+SHARED_KEY = "bench-cluster-shared-key"
+SCENARIOS = [(1, 100_000), (4, 100_000), (1, 1_000_000), (4, 1_000_000)]
+
+
+@contextlib.contextmanager
+def cluster(workdir: Path) -> Iterator[dict[str, ServerProcess]]:
+    name = f"bench-{int(time.time())}"
+    with postgres_database("bench_cluster") as database:
+        nodes: dict[str, ServerProcess] = {}
+        try:
+            for node in "abc":
+                nodes[node] = ServerProcess(
+                    workdir / node, database_url=database.url, bus_url="nats://127.0.0.1:4222",
+                    limits_url="redis://127.0.0.1:6379/0", cluster_name=name, node_id=node,
+                    trusted_proxies="127.0.0.1", shared_agent_key=SHARED_KEY).start()
+            yield nodes
+        finally:
+            for process in nodes.values():
+                process.stop()
+
+
+_logins: dict[str, str] = {}
+
+
+@contextlib.asynccontextmanager
+async def _client(url: str) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+        if url not in _logins:  # logins are rate-limited
+            r = await http.post("/api/auth/login", json={"username": "admin",
+                                                          "password": ADMIN_PASSWORD})
+            _logins[url] = r.json()["access_token"]
+        http.headers["Authorization"] = "Bearer " + _logins[url]
+        yield http
+
+
+@contextlib.asynccontextmanager
+async def session(agent_url: str, viewer_url: str, viewers: int) -> AsyncIterator[Session]:
+    """A keyed agent on one node and ``viewers`` viewers on another (or the same)."""
+    opts: dict[str, Any] = {"max_size": None, "compression": None}
+    async with _client(agent_url) as http, _client(viewer_url) as other:
+        agent_id = (await http.post("/api/machines", json={})).json()["agent_id"]
+        key = (await http.post(f"/api/machines/{agent_id}/keys", json={})).json()["key"]
+        agent = await connect(agent_url.replace("http", "ws") + "/ws/agent", **opts)
+        await agent.send(wrap("session_request", pb.SessionRequest(session_token=key)))
+        session_id = pb.Message.FromString(await agent.recv()).session_response.session_id
+        await asyncio.sleep(1.0)  # the other nodes have heard of the session
+        peers = []
+        for _ in range(viewers):
+            r = await other.post(f"/api/sessions/{session_id}/viewer-token")
+            ws = await connect(viewer_url.replace("http", "ws") + "/ws/viewer", **opts)
+            await ws.send(wrap("session_request",
+                               pb.SessionRequest(session_token=r.json()["token"])))
+            answer = pb.Message.FromString(await ws.recv())
+            assert answer.session_response.success, answer
+            peers.append(Viewer(ws, False))
+    await asyncio.sleep(0.3)
+
+    async def drain() -> None:
+        with contextlib.suppress(Exception):
+            async for _ in agent:
+                pass
+
+    drainer = asyncio.create_task(drain())
+    try:
+        yield Session(agent, peers, False)
+    finally:
+        for ws in [agent, *(v.ws for v in peers)]:
+            await ws.close()
+        drainer.cancel()
+
+
+async def relay_row(nodes: dict[str, ServerProcess], where: str, viewers: int, size: int,
+                    seconds: float) -> dict[str, Any]:
+    viewer_node = "a" if where == "same node" else "b"
+    async with session(nodes["a"].url, nodes[viewer_node].url, viewers) as s:
+        await stream(s, size, 10, None)  # warm-up
+        sent, elapsed = 0, 0.0
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            for v in s.viewers:
+                v.received, v.latencies = 0, []
+            took, _ = await stream(s, size, 20, None)
+            sent, elapsed = sent + 20, elapsed + took
+        for v in s.viewers:
+            v.received, v.latencies = 0, []
+        await stream(s, size, max(20, int(seconds * PACED_FPS / 2)), PACED_FPS)
+        latencies = [x for v in s.viewers for x in v.latencies]
+    return {"where": where, "viewers": viewers, "frame_kb": size // 1000,
+            "fps": sent / elapsed, "mbit_s": sent / elapsed * size * 8 / 1e6 * viewers,
+            "p50_ms": statistics.median(latencies), "p99_ms": percentile(latencies, 0.99)}
+
+
+def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for viewers, size in SCENARIOS:
+        same = next(r for r in rows if r["where"] == "same node" and r["viewers"] == viewers
+                    and r["frame_kb"] == size // 1000)
+        cross = next(r for r in rows if r["where"] == "cross node" and r["viewers"] == viewers
+                     and r["frame_kb"] == size // 1000)
+        out.append({"viewers": viewers, "frame_kb": size // 1000,
+                    "cross_vs_same_fps": cross["fps"] / same["fps"],
+                    "added_p50_ms": cross["p50_ms"] - same["p50_ms"]})
+    return out
+
+
+async def idle(nodes: dict[str, ServerProcess], count: int, seconds: float) -> dict[str, Any]:
+    node = nodes["a"]
+    assert node.process is not None
+    pid = node.process.pid
+    rss0, _ = proc_stats(pid)
+    fleet = Fleet(node.url, SHARED_KEY, count, ramp=count / 400)
+    async with asyncio.timeout(count / 400 + seconds + 600):
+        task = asyncio.create_task(fleet.run())
+        try:
+            started = time.monotonic()
+            await eventually(lambda: fleet.online() == count, count / 400 + 300,
+                             "the idle fleet connected")
+            connected = time.monotonic() - started
+            await asyncio.sleep(15)  # every agent has beaten and reported once
+            rss1, cpu1 = proc_stats(pid)
+            await asyncio.sleep(seconds)
+            rss2, cpu2 = proc_stats(pid)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    return {"agents": count, "connect_s": connected, "rss_before_mb": rss0,
+            "rss_idle_mb": max(rss1, rss2), "kb_per_agent": (max(rss1, rss2) - rss0) * 1024 / count,
+            "cpu_percent_of_one_core": 100 * (cpu2 - cpu1) / seconds, "window_s": seconds}
+
+
+async def storm(nodes: dict[str, ServerProcess], balancer: LoadBalancer,
+                count: int) -> dict[str, Any]:
+    fleet = Fleet(balancer.url, SHARED_KEY, count, ramp=count / 400)
+    task = asyncio.create_task(fleet.run())
+    try:
+        await eventually(lambda: fleet.online() == count, count / 400 + 300,
+                         "the fleet connected through the load balancer")
+        await asyncio.sleep(2)
+        killed = time.monotonic()
+        nodes["c"].kill()
+        await eventually(lambda: all(a.online and a.connections[-1] > killed
+                                     for a in fleet.agents
+                                     if a.connections[-1] > killed or not a.online),
+                         600, "every agent of the dead node came back")
+        back = max((a.connections[-1] for a in fleet.agents), default=killed)
+        moved = sum(a.connections[-1] > killed for a in fleet.agents)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    return {"agents": count, "nodes": 3, "reconnected": moved,
+            "all_online_after_kill_s": back - killed}
+
+
+async def run(args: argparse.Namespace, workdir: Path) -> None:
+    with cluster(workdir) as nodes:
+        if "relay" in args.parts:
+            rows = []
+            for viewers, size in SCENARIOS:
+                for where in ("same node", "cross node"):
+                    rows.append(await relay_row(nodes, where, viewers, size, args.seconds))
+            report("cluster_relay", rows, title="Relay: viewer on the agent's node, or another")
+            report("cluster_ratios", ratios(rows), title="Cross-node against same-node relay",
+                   notes=["Goal: at least 0.7 of same-node throughput, at most 1 ms added "
+                          "p50."])
+        if "idle" in args.parts:
+            report("cluster_idle", [await idle(nodes, args.idle, args.idle_seconds)],
+                   title="Idle agents on one cluster node",
+                   notes=["Shipped intervals: heartbeat 15 s, status report 60 s. Goal: "
+                          "under 1 GiB and 10% of one core for 10,000 agents."])
+        if "storm" not in args.parts:
+            return
+        balancer = LoadBalancer(workdir / "haproxy",
+                                {n: p.port for n, p in nodes.items()}).start()
+        try:
+            report("cluster_storm", [await storm(nodes, balancer, args.storm)],
+                   title="A node killed under a fleet behind HAProxy",
+                   notes=["Goal: every agent online again within 15 s."])
+        finally:
+            balancer.stop()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=5.0, help="per relay row")
+    parser.add_argument("--idle", type=int, default=10_000)
+    parser.add_argument("--idle-seconds", type=float, default=60.0)
+    parser.add_argument("--storm", type=int, default=2_000)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--parts", default="relay,idle,storm",
+                        help="which of relay, idle, storm to run (comma-separated)")
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.seconds, args.idle, args.idle_seconds, args.storm = 1.0, 200, 5.0, 200
+    raise_fd_limit(4 * max(args.idle, args.storm) + 4096)
+    with tempfile.TemporaryDirectory() as tmp:
+        asyncio.run(run(args, Path(tmp)))
+
+
+if __name__ == "__main__":
+    main()

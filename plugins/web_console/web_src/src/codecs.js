@@ -1,0 +1,93 @@
+// The codecs this page decodes, by wire name: what the viewer lists in
+// SessionRequest.codecs, so the relay and the agent never send it anything else.
+//
+// - "raw": decoded here (fzstd);
+// - "vp9", "h264", "h265": through WebCodecs, where VideoDecoder.isConfigSupported says
+//   this browser can;
+// - any codec plugin's browser decoder: the server lists them at /codecs/index.json and
+//   serves each ES module from its own origin (/codecs/NAME.js), so the console's CSP
+//   (script-src 'self') admits them and nothing else.
+//
+// A browser decoder module's default export:
+//   {
+//     codec: "png",                     // its wire name, as CodecSpec.wire_name
+//     label: "PNG (lossless)",          // optional: the codec menu's text
+//     async supported() { ... },        // optional: false leaves it out
+//     createDecoder() {                 // one per stream
+//       return {
+//         // frame: {data: Uint8Array, keyframe, width, height, rects: [{x, y, width, height}],
+//         //         pts: number}. Resolves to the pieces to draw, [{x, y, image}], where
+//         //         image is an ImageBitmap, ImageData, VideoFrame or canvas; a keyframe's
+//         //         pieces cover the whole width x height. Rejects on a malformed frame.
+//         async decode(frame) { ... },
+//         close() {},
+//       };
+//     },
+//   }
+
+export const WEBCODECS = { vp9: "vp09.00.10.08", h264: "avc1.42E01F", h265: "hev1.1.6.L93.B0" };
+
+const LABELS = { raw: "Raw (LAN)", vp9: "VP9", h264: "H.264", h265: "H.265" };
+
+// The agent's encoders convert with BT.601, limited range, and say so in the
+// stream; Chromium takes VP9's colours from the codec string's defaults
+// (BT.709) instead, so the decoder is told outright.
+export const COLOR_SPACE = {
+  primaries: "smpte170m", transfer: "smpte170m", matrix: "smpte170m", fullRange: false,
+};
+
+export function webCodecsConfig(codec) {
+  return { codec: WEBCODECS[codec], colorSpace: COLOR_SPACE, optimizeForLatency: true };
+}
+
+async function webCodecsSupported(codec) {
+  if (!("VideoDecoder" in window)) return false;
+  try {
+    return (await VideoDecoder.isConfigSupported(webCodecsConfig(codec))).supported === true;
+  } catch {
+    return false;
+  }
+}
+
+async function pluginDecoders() {
+  let index = [];
+  try {
+    const response = await fetch("/codecs/index.json");
+    if (response.ok) index = await response.json();
+  } catch {
+    return [];
+  }
+  const found = [];
+  for (const entry of Array.isArray(index) ? index : []) {
+    try {
+      const module = (await import(entry.module)).default;
+      if (!module || module.codec !== entry.codec || typeof module.createDecoder !== "function") {
+        console.warn(`browser decoder ${entry.module} does not export codec ${entry.codec}`);
+        continue;
+      }
+      if (module.supported && !(await module.supported())) continue;
+      found.push(module);
+    } catch (error) {
+      console.warn(`browser decoder ${entry.module} did not load`, error);
+    }
+  }
+  return found;
+}
+
+/** Every codec this page decodes: {names: [wire name ...], labels: {name: text},
+ * plugins: Map(name -> decoder module)}. */
+export async function decodableCodecs() {
+  const names = ["raw"];
+  for (const codec of Object.keys(WEBCODECS)) {
+    if (await webCodecsSupported(codec)) names.push(codec);
+  }
+  const labels = { ...LABELS };
+  const plugins = new Map();
+  for (const module of await pluginDecoders()) {
+    if (names.includes(module.codec)) continue;
+    names.push(module.codec);
+    labels[module.codec] = module.label || module.codec;
+    plugins.set(module.codec, module);
+  }
+  return { names, labels, plugins };
+}

@@ -1,0 +1,370 @@
+"""One node of a cluster: joins the bus, keeps the directory, serves remote viewers.
+
+Cluster mode is one setting, ``REMOTE_SUPPORT_BUS_URL`` (NATS), with
+``DATABASE_URL`` on PostgreSQL and ``LIMITS_URL`` on Redis; every node runs the
+same ``remote-support serve``. Agents and viewers reach any node through the
+load balancer. A viewer whose session another node holds is served by that
+node over the bus (:mod:`.tunnel`); the REST API's questions and actions reach
+every node through :class:`~.directory.ClusterDirectory`.
+
+On the bus (subjects under the cluster's name, ``CLUSTER_NAME``): ``.nodes``
+carries announcements and goodbyes; ``.dir`` the changes of each node's live
+sessions and ``.dir.sync`` a newcomer's request for them; ``.node.<id>.act``
+and ``.node.<id>.tunnel`` a node's requests; ``.tunnel.<id>.up|down`` a viewer.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from typing import Any
+
+import anyio
+import nats
+from anyio.abc import TaskGroup
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+
+from remote_core.errors import SessionRefused
+from remote_core.protocol import CloseCode, Connection, Inbound, RemoteProtocolError, Role
+from remote_core.records import utcnow
+
+from ..relay.peer import Transport, ViewerVerifier, serve_viewer
+from ..relay.registry import Registry
+from ..relay.session import SessionSnapshot
+from ..settings import ServerSettings
+from .directory import ClusterDirectory, act, act_subject
+from .members import Members
+from .replica import Replica, from_wire, to_wire
+from .tunnel import BusTransport, pipe
+
+__all__ = ["ClusterNode", "drain_subject"]
+
+log = logging.getLogger(__name__)
+
+PUBLISH_EVERY = 0.25
+"""Seconds between two publications of this node's changed sessions."""
+BATCH = 200
+"""Snapshots per directory message (well under the bus's payload limit)."""
+
+
+def drain_subject(prefix: str, node: str) -> str:
+    return f"{prefix}.node.{node}.drain"
+
+
+def default_node_id() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+class _Replayed:
+    """A socket whose first message was read already, to be read again."""
+
+    def __init__(self, transport: Transport, first: bytes | str) -> None:
+        self._transport = transport
+        self._first: bytes | str | None = first
+
+    async def receive(self) -> bytes | str | None:
+        if self._first is not None:
+            first, self._first = self._first, None
+            return first
+        return await self._transport.receive()
+
+    async def send(self, data: bytes) -> None:
+        await self._transport.send(data)
+
+    async def close(self, code: int, reason: str) -> None:
+        await self._transport.close(code, reason)
+
+
+class ClusterNode:
+    """This process as a member of the cluster (use :meth:`running`)."""
+
+    def __init__(self, settings: ServerSettings, registry: Registry, nc: NATS,
+                 verify: ViewerVerifier, group: TaskGroup) -> None:
+        self.settings = settings
+        self.id = settings.node_id or default_node_id()
+        self.prefix = settings.cluster_name
+        self.registry = registry
+        self._nc = nc
+        self._verify = verify
+        self._group = group
+        self.members = Members(self.id, settings.node_lease)
+        self.replica = Replica()
+        self.directory = ClusterDirectory(registry, self.replica, self.members, nc,
+                                          self.prefix)
+        self._published: dict[str, SessionSnapshot] = {}
+        self._tunnels: dict[str, tuple[str, BusTransport]] = {}  # owner side: id -> (edge, t)
+        self._edges: dict[str, set[anyio.Event]] = {}  # edge side: owner -> its tunnels' flag
+        self._chunk = max(1024, min(nc.max_payload - 64, 512 * 1024))
+
+    @classmethod
+    @asynccontextmanager
+    async def running(cls, settings: ServerSettings, registry: Registry,
+                      verify: ViewerVerifier) -> AsyncIterator[ClusterNode]:
+        """Join the bus, learn the other nodes' sessions, close what no node holds; on the
+        way out say goodbye, so the others need not wait for the lease to run out."""
+        assert settings.bus_url is not None
+        nc = await nats.connect(settings.bus_url, name="remote-support",
+                                max_reconnect_attempts=-1, reconnect_time_wait=0.5)
+        try:
+            async with anyio.create_task_group() as group:
+                node = cls(settings, registry, nc, verify, group)
+                await node._join()
+                try:
+                    yield node
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        await node._leave()
+                    group.cancel_scope.cancel()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await nc.close()
+
+    def _subject(self, name: str) -> str:
+        return f"{self.prefix}.{name}"
+
+    # -- joining and leaving ------------------------------------------------------------
+    async def _join(self) -> None:
+        started = utcnow()
+        await self._subscribe(self._subject("nodes"), self._on_announcement)
+        await self._subscribe(self._subject("dir"), self._on_directory)
+        await self._subscribe(self._subject("dir.sync"), self._on_sync_request)
+        await self._subscribe(act_subject(self.prefix, self.id), self._on_act)
+        await self._subscribe(self._subject(f"node.{self.id}.tunnel"), self._on_tunnel)
+        await self._subscribe(drain_subject(self.prefix, self.id), self._on_drain)
+        await self._announce()
+        await self._nc.publish(self._subject("dir.sync"), json.dumps({"node": self.id}).encode())
+        await self._nc.flush()
+        await anyio.sleep(min(1.0, self.settings.node_lease / 3))  # the others answer
+        ended = await self.registry.store.end_open_sessions(
+            "its server node stopped", utcnow(), keep=self.replica.session_ids(),
+            created_before=started - timedelta(seconds=self.settings.node_lease))
+        offline = await self.registry.store.set_all_machines_offline(
+            keep={s.agent_id for s in self.replica.snapshots()})
+        log.info("cluster node %s joined %d other node(s); %d orphaned sessions closed, "
+                 "%d machines set offline", self.id, len(self.members.alive()) - 1, ended,
+                 offline)
+        self._group.start_soon(self._keep_announcing)
+        self._group.start_soon(self._keep_publishing)
+
+    async def _leave(self) -> None:
+        try:
+            await self._publish_changes()
+            await self._nc.publish(self._subject("nodes"), json.dumps(
+                {"node": self.id, "bye": True}).encode())
+            await self._nc.flush(timeout=2)
+        except Exception:
+            log.debug("leaving the cluster quietly failed", exc_info=True)
+
+    async def _subscribe(self, subject: str, handler: Callable[[Msg], Awaitable[None]]) -> Any:
+        async def guarded(msg: Msg) -> None:
+            try:
+                await handler(msg)
+            except Exception:
+                log.exception("handling %s failed", msg.subject)
+
+        return await self._nc.subscribe(subject, cb=guarded)
+
+    # -- membership -----------------------------------------------------------------------
+    async def _announce(self) -> None:
+        await self._nc.publish(self._subject("nodes"), json.dumps(
+            {"node": self.id, "lease": self.settings.node_lease}).encode())
+
+    async def _keep_announcing(self) -> None:
+        while True:
+            await anyio.sleep(self.settings.node_lease / 3)
+            await self._announce()
+            for node in self.members.expired(time.monotonic()):
+                await self._node_gone(node, "stopped answering")
+
+    async def _on_announcement(self, msg: Msg) -> None:
+        news = json.loads(msg.data)
+        node = str(news["node"])
+        if node == self.id:
+            return
+        if news.get("bye"):
+            if self.members.left(node):
+                await self._node_gone(node, "left")
+            return
+        if self.members.heard(node, float(news.get("lease", self.settings.node_lease)),
+                              time.monotonic()):
+            log.info("cluster node %s joined", node)
+
+    async def _node_gone(self, node: str, how: str) -> None:
+        """Forget a node's sessions; the sweeper closes them in the database, and every
+        node closes the viewers it was piping to that node."""
+        for lost in self._edges.pop(node, set()):
+            lost.set()
+        for tunnel, (edge, transport) in list(self._tunnels.items()):
+            if edge == node:
+                transport.gone()
+                self._tunnels.pop(tunnel, None)
+        sessions = self.replica.drop(node)
+        log.warning("cluster node %s %s; it held %d sessions", node, how, len(sessions))
+        if self.members.sweeper() != self.id or not sessions:
+            return
+        now = utcnow()
+        for snapshot in sessions:
+            await self.registry.store.update_session(
+                snapshot.session_id, ended_at=now,
+                end_reason=f"its server node {node} {how}")
+            if not self.directory.is_online(snapshot.agent_id):
+                await self.registry.store.set_machine_status(snapshot.agent_id, "offline", now)
+
+    # -- the directory --------------------------------------------------------------------
+    async def _keep_publishing(self) -> None:
+        while True:
+            await anyio.sleep(PUBLISH_EVERY)
+            await self._publish_changes()
+            await self._yield_to_newer()
+
+    async def _publish_changes(self) -> None:
+        current = {s.session_id: s for s in self.registry.live_sessions()}
+        changed = [s for sid, s in current.items() if self._published.get(sid) != s]
+        removed = [sid for sid in self._published if sid not in current]
+        self._published = current
+        await self._publish_directory(changed, removed)
+
+    async def _publish_directory(self, upsert: list[SessionSnapshot],
+                                 remove: list[str]) -> None:
+        for start in range(0, max(len(upsert), len(remove)), BATCH):
+            await self._nc.publish(self._subject("dir"), json.dumps({
+                "node": self.id, "upsert": [to_wire(s) for s in upsert[start:start + BATCH]],
+                "remove": remove[start:start + BATCH]}).encode())
+
+    async def _yield_to_newer(self) -> None:
+        """An agent that reconnected through another node leaves its older session here."""
+        for snapshot in self.registry.live_sessions():
+            found = self.replica.for_agent(snapshot.agent_id)
+            if found is not None and found[1].created_at > snapshot.created_at:
+                await self.registry.disconnect_session(
+                    snapshot.session_id, "the agent reconnected through another server node")
+
+    async def _on_directory(self, msg: Msg) -> None:
+        news = json.loads(msg.data)
+        node = str(news["node"])
+        if node == self.id:
+            return
+        if node not in self.members.alive():
+            self.members.heard(node, self.settings.node_lease, time.monotonic())
+        self.replica.upsert(node, (from_wire(item) for item in news.get("upsert", ())))
+        self.replica.remove(node, news.get("remove", ()))
+
+    async def _on_sync_request(self, msg: Msg) -> None:
+        if json.loads(msg.data).get("node") == self.id:
+            return
+        await self._announce()
+        await self._publish_directory(list(self._published.values()), [])
+
+    # -- requests from other nodes ----------------------------------------------------------
+    async def _on_act(self, msg: Msg) -> None:
+        request = json.loads(msg.data)
+        try:
+            answer: dict[str, Any] = {"result": await act(self.registry, request["method"],
+                                                          request.get("args", {}))}
+        except SessionRefused as exc:
+            answer = {"error": {"type": type(exc).__name__, "message": str(exc)}}
+        await msg.respond(json.dumps(answer).encode())
+
+    async def _on_tunnel(self, msg: Msg) -> None:
+        request = json.loads(msg.data)
+        tunnel, edge = str(request["tunnel"]), str(request["node"])
+        transport = BusTransport(self.prefix, tunnel, self._nc.publish, chunk=self._chunk,
+                                 limit=self.settings.max_message_bytes)
+        async def deliver(msg: Msg) -> None:
+            transport.deliver(msg.data)
+
+        subscription = await self._nc.subscribe(transport.up_subject, cb=deliver)
+        self._tunnels[tunnel] = (edge, transport)
+
+        async def serve() -> None:
+            try:
+                await serve_viewer(transport, self.registry, self._verify,
+                                   client_ip=str(request.get("client_ip") or ""),
+                                   session_hint=request.get("session_hint"))
+            finally:
+                self._tunnels.pop(tunnel, None)
+                with anyio.CancelScope(shield=True):
+                    await subscription.unsubscribe()
+
+        self._group.start_soon(serve)
+        await msg.respond(b"{}")
+
+    async def _on_drain(self, msg: Msg) -> None:
+        """``remote-support drain``: stop as SIGTERM stops a node (it refuses new sessions,
+        tells its agents and viewers why, and they reconnect through the other nodes)."""
+        log.warning("cluster node %s draining on request", self.id)
+        await msg.respond(json.dumps({"node": self.id,
+                                      "sessions": len(self.registry.live_sessions())}).encode())
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    # -- viewers that reach this node ---------------------------------------------------------
+    async def serve_viewer(self, transport: Transport, *, client_ip: str,
+                           session_hint: str | None) -> None:
+        """Serve a viewer here when its session is here (or nowhere: the relay refuses
+        it as usual), else pipe it to the session's node."""
+        first: bytes | str | None = None
+        wait = self.settings.first_message_timeout
+        with anyio.move_on_after(wait) as waited:
+            first = await transport.receive()
+        if waited.cancelled_caught:
+            await transport.close(CloseCode.POLICY_VIOLATION, f"no session_request within "
+                                                              f"{wait:g} s")
+            return None
+        if first is None:
+            return None
+        owner = self._owner_for(first, session_hint)
+        if owner is None or owner == self.id or isinstance(first, str):
+            return await serve_viewer(_Replayed(transport, first), self.registry,
+                                      self._verify, client_ip=client_ip,
+                                      session_hint=session_hint)
+        tunnel = uuid.uuid4().hex
+        try:
+            await self._nc.request(self._subject(f"node.{owner}.tunnel"), json.dumps({
+                "tunnel": tunnel, "node": self.id, "client_ip": client_ip,
+                "session_hint": session_hint}).encode(), timeout=5)
+        except Exception:
+            log.warning("node %s did not take a viewer for its session", owner)
+            return await serve_viewer(_Replayed(transport, first), self.registry,
+                                      self._verify, client_ip=client_ip,
+                                      session_hint=session_hint)
+        lost = anyio.Event()
+        self._edges.setdefault(owner, set()).add(lost)
+        try:
+            why = await pipe(transport, first, self.prefix, tunnel, self._nc.publish,
+                             self._subscribe_raw, chunk=self._chunk,
+                             limit=self.settings.max_message_bytes, owner_lost=lost)
+            log.info("viewer from %s piped to node %s ended: %s", client_ip, owner, why)
+        finally:
+            self._edges.get(owner, set()).discard(lost)
+
+    def _owner_for(self, first: bytes | str, hint: str | None) -> str | None:
+        """The node holding the session the viewer's token names, if the token is good."""
+        if isinstance(first, str):
+            return None
+        try:
+            event = Connection(Role.SERVER, Role.VIEWER,
+                               self.settings.max_message_bytes).receive_data(first)
+            if not isinstance(event, Inbound) or event.kind != "session_request":
+                return None
+            _, session_id, _ = self._verify(event.payload().session_token, hint)
+        except (RemoteProtocolError, SessionRefused):
+            return None
+        return self.directory.owner(session_id)
+
+    async def _subscribe_raw(self, subject: str,
+                             handler: Callable[[bytes], Awaitable[None]]) -> Any:
+        async def deliver(msg: Msg) -> None:
+            await handler(msg.data)
+
+        return await self._nc.subscribe(subject, cb=deliver)
+
+

@@ -1,0 +1,109 @@
+"""The server's settings: ``REMOTE_SUPPORT_*`` variables and ``remote-support`` flags.
+
+The TOML file (``--config``) holds them flat or under ``[remote_support]``, and
+each plugin's options under ``[plugins.NAME]``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import ClassVar
+
+from remote_core.errors import ConfigError
+from remote_core.settings import PluginSettings, option, positive
+
+__all__ = ["ServerSettings"]
+
+
+@dataclass(frozen=True, repr=False)
+class ServerSettings(PluginSettings):
+    """Every setting of ``remote-support serve``. Secrets are never shown by ``repr``."""
+
+    ENV_ALIASES: ClassVar[Mapping[str, tuple[str, str]]] = {
+        "SHARED_AGENT_KEY": ("auth_sharedkey", "key"),  # CONTRACT 4
+    }
+
+    host: str = option("127.0.0.1", "listen address")
+    port: int = option(8080, "listen port (0 picks a free one)")
+    database_url: str = option("sqlite:///remote-support.db", "SQLAlchemy URL of the database")
+    admin_password: str | None = option(
+        None, "first admin's password, used only when no user exists", secret=True, cli=False)
+    public_origins: tuple[str, ...] = option((), "origins allowed on /ws/viewer (default: own)")
+    trusted_proxies: tuple[str, ...] = option(
+        (), "addresses/networks whose X-Forwarded-For counts")
+    jwt_secret: str | None = option(
+        None, "token signing secret (default: generated and stored)", secret=True, cli=False)
+    login_token_ttl: int = option(8 * 3600, "login token lifetime, seconds")
+    signing_key_refresh: float = option(
+        30.0, "seconds between rereads of the token-signing keys (a rotation reaches a "
+              "running server within this)")
+    max_message_bytes: int = option(16 * 1024 * 1024, "largest WebSocket message accepted")
+    heartbeat_interval: float = option(15.0, "seconds between heartbeats")
+    heartbeat_timeout: float = option(45.0, "seconds of silence before a peer is dropped")
+    first_message_timeout: float = option(10.0, "seconds to wait for session_request")
+    max_pending_sockets_per_ip: int = option(
+        32, "WebSockets one client address may hold open before their session_request")
+    max_pending_sockets: int = option(
+        1024, "WebSockets all addresses together may hold open before their session_request")
+    request_body_timeout: float = option(30.0, "seconds a client has to send a request body")
+    consent_timeout: int = option(60, "seconds an attended agent has to answer consent")
+    viewer_buffer_bytes: int = option(8 * 1024 * 1024, "video bytes queued per viewer at most")
+    ws_impl: str = option("websockets-sansio",
+                          "uvicorn WebSocket implementation (fastest measured: bench/relay.py)")
+    loop: str = option("auto", "uvicorn event loop (auto, asyncio, uvloop); auto picks uvloop, "
+                               "the fastest measured, where it is installed")
+    bus_url: str | None = option(
+        None, "cluster mode: the NATS bus joining the nodes (nats://host:4222); unset, this "
+              "process is the only server")
+    cluster_name: str = option(
+        "remote-support", "the cluster's name: its subjects on the bus and its keys in "
+                          "Redis start with it, so several clusters may share both")
+    node_id: str | None = option(
+        None, "this node's id in a cluster (default: host name and a random suffix)")
+    node_lease: float = option(
+        10.0, "seconds a cluster node counts as alive after its last announcement (it "
+              "announces every third of this)")
+    limits_url: str | None = option(
+        None, "shared rate limits and lockouts (redis://host:6379/0); required in cluster "
+              "mode, so every node counts the same attempts")
+    config: str | None = option(None, "TOML settings file")
+
+    def validate(self) -> None:
+        super().validate()
+        if not 0 <= self.port <= 65535:
+            raise ConfigError(f"setting 'port' must be 0-65535, got {self.port}")
+        positive(self, "max_message_bytes", "viewer_buffer_bytes", "login_token_ttl",
+                 "consent_timeout", "max_pending_sockets_per_ip", "max_pending_sockets",
+                 "heartbeat_interval", "heartbeat_timeout", "first_message_timeout",
+                 "signing_key_refresh", "request_body_timeout")
+        if self.heartbeat_timeout <= self.heartbeat_interval:
+            raise ConfigError("setting 'heartbeat_timeout' must exceed 'heartbeat_interval'")
+        if "://" not in self.database_url:
+            raise ConfigError(
+                f"setting 'database_url' must be a URL such as sqlite:///remote-support.db, "
+                f"got {self.database_url!r}")
+        if self.loop not in {"auto", "asyncio", "uvloop"}:
+            raise ConfigError(
+                f"setting 'loop' must be auto, asyncio or uvloop, got {self.loop!r}")
+        positive(self, "node_lease")
+        if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", self.cluster_name):
+            raise ConfigError("setting 'cluster_name' must be 1-64 letters, digits, '-' or "
+                              f"'_', got {self.cluster_name!r}")
+        if self.bus_url is not None:
+            if not self.bus_url.startswith(("nats://", "tls://")):
+                raise ConfigError(f"setting 'bus_url' must be a nats:// URL, got "
+                                  f"{self.bus_url!r}")
+            if not self.limits_url:
+                raise ConfigError("cluster mode (bus_url) needs 'limits_url' (redis://...): "
+                                  "each node counting attempts alone would multiply every "
+                                  "rate limit by the number of nodes")
+        if self.limits_url is not None and not self.limits_url.startswith(
+                ("redis://", "rediss://", "unix://")):
+            raise ConfigError(f"setting 'limits_url' must be a redis:// URL, got "
+                              f"{self.limits_url!r}")
+        if self.ws_impl not in {"auto", "websockets", "websockets-sansio", "wsproto"}:
+            raise ConfigError(
+                "setting 'ws_impl' must be auto, websockets, websockets-sansio or wsproto, "
+                f"got {self.ws_impl!r}")

@@ -1,0 +1,24 @@
+"""The Python viewer's settings: ``REMOTE_VIEWER_*`` variables.
+
+The viewer loads codec plugins to decode what it is sent, so it takes the
+plugin settings every program shares (``REMOTE_VIEWER_PLUGINS``,
+``REMOTE_VIEWER_EXTRA_PLUGINS``, ``REMOTE_VIEWER_BLOCK_PLUGINS`` and
+``REMOTE_VIEWER_PLUGIN_<NAME>_<KEY>``) and nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from remote_core.settings import PluginSettings
+
+__all__ = ["ViewerSettings"]
+
+
+@dataclass(frozen=True, repr=False)
+class ViewerSettings(PluginSettings):
+    """Every setting of ``remote-viewer``."""
+
+    ENV_PREFIX: ClassVar[str] = "REMOTE_VIEWER_"
+    FILE_SECTION: ClassVar[str] = "viewer"
