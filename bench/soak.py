@@ -133,8 +133,9 @@ async def viewer_loop(url: str, api: Api, counts: Counts, stop: asyncio.Event) -
     """Join a random live session, watch (acking frames) for a while, leave."""
     while not stop.is_set():
         await asyncio.sleep(random.uniform(1, 5))
-        live = [s for s in (await asyncio.to_thread(api.get, "/api/sessions")).json()
-                if s["live"] and s["consent_state"] != "pending"]
+        live = [s for s in (await asyncio.to_thread(
+                    api.get, "/api/sessions", params={"live": "true", "limit": 1000})).json()
+                if s["consent_state"] != "pending"]
         if not live:
             continue
         session = random.choice(live)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from .records import (
     AgentKey,
     AuditEvent,
+    Keyset,
     Machine,
     MachineFilter,
     MachineReport,
@@ -233,7 +234,8 @@ class Store(ABC):
 
     @abstractmethod
     async def list_machines(self, filter: MachineFilter | None = None) -> list[Machine]:
-        """Live machines matching ``filter``, ordered by ``agent_id``."""
+        """Live machines matching ``filter``, oldest first (creation time, then
+        ``agent_id``); ``filter.after`` and ``filter.limit`` page them."""
 
     @abstractmethod
     async def update_machine(self, agent_id: str, *, organization: str | None = None,
@@ -275,8 +277,10 @@ class Store(ABC):
         """The non-revoked key with this hash, if any."""
 
     @abstractmethod
-    async def list_agent_keys(self, agent_id: str) -> list[AgentKey]:
-        """Every key of a machine, revoked ones included."""
+    async def list_agent_keys(self, agent_id: str, *, after: Keyset | None = None,
+                              limit: int | None = None) -> list[AgentKey]:
+        """Every key of a machine, revoked ones included, oldest first (creation time,
+        then id): up to ``limit`` (``None``: all) of those past ``after``."""
 
     @abstractmethod
     async def revoke_agent_key(self, agent_id: str, key_id: str) -> AgentKey | None:
@@ -302,8 +306,11 @@ class Store(ABC):
         ``True`` for exactly one caller."""
 
     @abstractmethod
-    async def list_support_codes(self, created_by: str | None = None) -> list[SupportCode]:
-        """Codes, newest first; only one user's when ``created_by`` is given."""
+    async def list_support_codes(self, created_by: str | None = None, *,
+                                 after: Keyset | None = None,
+                                 limit: int | None = None) -> list[SupportCode]:
+        """Codes, newest first (creation time, then code, both descending); only one
+        user's when ``created_by`` is given; up to ``limit`` of those past ``after``."""
 
     @abstractmethod
     async def cancel_support_code(self, code: str) -> bool:
@@ -335,9 +342,10 @@ class Store(ABC):
         """A session that is not soft-deleted."""
 
     @abstractmethod
-    async def list_sessions(self, agent_id: str | None = None,
-                            limit: int = 100) -> list[SessionRecord]:
-        """Sessions that are not soft-deleted, newest first."""
+    async def list_sessions(self, agent_id: str | None = None, limit: int = 100, *,
+                            after: Keyset | None = None) -> list[SessionRecord]:
+        """Sessions that are not soft-deleted, newest first (creation time, then id, both
+        descending): up to ``limit`` of those past ``after``."""
 
     @abstractmethod
     async def soft_delete_session(self, session_id: str) -> bool:
@@ -359,7 +367,10 @@ class Store(ABC):
     async def get_user_by_username(self, username: str) -> User | None: ...
 
     @abstractmethod
-    async def list_users(self) -> list[User]: ...
+    async def list_users(self, *, after: Keyset | None = None,
+                         limit: int | None = None) -> list[User]:
+        """Users, oldest first (creation time, then id): up to ``limit`` (``None``: all)
+        of those past ``after``."""
 
     @abstractmethod
     async def update_user(self, user_id: str, *, password_hash: str | None = None,
@@ -389,7 +400,10 @@ class Store(ABC):
     async def get_release(self, version: str) -> Release | None: ...
 
     @abstractmethod
-    async def list_releases(self) -> list[Release]: ...
+    async def list_releases(self, *, after: Keyset | None = None,
+                            limit: int | None = None) -> list[Release]:
+        """Releases, newest first (creation time, then version, both descending): up to
+        ``limit`` (``None``: all) of those past ``after``."""
 
     @abstractmethod
     async def update_release(self, version: str, *, download_url: str | None = None,
@@ -406,5 +420,7 @@ class Store(ABC):
 
     @abstractmethod
     async def list_events(self, session_id: str | None = None, agent_id: str | None = None,
-                          limit: int = 100) -> list[AuditEvent]:
-        """Newest first."""
+                          limit: int = 100, *, after: Keyset | None = None
+                          ) -> list[AuditEvent]:
+        """Newest first (creation time, then id, both descending): up to ``limit`` of
+        those past ``after``."""

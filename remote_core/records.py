@@ -20,6 +20,7 @@ __all__ = [
     "PERMISSIONS",
     "AgentKey",
     "AuditEvent",
+    "Keyset",
     "Machine",
     "MachineFilter",
     "MachineReport",
@@ -95,11 +96,24 @@ class MachineReport:
 
 
 @dataclass(frozen=True, slots=True)
+class Keyset:
+    """A place in a list ordered by creation time, then id: the list resumes just past the
+    item created at ``created_at`` whose id is ``id``.
+
+    Keyset paging (not an offset): rows inserted or removed meanwhile neither repeat an
+    item on a later page nor skip one. Ids are strings, but for audit events (integers).
+    """
+
+    created_at: datetime
+    id: str | int
+
+
+@dataclass(frozen=True, slots=True)
 class MachineFilter:
     """Filters for listing machines; every field narrows, ``None`` means any.
 
     ``organizations`` is a technician's client access: ``None`` or a list holding
-    ``"*"`` means all organizations.
+    ``"*"`` means all organizations. ``after`` and ``limit`` page the list (oldest first).
     """
 
     organization: str | None = None
@@ -109,7 +123,7 @@ class MachineFilter:
     text: str | None = None
     organizations: tuple[str, ...] | None = None
     limit: int | None = None
-    offset: int = 0
+    after: Keyset | None = None
 
 
 @dataclass(frozen=True, slots=True)

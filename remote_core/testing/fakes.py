@@ -43,6 +43,7 @@ from ..records import (
     DEFAULT_TENANT_ID,
     AgentKey,
     AuditEvent,
+    Keyset,
     Machine,
     MachineFilter,
     MachineReport,
@@ -110,6 +111,17 @@ def _given(**values: Any) -> dict[str, Any]:
 
 def _copies(records: Iterable[_R]) -> list[_R]:
     return [copy.deepcopy(record) for record in records]
+
+
+def _page(records: Iterable[_R], key: Callable[[_R], tuple[datetime, Any]], *,
+          after: Keyset | None, limit: int | None, newest_first: bool) -> list[_R]:
+    """The SQL store's keyset paging: ordered by ``key`` (creation time, then id), past
+    ``after``, at most ``limit`` (``None``: all); copies."""
+    ordered = sorted(records, key=key, reverse=newest_first)
+    if after is not None:
+        mark = (_utc(after.created_at), after.id)
+        ordered = [r for r in ordered if (key(r) < mark if newest_first else key(r) > mark)]
+    return _copies(ordered if limit is None else ordered[:max(limit, 0)])
 
 
 class MemoryStore(Store):
@@ -252,10 +264,10 @@ class MemoryStore(Store):
     @_operation
     async def list_machines(self, filter: MachineFilter | None = None) -> list[Machine]:
         where = filter or MachineFilter()
-        found = [m for agent_id, m in sorted(self._machines.items())
-                 if m.deleted_at is None and _matches(m, where)]
-        end = None if where.limit is None else where.offset + max(where.limit, 0)
-        return _copies(found[where.offset:end])
+        found = (m for m in self._machines.values()
+                 if m.deleted_at is None and _matches(m, where))
+        return _page(found, lambda m: (m.created_at or _EPOCH, m.agent_id), after=where.after,
+                     limit=where.limit, newest_first=False)
 
     @_operation
     async def update_machine(self, agent_id: str, *, organization: str | None = None,
@@ -332,10 +344,11 @@ class MemoryStore(Store):
                                    if k.key_hash == key_hash and k.revoked_at is None), None))
 
     @_operation
-    async def list_agent_keys(self, agent_id: str) -> list[AgentKey]:
-        mine = [k for k in self._keys.values() if k.agent_id == agent_id]
-        # A stable sort: keys issued within one clock tick keep the order of issue.
-        return _copies(sorted(mine, key=lambda k: k.created_at or _EPOCH))
+    async def list_agent_keys(self, agent_id: str, *, after: Keyset | None = None,
+                              limit: int | None = None) -> list[AgentKey]:
+        mine = (k for k in self._keys.values() if k.agent_id == agent_id)
+        return _page(mine, lambda k: (k.created_at or _EPOCH, k.id), after=after, limit=limit,
+                     newest_first=False)
 
     @_operation
     async def revoke_agent_key(self, agent_id: str, key_id: str) -> AgentKey | None:
@@ -383,12 +396,13 @@ class MemoryStore(Store):
         return True
 
     @_operation
-    async def list_support_codes(self, created_by: str | None = None) -> list[SupportCode]:
-        codes = sorted((c for c in self._codes.values()
-                        if created_by is None or c.created_by == created_by),
-                       key=lambda c: c.code)
-        codes.sort(key=lambda c: c.created_at or _EPOCH, reverse=True)  # newest first
-        return _copies(codes)
+    async def list_support_codes(self, created_by: str | None = None, *,
+                                 after: Keyset | None = None,
+                                 limit: int | None = None) -> list[SupportCode]:
+        codes = (c for c in self._codes.values()
+                 if created_by is None or c.created_by == created_by)
+        return _page(codes, lambda c: (c.created_at or _EPOCH, c.code), after=after,
+                     limit=limit, newest_first=True)
 
     @_operation
     async def cancel_support_code(self, code: str) -> bool:
@@ -441,12 +455,12 @@ class MemoryStore(Store):
         return copy.deepcopy(session) if session and session.deleted_at is None else None
 
     @_operation
-    async def list_sessions(self, agent_id: str | None = None,
-                            limit: int = 100) -> list[SessionRecord]:
-        found = sorted((s for s in self._sessions.values() if s.deleted_at is None
-                        and (agent_id is None or s.agent_id == agent_id)), key=lambda s: s.id)
-        found.sort(key=lambda s: s.created_at or _EPOCH, reverse=True)  # newest first
-        return _copies(found[:max(limit, 0)])
+    async def list_sessions(self, agent_id: str | None = None, limit: int = 100, *,
+                            after: Keyset | None = None) -> list[SessionRecord]:
+        found = (s for s in self._sessions.values() if s.deleted_at is None
+                 and (agent_id is None or s.agent_id == agent_id))
+        return _page(found, lambda s: (s.created_at or _EPOCH, s.id), after=after, limit=limit,
+                     newest_first=True)
 
     @_operation
     async def soft_delete_session(self, session_id: str) -> bool:
@@ -490,8 +504,10 @@ class MemoryStore(Store):
                                    if u.username == username), None))
 
     @_operation
-    async def list_users(self) -> list[User]:
-        return _copies(sorted(self._users.values(), key=lambda u: u.username))
+    async def list_users(self, *, after: Keyset | None = None,
+                         limit: int | None = None) -> list[User]:
+        return _page(self._users.values(), lambda u: (u.created_at or _EPOCH, u.id),
+                     after=after, limit=limit, newest_first=False)
 
     @_operation
     async def update_user(self, user_id: str, *, password_hash: str | None = None,
@@ -544,9 +560,10 @@ class MemoryStore(Store):
         return copy.deepcopy(self._releases.get(version))
 
     @_operation
-    async def list_releases(self) -> list[Release]:
-        return _copies(sorted(self._releases.values(),
-                              key=lambda r: (r.created_at or _EPOCH, r.version)))
+    async def list_releases(self, *, after: Keyset | None = None,
+                            limit: int | None = None) -> list[Release]:
+        return _page(self._releases.values(), lambda r: (r.created_at or _EPOCH, r.version),
+                     after=after, limit=limit, newest_first=True)
 
     @_operation
     async def update_release(self, version: str, *, download_url: str | None = None,
@@ -577,11 +594,13 @@ class MemoryStore(Store):
 
     @_operation
     async def list_events(self, session_id: str | None = None, agent_id: str | None = None,
-                          limit: int = 100) -> list[AuditEvent]:
-        found = [e for e in reversed(self._events)
+                          limit: int = 100, *, after: Keyset | None = None
+                          ) -> list[AuditEvent]:
+        found = (e for e in self._events
                  if (session_id is None or e.session_id == session_id)
-                 and (agent_id is None or e.agent_id == agent_id)]
-        return _copies(found[:max(limit, 0)])
+                 and (agent_id is None or e.agent_id == agent_id))
+        return _page(found, lambda e: (e.created_at or _EPOCH, e.id or 0), after=after,
+                     limit=limit, newest_first=True)
 
 
 def _matches(machine: Machine, where: MachineFilter) -> bool:

@@ -36,6 +36,7 @@ from ..records import (
     CONSENT_NOT_REQUIRED,
     CONSENT_PENDING,
     AuditEvent,
+    Keyset,
     MachineFilter,
     MachineReport,
     Release,
@@ -55,6 +56,10 @@ BINDERS = 20
 RACE_ROUNDS = 5
 
 Breaker = Callable[[], Awaitable[None]]
+Fetch = Callable[[Keyset | None, int], Awaitable[list[Any]]]
+
+PAGE = 3
+"""Items per page in the paging tests: small, so each list spans several pages."""
 
 SAMPLE_HASH = "$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA"
 """An Argon2id-shaped hash; the store never interprets it."""
@@ -329,7 +334,9 @@ class StoreContract:
         assert await ids(text="glob") == ["m-3"]
         assert await ids(text="%") == []
         assert await ids(organization="acme", tag="win") == ["m-2"]
-        assert await ids(limit=2, offset=1) == ["m-2", "m-3"]
+        first = await store.get_machine("m-1")
+        assert first is not None and first.created_at is not None
+        assert await ids(limit=2, after=Keyset(first.created_at, "m-1")) == ["m-2", "m-3"]
         assert await store.list_machines(None) == await store.list_machines(MachineFilter())
 
     async def test_client_access_filter(self, store: Store) -> None:
@@ -606,7 +613,7 @@ class StoreContract:
             created_at=base + timedelta(seconds=1)))
         assert await store.get_release("1.1.0") == two
         assert await store.get_release("9.9.9") is None
-        assert [r.version for r in await store.list_releases()] == ["1.0.0", "1.1.0"]
+        assert [r.version for r in await store.list_releases()] == ["1.1.0", "1.0.0"]
         changed = await store.update_release("1.0.0", mandatory=True, notes="urgent")
         assert changed is not None and (changed.mandatory, changed.notes) == (True, "urgent")
         assert changed.download_url == one.download_url
@@ -632,6 +639,149 @@ class StoreContract:
             "viewer_joined", "session_opened"]
         assert [e.kind for e in await store.list_events(agent_id="a-2")] == ["machine_purged"]
         assert len(await store.list_events(limit=2)) == 2
+
+
+    # -- keyset paging -------------------------------------------------------------------------
+    async def test_machines_page_oldest_first(self, store: Store) -> None:
+        made = [(await store.create_machine(f"pm-{i:02d}")).agent_id for i in range(8)]
+        added = iter(range(100))
+
+        async def fetch(after: Keyset | None, limit: int) -> list[Any]:
+            return await store.list_machines(MachineFilter(after=after, limit=limit))
+
+        async def insert() -> None:
+            made.append((await store.create_machine(f"pm-new-{next(added)}")).agent_id)
+
+        seen = await _walk(fetch, lambda m: Keyset(m.created_at, m.agent_id), insert)
+        # Oldest first: rows inserted meanwhile come after the cursor and are seen too.
+        assert [m.agent_id for m in seen] == made
+
+    async def test_agent_keys_page_oldest_first(self, store: Store) -> None:
+        await store.create_machine("pk-1")
+        made = [(await store.add_agent_key("pk-1", key_hash())).id for _ in range(8)]
+
+        async def fetch(after: Keyset | None, limit: int) -> list[Any]:
+            return await store.list_agent_keys("pk-1", after=after, limit=limit)
+
+        async def insert() -> None:
+            made.append((await store.add_agent_key("pk-1", key_hash())).id)
+
+        seen = await _walk(fetch, lambda k: Keyset(k.created_at, k.id), insert)
+        assert sorted(k.id for k in seen) == sorted(made) and len(seen) == len(made)
+        assert [k.created_at for k in seen] == sorted(k.created_at for k in seen)
+
+    async def test_users_page_oldest_first_even_when_created_together(
+            self, store: Store) -> None:
+        moment = utcnow()
+        made = [(await store.create_user(make_user(f"pu{i}", created_at=moment))).id
+                for i in range(7)]
+        added = iter(range(100))
+
+        async def fetch(after: Keyset | None, limit: int) -> list[Any]:
+            return await store.list_users(after=after, limit=limit)
+
+        async def insert() -> None:
+            made.append((await store.create_user(make_user(f"pu-new-{next(added)}"))).id)
+
+        seen = await _walk(fetch, lambda u: Keyset(u.created_at, u.id), insert)
+        # One creation time: the id orders them.
+        assert [u.id for u in seen] == sorted(made[:7]) + made[7:]
+
+    async def test_codes_page_newest_first(self, store: Store) -> None:
+        moment = utcnow()
+        made = {(await store.create_support_code(make_code(
+            "u1", created_at=moment + timedelta(seconds=i // 3)))).code for i in range(8)}
+
+        async def fetch(after: Keyset | None, limit: int) -> list[Any]:
+            return await store.list_support_codes("u1", after=after, limit=limit)
+
+        async def insert() -> None:
+            await store.create_support_code(make_code("u1", created_at=utcnow()
+                                                      + timedelta(minutes=1)))
+
+        seen = await _walk(fetch, lambda c: Keyset(c.created_at, c.code), insert)
+        # Newest first: rows inserted meanwhile are newer than the cursor, so not seen.
+        assert {c.code for c in seen} == made and len(seen) == len(made)
+        keys = [(c.created_at, c.code) for c in seen]
+        assert keys == sorted(keys, reverse=True)
+
+    async def test_sessions_page_newest_first(self, store: Store) -> None:
+        moment = utcnow()
+        made = {(await store.create_session(make_session(
+            "ps-1", created_at=moment + timedelta(seconds=i // 4)))).id for i in range(9)}
+        await store.create_session(make_session("ps-2", created_at=moment))
+
+        async def fetch(after: Keyset | None, limit: int) -> list[Any]:
+            return await store.list_sessions("ps-1", limit, after=after)
+
+        async def insert() -> None:
+            await store.create_session(make_session(
+                "ps-1", created_at=utcnow() + timedelta(minutes=1)))
+
+        seen = await _walk(fetch, lambda r: Keyset(r.created_at, r.id), insert)
+        assert {r.id for r in seen} == made and len(seen) == len(made)
+        keys = [(r.created_at, r.id) for r in seen]
+        assert keys == sorted(keys, reverse=True)
+
+    async def test_releases_page_newest_first(self, store: Store) -> None:
+        digest = hashlib.sha256(b"agent").hexdigest()
+        moment = utcnow()
+        made = set()
+        for i in range(7):
+            version = f"0.{i}.0"
+            await store.create_release(Release(version, f"https://example.org/{version}",
+                                               digest, created_at=moment))
+            made.add(version)
+        added = iter(range(100))
+
+        async def fetch(after: Keyset | None, limit: int) -> list[Any]:
+            return await store.list_releases(after=after, limit=limit)
+
+        async def insert() -> None:
+            version = f"9.{next(added)}.0"
+            await store.create_release(Release(version, "https://example.org/new", digest))
+
+        seen = await _walk(fetch, lambda r: Keyset(r.created_at, r.version), insert)
+        assert [r.version for r in seen] == sorted(made, reverse=True)
+
+    async def test_events_page_newest_first(self, store: Store) -> None:
+        moment = utcnow()
+        for i in range(8):
+            await store.add_event(AuditEvent("paged", agent_id="pe-1", detail={"n": i},
+                                             created_at=moment + timedelta(seconds=i // 3)))
+        await store.add_event(AuditEvent("paged", agent_id="pe-2", created_at=moment))
+
+        async def fetch(after: Keyset | None, limit: int) -> list[Any]:
+            return await store.list_events(agent_id="pe-1", limit=limit, after=after)
+
+        async def insert() -> None:
+            await store.add_event(AuditEvent("paged", agent_id="pe-1",
+                                             created_at=utcnow() + timedelta(minutes=1)))
+
+        seen = await _walk(fetch, lambda e: Keyset(e.created_at, e.id), insert)
+        assert sorted(e.detail["n"] for e in seen) == list(range(8))
+        keys = [(e.created_at, e.id) for e in seen]
+        assert keys == sorted(keys, reverse=True)
+
+
+async def _walk(fetch: Fetch, key: Callable[[Any], Keyset],
+                insert: Callable[[], Awaitable[None]], inserts: int = 3) -> list[Any]:
+    """Every page of a list, ``PAGE`` items each, resumed from the last item's keyset;
+    between the first ``inserts`` pages a row is inserted. Fails on an item seen twice."""
+    seen: list[Any] = []
+    after: Keyset | None = None
+    while True:
+        page = await fetch(after, PAGE)
+        seen.extend(page)
+        if len(page) < PAGE:
+            break
+        after = key(page[-1])
+        if inserts:
+            await insert()
+            inserts -= 1
+    ids = [key(item) for item in seen]
+    assert len(set(ids)) == len(ids), "an item was listed twice"
+    return seen
 
 
 async def _bind_concurrently(store: Store, code: str, binders: int) -> list[str]:

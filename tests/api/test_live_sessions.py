@@ -23,6 +23,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from remote_core.protocol import pb, wrap
+from remote_core.testing.store_contract import make_session
 
 from .conftest import server_settings
 
@@ -100,6 +101,27 @@ async def test_a_live_agent_shows_in_machines_and_sessions(admin: ApiClient,
 
 
 @pytest.mark.anyio
+async def test_live_sessions_are_listed_however_many_newer_ones_ended(
+        admin: ApiClient, tech: ApiClient) -> None:
+    """The first page of sessions is the newest; ``live=true`` lists the live ones alone."""
+    agent_id, _, key = keyed(admin)
+    agent = await Agent.connect(admin.server, key)
+    store = admin.server.ctx.store
+    for _ in range(4):
+        await store.create_session(make_session(f"ended-{uuid.uuid4()}"))
+    newest = [s["id"] for s in admin.get("/api/sessions", params={"limit": 2}).json()]
+    assert agent.session_id not in newest
+    live = admin.get("/api/sessions", params={"live": "true", "limit": 1000}).json()
+    assert agent.session_id in [s["id"] for s in live] and all(s["live"] for s in live)
+    assert next(s for s in live if s["id"] == agent.session_id)["agent_id"] == agent_id
+    ended = admin.get("/api/sessions", params={"live": "false", "limit": 1000}).json()
+    assert ended and not any(s["live"] for s in ended)
+    assert agent.session_id in [s["id"] for s in tech.get(
+        "/api/sessions", params={"live": "true"}).json()]
+    await agent.ws.close()
+
+
+@pytest.mark.anyio
 async def test_viewer_token_is_bound_to_the_session(admin: ApiClient, tech: ApiClient) -> None:
     _, _, key = keyed(admin)
     agent = await Agent.connect(admin.server, key)
@@ -125,7 +147,9 @@ async def test_viewer_token_is_409_while_consent_is_pending(admin: ApiClient,
     request = await agent.expect("consent_request")
     assert request.session_id == agent.session_id
     assert admin.get(f"/api/sessions/{agent.session_id}").json()["consent_state"] == "pending"
-    assert_problem(tech.post(f"/api/sessions/{agent.session_id}/viewer-token"), 409, "consent")
+    pending = assert_problem(tech.post(f"/api/sessions/{agent.session_id}/viewer-token"), 409,
+                             "consent")
+    assert pending["type"] == "/api/problems/awaiting-consent"
     await agent.ws.send(wrap("consent_response", pb.ConsentResponse(
         session_id=agent.session_id, granted=True)))
     await eventually(lambda: admin.server.ctx.registry.session(agent.session_id).consent_state

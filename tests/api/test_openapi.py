@@ -46,6 +46,89 @@ def test_the_document_describes_every_endpoint(anon: ApiClient) -> None:
     assert schemas["LoginIn"]["additionalProperties"] is False
 
 
+def _inline_enums(node: Any, where: str = "") -> list[str]:
+    """Places an enum is written out rather than referenced by name."""
+    found: list[str] = []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "enum" and where.count("/") > 1:
+                found.append(where)
+            found += _inline_enums(value, f"{where}/{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            found += _inline_enums(value, f"{where}/{i}")
+    return found
+
+
+def test_enums_are_named_and_shared(anon: ApiClient) -> None:
+    document = anon.get("/api/openapi.json").json()
+    schemas = document["components"]["schemas"]
+    for name in ("Role", "Permission", "MachineStatus", "CodeStatus", "ConsentState",
+                 "SessionType", "SessionSource", "EventKind", "ProblemType"):
+        assert schemas[name]["type"] == "string" and schemas[name]["enum"], name
+    # Only an enum's own schema spells its values out; everything else refers to it.
+    assert _inline_enums(document["paths"], "/paths") == []
+    assert [w for w in _inline_enums(schemas, "/schemas")
+            if w not in {f"/schemas/{n}" for n in schemas}] == []
+    me = schemas["MeOut"]["properties"]
+    assert me["role"] == {"$ref": "#/components/schemas/Role"}
+    assert me["permissions"]["items"] == {"$ref": "#/components/schemas/Permission"}
+    assert schemas["UserCreateIn"]["properties"]["role"]["$ref"].endswith("/Role")
+    status = next(p for p in document["paths"]["/api/machines"]["get"]["parameters"]
+                  if p["name"] == "status")
+    assert status["schema"] == {"$ref": "#/components/schemas/MachineStatus"}
+
+
+def test_answers_are_described_as_sent(anon: ApiClient) -> None:
+    """Serialization-mode schemas: every field of an answer is present, null only where
+    the server can send null; 204s have no body."""
+    document = anon.get("/api/openapi.json").json()
+    schemas = document["components"]["schemas"]
+    for name in ("TokenOut", "CodeValidOut", "EventOut", "UserOut", "SessionOut",
+                 "ReleaseOut", "KeyOut", "CodeOut", "RemovalOut"):
+        schema = schemas[name]
+        assert set(schema["required"]) == set(schema["properties"]), name
+    for name, field in (("UserOut", "created_at"), ("EventOut", "id"),
+                        ("EventOut", "created_at"), ("SessionOut", "created_at")):
+        assert "anyOf" not in schemas[name]["properties"][field], (name, field)
+    assert schemas["SessionOut"]["properties"]["ended_at"]["anyOf"][1] == {"type": "null"}
+    assert schemas["SessionOut"]["properties"]["session_type"]["$ref"].endswith(
+        "/SessionType")
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            if "204" in operation["responses"]:
+                assert "content" not in operation["responses"]["204"], (method, path)
+
+
+def test_every_status_and_every_list_is_documented(anon: ApiClient) -> None:
+    document = anon.get("/api/openapi.json").json()
+    lists = {"/api/machines", "/api/sessions", "/api/codes", "/api/users", "/api/releases",
+             "/api/machines/{agent_id}/keys", "/api/events",
+             "/api/machines/{agent_id}/history"}
+    for ep in ENDPOINTS:
+        operation = document["paths"][ep.path][ep.method.lower()]
+        assert operation["description"] and operation["tags"]
+        responses = operation["responses"]
+        assert {"422", "431"} <= set(responses), ep.path
+        if ep.body is not None:
+            assert {"400", "408", "413", "415"} <= set(responses), ep.path
+        for status, response in responses.items():
+            if status >= "400":
+                assert "/api/problems/" in response["description"], (ep.path, status)
+        names = {p["name"] for p in operation.get("parameters", [])}
+        if ep.method == "GET" and ep.path in lists:
+            assert {"limit", "cursor"} <= names, ep.path
+            assert "Link" in responses["200"]["headers"], ep.path
+            assert responses["200"]["content"]["application/json"]["schema"]["type"] == "array"
+    codes = document["paths"]["/api/codes"]["post"]["responses"]
+    assert "503" in codes and "/api/problems/unavailable" in codes["503"]["description"]
+    conflict = document["paths"]["/api/users"]["post"]["responses"]["409"]["description"]
+    assert "/api/problems/username-taken" in conflict
+    info = document["info"]
+    assert "405" in info["description"] and "HEAD" in info["description"]
+    assert "307" in info["description"] and info["contact"] and document["servers"]
+
+
 def test_health_and_readiness(anon: ApiClient) -> None:
     assert anon.get("/healthz").json()["status"] == "ok"
     assert anon.get("/readyz").json()["status"] == "ready"

@@ -32,8 +32,9 @@ def test_release_crud_and_version_poll(admin: ApiClient, tech: ApiClient,
     assert r.status_code == 200
     assert r.json() == {"version": "1.10.0", "download_url": "https://dl.example.com/agent-1.10.0",
                         "checksum_sha256": SUM, "mandatory": False}
+    # Listed as published, the newest first; /api/version goes by semantic version.
     assert [r["version"] for r in tech.get("/api/releases").json()] == [
-        "1.10.0", "1.10.0-rc.1", "1.9.0"]
+        "1.10.0-rc.1", "1.10.0", "1.9.0"]
     r = admin.patch("/api/releases/1.10.0", json={"mandatory": True, "notes": "fixes"})
     assert r.json()["mandatory"] is True and r.json()["notes"] == "fixes"
     assert tech.get("/api/releases/1.10.0").json()["notes"] == "fixes"

@@ -11,7 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from remote_core.records import DEFAULT_TENANT_ID, SigningKey, User
+from remote_core.records import DEFAULT_TENANT_ID, Keyset, SigningKey, User
 
 from ._migrate import exclusive
 from ._schema import (
@@ -22,7 +22,7 @@ from ._schema import (
     user_permissions,
     users,
 )
-from ._sql import insert, values_given
+from ._sql import insert, keyset_page, values_given
 
 _CHILDREN = ((user_permissions, "permission"), (user_client_access, "organization"))
 
@@ -94,8 +94,10 @@ def get_user_by_username(conn: Connection, username: str) -> User | None:
     return next(iter(_users_from_rows(conn, rows)), None)
 
 
-def list_users(conn: Connection) -> list[User]:
-    return _users_from_rows(conn, conn.execute(sa.select(users).order_by(users.c.username)).all())
+def list_users(conn: Connection, after: Keyset | None, limit: int | None) -> list[User]:
+    query = keyset_page(sa.select(users), users.c.created_at, users.c.id, after=after,
+                        limit=limit, newest_first=False)
+    return _users_from_rows(conn, conn.execute(query).all())
 
 
 def update_user(conn: Connection, user_id: str, *, password_hash: str | None,

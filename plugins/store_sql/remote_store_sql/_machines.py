@@ -16,6 +16,7 @@ from remote_core.errors import NotFoundError
 from remote_core.records import (
     DEFAULT_TENANT_ID,
     AgentKey,
+    Keyset,
     Machine,
     MachineFilter,
     MachineReport,
@@ -23,7 +24,7 @@ from remote_core.records import (
 )
 
 from ._schema import agent_keys, machines
-from ._sql import insert, values_given
+from ._sql import insert, keyset_page, values_given
 
 _KEY_HASH = re.compile(r"^[0-9a-f]{64}$")
 _LIVE = machines.c.deleted_at.is_(None)
@@ -172,9 +173,8 @@ def list_machines(conn: Connection, where: MachineFilter) -> list[Machine]:
     if where.organizations is not None and "*" not in where.organizations:
         query = query.where(
             sa.func.coalesce(machines.c.organization, "").in_(list(where.organizations)))
-    query = query.order_by(machines.c.agent_id).offset(where.offset)
-    if where.limit is not None:
-        query = query.limit(where.limit)
+    query = keyset_page(query, machines.c.created_at, machines.c.agent_id, after=where.after,
+                        limit=where.limit, newest_first=False)
     return [machine_from_row(row) for row in conn.execute(query)]
 
 
@@ -262,10 +262,12 @@ def find_agent_key(conn: Connection, key_hash: str) -> AgentKey | None:
     return key_from_row(row) if row else None
 
 
-def list_agent_keys(conn: Connection, agent_id: str) -> list[AgentKey]:
-    rows = conn.execute(sa.select(agent_keys).where(agent_keys.c.agent_id == agent_id)
-                        .order_by(agent_keys.c.created_at, agent_keys.c.id))
-    return [key_from_row(row) for row in rows]
+def list_agent_keys(conn: Connection, agent_id: str, after: Keyset | None,
+                    limit: int | None) -> list[AgentKey]:
+    query = keyset_page(sa.select(agent_keys).where(agent_keys.c.agent_id == agent_id),
+                        agent_keys.c.created_at, agent_keys.c.id, after=after, limit=limit,
+                        newest_first=False)
+    return [key_from_row(row) for row in conn.execute(query)]
 
 
 def revoke_agent_key(conn: Connection, agent_id: str, key_id: str,

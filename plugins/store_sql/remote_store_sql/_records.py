@@ -11,12 +11,14 @@ from sqlalchemy.engine import Connection
 from remote_core.records import (
     DEFAULT_TENANT_ID,
     AuditEvent,
+    Keyset,
     Release,
     SessionRecord,
     SupportCode,
 )
 
 from ._schema import releases, session_events, sessions, support_codes
+from ._sql import keyset_page
 
 # -- support codes (SPEC 3.2) -------------------------------------------------------
 
@@ -59,11 +61,13 @@ def consume_support_code(conn: Connection, code: str, agent_id: str, session_id:
     return result.rowcount == 1
 
 
-def list_support_codes(conn: Connection, created_by: str | None) -> list[SupportCode]:
-    query = sa.select(support_codes).order_by(support_codes.c.created_at.desc(),
-                                              support_codes.c.code)
+def list_support_codes(conn: Connection, created_by: str | None, after: Keyset | None,
+                       limit: int | None) -> list[SupportCode]:
+    query = sa.select(support_codes)
     if created_by is not None:
         query = query.where(support_codes.c.created_by == created_by)
+    query = keyset_page(query, support_codes.c.created_at, support_codes.c.code, after=after,
+                        limit=limit, newest_first=True)
     return [code_from_row(row) for row in conn.execute(query)]
 
 
@@ -124,11 +128,13 @@ def get_session(conn: Connection, session_id: str) -> SessionRecord | None:
     return session_from_row(row) if row else None
 
 
-def list_sessions(conn: Connection, agent_id: str | None, limit: int) -> list[SessionRecord]:
-    query = (sa.select(sessions).where(sessions.c.deleted_at.is_(None))
-             .order_by(sessions.c.created_at.desc(), sessions.c.id).limit(max(limit, 0)))
+def list_sessions(conn: Connection, agent_id: str | None, limit: int,
+                  after: Keyset | None) -> list[SessionRecord]:
+    query = sa.select(sessions).where(sessions.c.deleted_at.is_(None))
     if agent_id is not None:
         query = query.where(sessions.c.agent_id == agent_id)
+    query = keyset_page(query, sessions.c.created_at, sessions.c.id, after=after, limit=limit,
+                        newest_first=True)
     return [session_from_row(row) for row in conn.execute(query)]
 
 
@@ -165,8 +171,9 @@ def get_release(conn: Connection, version: str) -> Release | None:
     return release_from_row(row) if row else None
 
 
-def list_releases(conn: Connection) -> list[Release]:
-    query = sa.select(releases).order_by(releases.c.created_at, releases.c.version)
+def list_releases(conn: Connection, after: Keyset | None, limit: int | None) -> list[Release]:
+    query = keyset_page(sa.select(releases), releases.c.created_at, releases.c.version,
+                        after=after, limit=limit, newest_first=True)
     return [release_from_row(row) for row in conn.execute(query)]
 
 
@@ -202,10 +209,12 @@ def add_event(conn: Connection, event: AuditEvent, now: datetime) -> None:
 
 
 def list_events(conn: Connection, session_id: str | None, agent_id: str | None,
-                limit: int) -> list[AuditEvent]:
-    query = sa.select(session_events).order_by(session_events.c.id.desc()).limit(max(limit, 0))
+                limit: int, after: Keyset | None) -> list[AuditEvent]:
+    query = sa.select(session_events)
     if session_id is not None:
         query = query.where(session_events.c.session_id == session_id)
     if agent_id is not None:
         query = query.where(session_events.c.agent_id == agent_id)
+    query = keyset_page(query, session_events.c.created_at, session_events.c.id, after=after,
+                        limit=limit, newest_first=True)
     return [event_from_row(row) for row in conn.execute(query)]

@@ -99,6 +99,7 @@ machines = sa.Table(
     sa.Column("deleted_at", UTCDateTime, nullable=True),
     _tenant(),
     sa.Index("ix_machines_organization", "organization"),
+    sa.Index("ix_machines_created_at_agent_id", "created_at", "agent_id"),
 )
 
 agent_keys = sa.Table(
@@ -128,6 +129,7 @@ support_codes = sa.Table(
     sa.Column("session_id", sa.String(36), nullable=True),
     _tenant(),
     sa.Index("ix_support_codes_created_by_created_at", "created_by", "created_at"),
+    sa.Index("ix_support_codes_created_at_code", "created_at", "code"),
 )
 
 sessions = sa.Table(
@@ -201,6 +203,7 @@ session_events = sa.Table(
     _tenant(),
     sa.Index("ix_session_events_session_id", "session_id"),
     sa.Index("ix_session_events_agent_id", "agent_id"),
+    sa.Index("ix_session_events_created_at_id", "created_at", "id"),
 )
 
 secrets = sa.Table(

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
-__all__ = ["insert", "values_given"]
+from remote_core.records import Keyset
+
+__all__ = ["insert", "keyset_page", "values_given"]
+
+_Select = TypeVar("_Select", bound=sa.Select[Any])
 
 
 def insert(conn: Connection, table: sa.Table) -> Any:
@@ -21,3 +25,20 @@ def insert(conn: Connection, table: sa.Table) -> Any:
 def values_given(**values: Any) -> dict[str, Any]:
     """The keyword arguments that are not ``None`` ("not given; keep what is stored")."""
     return {name: value for name, value in values.items() if value is not None}
+
+
+def keyset_page(query: _Select, created: sa.ColumnElement[Any], ident: sa.ColumnElement[Any],
+                *, after: Keyset | None, limit: int | None, newest_first: bool) -> _Select:
+    """``query`` ordered by creation time then id, resumed past ``after``, at most ``limit``
+    rows (``None``: all): the store's one way to page a list (keyset, not offset)."""
+    if newest_first:
+        query = query.order_by(created.desc(), ident.desc())
+    else:
+        query = query.order_by(created, ident)
+    if after is not None:
+        past = ((created < after.created_at, ident < after.id) if newest_first
+                else (created > after.created_at, ident > after.id))
+        query = query.where(sa.or_(past[0], sa.and_(created == after.created_at, past[1])))
+    if limit is not None:
+        query = query.limit(max(limit, 0))
+    return query

@@ -20,6 +20,7 @@ from remote_core.interfaces import Store
 from remote_core.records import (
     AgentKey,
     AuditEvent,
+    Keyset,
     Machine,
     MachineFilter,
     MachineReport,
@@ -143,8 +144,9 @@ class SqlStore(Store):
     async def find_agent_key(self, key_hash: str) -> AgentKey | None:
         return await self._runner.read(_machines.find_agent_key, key_hash)
 
-    async def list_agent_keys(self, agent_id: str) -> list[AgentKey]:
-        return await self._runner.read(_machines.list_agent_keys, agent_id)
+    async def list_agent_keys(self, agent_id: str, *, after: Keyset | None = None,
+                              limit: int | None = None) -> list[AgentKey]:
+        return await self._runner.read(_machines.list_agent_keys, agent_id, after, limit)
 
     async def revoke_agent_key(self, agent_id: str, key_id: str) -> AgentKey | None:
         return await self._runner.write(_machines.revoke_agent_key, agent_id, key_id, utcnow())
@@ -164,8 +166,10 @@ class SqlStore(Store):
         return await self._runner.write(_records.consume_support_code, code, agent_id,
                                         session_id, now)
 
-    async def list_support_codes(self, created_by: str | None = None) -> list[SupportCode]:
-        return await self._runner.read(_records.list_support_codes, created_by)
+    async def list_support_codes(self, created_by: str | None = None, *,
+                                 after: Keyset | None = None,
+                                 limit: int | None = None) -> list[SupportCode]:
+        return await self._runner.read(_records.list_support_codes, created_by, after, limit)
 
     async def cancel_support_code(self, code: str) -> bool:
         return await self._runner.write(_records.cancel_support_code, code, utcnow())
@@ -190,9 +194,9 @@ class SqlStore(Store):
     async def get_session(self, session_id: str) -> SessionRecord | None:
         return await self._runner.read(_records.get_session, session_id)
 
-    async def list_sessions(self, agent_id: str | None = None,
-                            limit: int = 100) -> list[SessionRecord]:
-        return await self._runner.read(_records.list_sessions, agent_id, limit)
+    async def list_sessions(self, agent_id: str | None = None, limit: int = 100, *,
+                            after: Keyset | None = None) -> list[SessionRecord]:
+        return await self._runner.read(_records.list_sessions, agent_id, limit, after)
 
     async def soft_delete_session(self, session_id: str) -> bool:
         return await self._runner.write(_records.soft_delete_session, session_id, utcnow())
@@ -210,8 +214,9 @@ class SqlStore(Store):
     async def get_user_by_username(self, username: str) -> User | None:
         return await self._runner.read(_accounts.get_user_by_username, username)
 
-    async def list_users(self) -> list[User]:
-        return await self._runner.read(_accounts.list_users)
+    async def list_users(self, *, after: Keyset | None = None,
+                         limit: int | None = None) -> list[User]:
+        return await self._runner.read(_accounts.list_users, after, limit)
 
     async def update_user(self, user_id: str, *, password_hash: str | None = None,
                           role: str | None = None, disabled: bool | None = None,
@@ -240,8 +245,9 @@ class SqlStore(Store):
     async def get_release(self, version: str) -> Release | None:
         return await self._runner.read(_records.get_release, version)
 
-    async def list_releases(self) -> list[Release]:
-        return await self._runner.read(_records.list_releases)
+    async def list_releases(self, *, after: Keyset | None = None,
+                            limit: int | None = None) -> list[Release]:
+        return await self._runner.read(_records.list_releases, after, limit)
 
     async def update_release(self, version: str, *, download_url: str | None = None,
                              checksum_sha256: str | None = None, mandatory: bool | None = None,
@@ -258,8 +264,10 @@ class SqlStore(Store):
         await self._runner.write(_records.add_event, event, utcnow())
 
     async def list_events(self, session_id: str | None = None, agent_id: str | None = None,
-                          limit: int = 100) -> list[AuditEvent]:
-        return await self._runner.read(_records.list_events, session_id, agent_id, limit)
+                          limit: int = 100, *, after: Keyset | None = None
+                          ) -> list[AuditEvent]:
+        return await self._runner.read(_records.list_events, session_id, agent_id, limit,
+                                       after)
 
 
 def _select_one(conn: Connection) -> bool:

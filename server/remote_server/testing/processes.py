@@ -135,7 +135,7 @@ class Api(httpx.Client):
                      consent: str | None = None) -> dict[str, Any]:
         deadline = time.monotonic() + within
         while time.monotonic() < deadline:
-            r = self.get("/api/sessions")
+            r = self.get("/api/sessions", params={"live": "true", "limit": 1000})
             r.raise_for_status()
             for item in r.json():
                 if item["live"] and (agent_id is None or item["agent_id"] == agent_id) and (

@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.responses import RedirectResponse
 from starlette.routing import Mount, Route
 
@@ -26,11 +27,13 @@ from ..settings import ServerSettings
 from .api import routes as api_routes
 from .codecs import CODECS_PATH, codec_modules
 from .context import ServerContext, open_store
+from .headerbounds import HeaderBounds
 from .origin import accepted_origins_text
 from .pending import PendingSockets
 from .problem import exception_handlers
 from .ratelimit import MemoryRateLimiter, RateLimiter
 from .signing import keep_fresh, load_key_ring
+from .slashes import relative_slash_redirects
 from .tokens import VIEWER_TOKEN_TTL, TokenService
 from .users import FIRST_ADMIN_NAME, ensure_first_admin
 from .viewers import viewer_verifier
@@ -115,7 +118,9 @@ def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
         finally:
             await store.close()
 
-    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=exception_handlers)
+    app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=exception_handlers,
+                    middleware=[Middleware(HeaderBounds)])
+    relative_slash_redirects(app.router)
     app.state.settings = settings
     app.state.plugins = plugins
     return app

@@ -1,4 +1,7 @@
-"""RFC 9457 problem details: the one shape every HTTP error of the API takes (CONTRACT 2)."""
+"""RFC 9457 problem details: the one shape every HTTP error of the API takes (CONTRACT 2).
+
+Each problem carries a stable ``type`` URI (:mod:`.problem_types`); the code raising one
+names its type where the status alone does not say which error it is."""
 
 from __future__ import annotations
 
@@ -15,11 +18,14 @@ from starlette.responses import JSONResponse, Response
 
 from remote_core.errors import ConflictError, NotFoundError, StoreError
 
+from .problem_types import BY_SLUG, BY_STATUS, ProblemType
+
 __all__ = [
     "PROBLEM_MEDIA_TYPE",
     "Problem",
     "exception_handlers",
     "problem_response",
+    "problem_type",
     "validation_problem",
 ]
 
@@ -34,17 +40,19 @@ class Problem(Exception):
     ``detail`` is shown to the client, so it must never carry a secret.
     """
 
-    def __init__(self, status: int, detail: str, *, headers: Mapping[str, str] | None = None,
+    def __init__(self, status: int, detail: str, *, kind: str | None = None,
+                 headers: Mapping[str, str] | None = None,
                  extra: Mapping[str, Any] | None = None) -> None:
         super().__init__(detail)
         self.status = status
         self.detail = detail
+        self.kind = problem_type(status, kind)
         self.headers = dict(headers or {})
         self.extra = dict(extra or {})
 
     @classmethod
-    def unauthorized(cls, detail: str) -> Problem:
-        return cls(401, detail, headers={"WWW-Authenticate": "Bearer"})
+    def unauthorized(cls, detail: str, kind: str = "unauthorized") -> Problem:
+        return cls(401, detail, kind=kind, headers={"WWW-Authenticate": "Bearer"})
 
     @classmethod
     def rate_limited(cls, retry_after: float, detail: str) -> Problem:
@@ -53,10 +61,23 @@ class Problem(Exception):
                    extra={"retry_after": seconds})
 
 
-def problem_response(status: int, detail: str, *, headers: Mapping[str, str] | None = None,
+def problem_type(status: int, kind: str | None = None) -> ProblemType | None:
+    """The type named ``kind`` (its status must be ``status``), else the status's own;
+    ``None`` (``about:blank``) for a status the API has no type for."""
+    if kind is None:
+        return BY_STATUS.get(status)
+    found = BY_SLUG[kind]
+    if found.status != status:
+        raise ValueError(f"problem type {kind!r} is a {found.status}, not a {status}")
+    return found
+
+
+def problem_response(status: int, detail: str, *, kind: ProblemType | None = None,
+                     headers: Mapping[str, str] | None = None,
                      extra: Mapping[str, Any] | None = None) -> JSONResponse:
-    title = HTTPStatus(status).phrase
-    body = {"type": "about:blank", "title": title, "status": status, "detail": detail,
+    kind = kind or problem_type(status)
+    uri, title = (kind.uri, kind.title) if kind else ("about:blank", HTTPStatus(status).phrase)
+    body = {"type": uri, "title": title, "status": status, "detail": detail,
             **(extra or {})}
     return JSONResponse(body, status_code=status,
                         headers={"Cache-Control": "no-store", **(headers or {})},
@@ -78,7 +99,8 @@ def validation_problem(exc: ValidationError, source: str) -> Problem:
 
 async def _on_problem(_request: Request, exc: Exception) -> Response:
     assert isinstance(exc, Problem)
-    return problem_response(exc.status, exc.detail, headers=exc.headers, extra=exc.extra)
+    return problem_response(exc.status, exc.detail, kind=exc.kind, headers=exc.headers,
+                            extra=exc.extra)
 
 
 async def _on_http_exception(_request: Request, exc: Exception) -> Response:
@@ -93,7 +115,8 @@ async def _on_store_error(_request: Request, exc: Exception) -> Response:
     """A row that vanished or collided between a handler's check and its write."""
     if isinstance(exc, NotFoundError):
         return problem_response(404, "the resource no longer exists")
-    return problem_response(409, "the change conflicts with the current state; retry")
+    return problem_response(409, "the change conflicts with the current state; retry",
+                            kind=BY_SLUG["conflict"])
 
 
 async def _on_store_unavailable(request: Request, exc: Exception) -> Response:

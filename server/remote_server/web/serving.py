@@ -11,23 +11,31 @@ from __future__ import annotations
 import copy
 import ctypes
 import ctypes.util
+import json
 import logging
 import socket
 import sys
 from typing import Any
 
+import h11
 import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from ..settings import ServerSettings
+from .problem import PROBLEM_MEDIA_TYPE
+from .problem_types import BY_SLUG
 
-__all__ = ["MAX_HEADER_BYTES", "SHUTDOWN_REASON", "HideQueryStrings", "Server", "log_config",
-           "serve", "tune_allocator", "uvicorn_config"]
+__all__ = ["MAX_HEADER_BYTES", "MAX_HEADER_FIELDS", "SHUTDOWN_REASON", "BoundedH11Protocol",
+           "HideQueryStrings", "Server", "log_config", "serve", "tune_allocator",
+           "uvicorn_config"]
 
 log = logging.getLogger(__name__)
 
 SHUTDOWN_REASON = "server shutting down"
 MAX_HEADER_BYTES = 64 * 1024
 """The request line and all headers of one request, together."""
+MAX_HEADER_FIELDS = 100
+"""Header fields of one request (the app refuses more: :mod:`.headerbounds`)."""
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
@@ -80,6 +88,44 @@ def _without_query(value: object) -> object:
     return value
 
 
+class _Connection(h11.Connection):
+    """h11's server connection, remembering why it refused a request."""
+
+    refusal: h11.RemoteProtocolError | None = None
+
+    def next_event(self) -> Any:
+        try:
+            return super().next_event()
+        except h11.RemoteProtocolError as exc:
+            self.refusal = exc
+            raise
+
+
+class BoundedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, but a request line and headers past
+    :data:`MAX_HEADER_BYTES` are refused with a 431 problem rather than a plain-text 400."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.conn = _Connection(h11.SERVER, MAX_HEADER_BYTES)
+
+    def send_400_response(self, msg: str) -> None:
+        refusal = self.conn.refusal if isinstance(self.conn, _Connection) else None
+        if refusal is None or refusal.error_status_hint != 431:
+            super().send_400_response(msg)
+            return
+        kind = BY_SLUG["headers-too-large"]
+        body = json.dumps({"type": kind.uri, "title": kind.title, "status": 431,
+                           "detail": f"the request line and headers pass "
+                                     f"{MAX_HEADER_BYTES // 1024} KiB"}).encode()
+        headers = [(b"content-type", PROBLEM_MEDIA_TYPE.encode()),
+                   (b"cache-control", b"no-store"), (b"connection", b"close")]
+        for event in (h11.Response(status_code=431, headers=headers, reason=kind.title),
+                      h11.Data(data=body), h11.EndOfMessage()):
+            self.transport.write(self.conn.send(event))
+        self.transport.close()
+
+
 def log_config() -> dict[str, Any]:
     """uvicorn's own logging configuration, with :class:`HideQueryStrings` on its handlers."""
     config: dict[str, Any] = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
@@ -96,7 +142,7 @@ def uvicorn_config(app: Any, settings: ServerSettings, **overrides: Any) -> uvic
         "port": settings.port,
         # h11 bounds the request line and headers together (httptools takes a
         # 100 MB header); after the upgrade, WebSockets never pass through it.
-        "http": "h11",
+        "http": BoundedH11Protocol,
         "h11_max_incomplete_event_size": MAX_HEADER_BYTES,
         "ws": settings.ws_impl,
         "loop": settings.loop,

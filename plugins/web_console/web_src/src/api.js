@@ -16,7 +16,7 @@ export const token = {
   clear: () => sessionStorage.removeItem(TOKEN_KEY),
 };
 
-export async function api(method, path, body) {
+async function request(method, path, body) {
   const headers = { Accept: "application/json, application/problem+json" };
   const bearer = token.get();
   if (bearer) headers.Authorization = `Bearer ${bearer}`;
@@ -26,12 +26,35 @@ export async function api(method, path, body) {
     headers,
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  if (response.status === 204) return null;
+  if (response.status === 204) return { data: null, response };
   const type = response.headers.get("Content-Type") || "";
   const data = type.includes("json") ? await response.json() : await response.text();
   if (!response.ok) {
     if (response.status === 401) token.clear();
     throw new ApiError(response.status, typeof data === "object" ? data : { detail: data });
   }
-  return data;
+  return { data, response };
+}
+
+export async function api(method, path, body) {
+  return (await request(method, path, body)).data;
+}
+
+// The next page of a list: `Link: <URL>; rel="next"` (RFC 8288), relative to the server.
+function nextPage(response) {
+  const link = response.headers.get("Link") || "";
+  const found = link.split(",").map((part) => part.match(/<([^>]*)>\s*;\s*rel="?next"?/)).find(Boolean);
+  return found ? found[1] : null;
+}
+
+// A whole list, page by page, up to `most` items (every list of the API is paged).
+export async function apiAll(path, most = 10000) {
+  const all = [];
+  let next = path;
+  while (next && all.length < most) {
+    const { data, response } = await request("GET", next);
+    all.push(...data);
+    next = nextPage(response);
+  }
+  return all.slice(0, most);
 }

@@ -1,5 +1,5 @@
 // The operators' console: a small single-page app over the REST API.
-import { ApiError, api, token } from "./api.js";
+import { ApiError, api, apiAll, token } from "./api.js";
 import { badge, h, items, when } from "./dom.js";
 
 const app = document.getElementById("app");
@@ -118,7 +118,8 @@ function machinesView(main) {
   const load = () => guarded(error, async () => {
     const query = new URLSearchParams();
     for (const [name, input] of Object.entries(filters)) if (input.value) query.set(name, input.value);
-    const machines = items(await api("GET", `/api/machines?${query}`));
+    query.set("limit", "1000");
+    const machines = await apiAll(`/api/machines?${query}`);
     body.replaceChildren(...machines.map(machineRow));
     if (!machines.length) body.append(h("tr", {}, h("td", { colspan: 8, className: "muted" }, "No machines match.")));
   });
@@ -167,7 +168,7 @@ function keysView(main, agentId) {
   const body = h("tbody");
   const base = `/api/machines/${encodeURIComponent(agentId)}/keys`;
   const load = () => guarded(error, async () => {
-    const keys = items(await api("GET", base));
+    const keys = await apiAll(`${base}?limit=1000`);
     body.replaceChildren(...keys.map((k) => h("tr", {},
       h("td", {}, k.label || ""), h("td", {}, k.id), h("td", {}, when(k.created_at)), h("td", {}, when(k.last_used_at)),
       h("td", {}, k.revoked_at ? badge("revoked", "offline") : badge("active", "online")),
@@ -249,7 +250,11 @@ function sessionsView(main) {
   const error = errorLine();
   const body = h("tbody");
   const load = () => guarded(error, async () => {
-    const sessions = items(await api("GET", "/api/sessions"));
+    // Every live session, however old, then the newest of the others.
+    const live = await apiAll("/api/sessions?live=true&limit=1000");
+    const shown = new Set(live.map((s) => s.id));
+    const recent = items(await api("GET", "/api/sessions?limit=100")).filter((s) => !shown.has(s.id));
+    const sessions = [...live, ...recent];
     body.replaceChildren(...sessions.map((s) => {
       const id = s.id;
       const live = s.live;
@@ -275,7 +280,7 @@ function releasesView(main) {
   const error = errorLine();
   const body = h("tbody");
   const load = () => guarded(error, async () => {
-    const releases = items(await api("GET", "/api/releases"));
+    const releases = await apiAll("/api/releases?limit=1000");
     body.replaceChildren(...releases.map((r) => h("tr", {},
       h("td", {}, r.version), h("td", {}, r.download_url), h("td", { className: "mono" }, (r.checksum_sha256 || "").slice(0, 16) + "…"),
       h("td", {}, r.mandatory ? "yes" : "no"), h("td", {}, r.notes || ""), h("td", {}, when(r.created_at)),
@@ -318,7 +323,7 @@ function usersView(main) {
   const error = errorLine();
   const body = h("tbody");
   const load = () => guarded(error, async () => {
-    const users = items(await api("GET", "/api/users"));
+    const users = await apiAll("/api/users?limit=1000");
     body.replaceChildren(...users.map(userRow));
   });
   function userRow(u) {

@@ -9,7 +9,20 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from . import auth, codes, csp, events, health, keys, machines, origin, releases, sessions, users
+from . import (
+    auth,
+    codes,
+    csp,
+    events,
+    health,
+    keys,
+    machines,
+    origin,
+    problems,
+    releases,
+    sessions,
+    users,
+)
 from .endpoint import Endpoint, route
 from .openapi import build_document
 
@@ -27,6 +40,7 @@ ENDPOINTS: list[Endpoint] = [
     *events.ENDPOINTS,
     *csp.ENDPOINTS,
     *origin.ENDPOINTS,
+    *problems.ENDPOINTS,
 ]
 
 

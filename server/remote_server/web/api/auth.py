@@ -50,7 +50,7 @@ async def login(call: Call) -> s.TokenOut:
                 detail={"failures": RateLimiter.ACCOUNT_FAILURES_BEFORE_GUARD,
                         "window_seconds": RateLimiter.ACCOUNT_FAILURE_WINDOW,
                         "guard_seconds": RateLimiter.ACCOUNT_GUARD_SECONDS}))
-        raise Problem.unauthorized("wrong username or password")
+        raise Problem.unauthorized("wrong username or password", kind="bad-credentials")
     await call.ctx.store.record_login_address(user.id, call.ip, KNOWN_ADDRESSES_PER_USER)
     await call.ctx.audit.record(AuditEvent(kind="auth.login", actor=user.username,
                                            target=user.id, client_ip=call.ip))
@@ -66,7 +66,7 @@ async def change_password(call: Call) -> None:
     if not await check_password(call.me.password_hash, body.current_password):
         await call.ctx.audit.record(AuditEvent(kind="auth.change_password_failed",
                                                actor=call.me.username, client_ip=call.ip))
-        raise Problem(403, "the current password is wrong")
+        raise Problem(403, "the current password is wrong", kind="wrong-password")
     await call.ctx.store.update_user(call.me.id,
                                      password_hash=await hash_password(body.new_password))
     await call.ctx.audit.record(AuditEvent(kind="auth.password_changed", actor=call.me.username,
@@ -76,21 +76,24 @@ async def change_password(call: Call) -> None:
 
 async def me(call: Call) -> s.MeOut:
     user = call.me
-    return s.MeOut(id=user.id, username=user.username, role=user.role,
-                   permissions=list(user.permissions), client_access=list(user.client_access))
+    return s.MeOut(id=user.id, username=user.username, role=s.Role(user.role),
+                   permissions=[s.Permission(p) for p in user.permissions],
+                   client_access=list(user.client_access))
 
 
 ENDPOINTS = [
     Endpoint("POST", "/api/auth/login", login,
-             "Log in; answers a login token (8/min/IP; after 20 failed logins to one account "
-             "within 15 min, for 15 min only from addresses it logged in from before)",
+             "Log in; answers a login token (8 attempts/min/IP, successful ones included; "
+             "after 20 failed logins to one account within 15 min, for 15 min only from "
+             "addresses it logged in from before)",
              access="public", body=s.LoginIn, result=s.TokenOut, tag="auth",
-             responses=((401, "wrong username or password"),
+             responses=((401, "wrong username or password", ("bad-credentials",)),
                         (429, "rate limit, or the account's guard against distributed "
                               "guessing"))),
     Endpoint("POST", "/api/auth/change-password", change_password,
              "Change the caller's password (5/min/IP); older tokens stop working",
              body=s.ChangePasswordIn, status=204, tag="auth",
-             responses=((403, "the current password is wrong"), (429, "rate limit"))),
+             responses=((403, "the current password is wrong", ("wrong-password",)),
+                        (429, "rate limit"))),
     Endpoint("GET", "/api/auth/me", me, "The caller's account", result=s.MeOut, tag="auth"),
 ]

@@ -6,15 +6,18 @@ import time
 from datetime import timedelta
 
 from remote_core.errors import ConflictError
-from remote_core.records import AuditEvent, SupportCode, utcnow
+from remote_core.records import AuditEvent, Keyset, SupportCode, utcnow
 from remote_core.supportcode import generate_support_code, masked, normalize_support_code
 
 from ..problem import Problem
 from . import schemas as s
 from .endpoint import Call, Endpoint
-from .views import code_out, code_status
+from .paging import Cursors, Paged, collect
+from .views import code_out, code_status, created
 
 __all__ = ["ENDPOINTS"]
+
+CURSORS = Cursors("codes")
 
 ATTEMPTS = 5  # a collision among 31**9 codes is rare; five in a row is a broken store
 
@@ -39,10 +42,16 @@ async def create_code(call: Call) -> s.CodeOut:
     raise Problem(503, "could not allocate a support code; try again")
 
 
-async def list_codes(call: Call) -> list[s.CodeOut]:
+async def list_codes(call: Call) -> Paged[s.CodeOut]:
     owner = None if call.me.is_admin else call.me.id
+
+    async def fetch(after: Keyset | None, limit: int) -> list[SupportCode]:
+        return await call.ctx.store.list_support_codes(owner, after=after, limit=limit)
+
+    page = await collect(fetch, lambda c: Keyset(created(c.created_at), c.code), CURSORS,
+                         call.query)
     now = time.time()
-    return [code_out(c, now) for c in await call.ctx.store.list_support_codes(owner)]
+    return Paged([code_out(c, now) for c in page.items], page.cursor)
 
 
 async def cancel_code(call: Call) -> None:
@@ -52,7 +61,7 @@ async def cancel_code(call: Call) -> None:
         raise Problem(404, "no such support code")
     pending = code_status(code, time.time()) == "pending"
     if not pending or not await call.ctx.store.cancel_support_code(code.code):
-        raise Problem(409, "only a pending code can be cancelled")
+        raise Problem(409, "only a pending code can be cancelled", kind="code-not-pending")
     await call.ctx.audit.record(AuditEvent(kind="support_code.cancelled", actor=call.me.username,
                                            target=masked(code.code), client_ip=call.ip))
 
@@ -78,12 +87,15 @@ async def validate_code(call: Call) -> s.CodeValidOut:
 ENDPOINTS = [
     Endpoint("POST", "/api/codes", create_code, "Create a one-time support code (default 1 h)",
              body=s.CodeCreateIn, body_optional=True, result=s.CodeOut, status=201,
-             tag="codes", responses=((403, "no 'support_codes' permission"),)),
-    Endpoint("GET", "/api/codes", list_codes, "The caller's support codes (admin: all)",
-             result=list[s.CodeOut], tag="codes"),
+             tag="codes", responses=((403, "no 'support_codes' permission"),
+                                     (503, "no unused code found in five tries, or the "
+                                           "database is unavailable"))),
+    Endpoint("GET", "/api/codes", list_codes, "The caller's support codes, newest first "
+             "(admin: everyone's)", query=s.PageQuery, result=list[s.CodeOut], tag="codes"),
     Endpoint("DELETE", "/api/codes/{code}", cancel_code, "Cancel a pending code (owner or "
              "admin)", status=204, tag="codes",
-             responses=((404, "no such code"), (409, "the code is not pending"))),
+             responses=((404, "no such code"),
+                        (409, "the code is not pending", ("code-not-pending",)))),
     Endpoint("POST", "/api/codes/validate", validate_code,
              "Check a code without consuming it (15/min/IP; 10 failures lock the IP out for "
              "15 min)", access="public", body=s.CodeValidateIn, result=s.CodeValidOut,

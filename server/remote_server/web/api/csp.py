@@ -74,7 +74,9 @@ ENDPOINTS = [
              "Browsers report Content-Security-Policy violations of the console here "
              f"(report-uri and report-to; no auth; at most {MAX_REPORT_BYTES} bytes; "
              "60/min/IP); each is logged as one warning", access="public", status=204,
-             tag="console", responses=((400, "not JSON"), (413, "body too large"),
+             tag="console", store=False,
+             responses=((400, "not JSON"), (408, "the body did not arrive in time"),
+                        (413, "body too large"),
                                        (415, "not a report content type"),
                                        (422, "not a CSP report"), (429, "rate limit"))),
 ]

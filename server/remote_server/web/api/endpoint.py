@@ -24,11 +24,16 @@ from ..clientip import client_ip
 from ..context import ServerContext
 from ..problem import Problem, validation_problem
 from ..tokens import TokenError
+from .paging import Paged, next_link
 
 __all__ = ["Call", "Endpoint", "route"]
 
 Access = Literal["public", "user", "admin"]
+Answer = tuple[int, str] | tuple[int, str, tuple[str, ...]]
+"""A status an endpoint may answer besides its success: ``(status, meaning)``, and the
+problem types it carries when they are not the status's own (``("username-taken",)``)."""
 MAX_BODY_BYTES = 1024 * 1024
+JSON_MEDIA_TYPE = "application/json"
 
 
 @dataclass
@@ -59,8 +64,10 @@ Handler = Callable[[Call], Awaitable[Any]]
 class Endpoint:
     """One operation of the HTTP API.
 
-    :param responses: statuses besides the success one, with what they mean (for the document).
+    :param responses: statuses besides the success one, with what they mean (for the
+        document); those every endpoint of its kind answers are added there.
     :param result: the success body's model (``list[Model]`` allowed); ``None`` = no body.
+    :param store: whether it reads or writes the database (so may answer 503).
     """
 
     method: str
@@ -72,9 +79,10 @@ class Endpoint:
     query: type[BaseModel] | None = None
     result: Any = None
     status: int = 200
-    responses: tuple[tuple[int, str], ...] = ()
+    responses: tuple[Answer, ...] = ()
     tag: str = ""
     body_optional: bool = False
+    store: bool = True
 
 
 def route(endpoint: Endpoint) -> Route:
@@ -83,12 +91,10 @@ def route(endpoint: Endpoint) -> Route:
         user = await _caller(request, ctx) if endpoint.access != "public" else None
         if endpoint.access == "admin" and not (user and user.is_admin):
             raise Problem(403, "this endpoint is for administrators only")
-        query = None
-        if endpoint.query is not None:
-            query = _parse(endpoint.query, dict(request.query_params), "query")
+        query = _query(request, endpoint)
         body = await _body(request, endpoint) if endpoint.body else None
         call = Call(request, ctx, user, body, query, client_ip(request.scope, ctx.settings))
-        response = _render(await endpoint.handler(call), endpoint.status)
+        response = _render(request, await endpoint.handler(call), endpoint.status)
         # Answers carry accounts, keys shown once and live state: no cache keeps them.
         response.headers.setdefault("cache-control", "no-store")
         return response
@@ -113,6 +119,28 @@ async def _caller(request: Request, ctx: ServerContext) -> User:
     return user
 
 
+def _query(request: Request, endpoint: Endpoint) -> Any:
+    """The query parameters as the endpoint's model; a parameter it does not take, or one
+    given twice, is a 422 naming it (a mistyped filter must not widen a list)."""
+    known = endpoint.query.model_fields if endpoint.query is not None else {}
+    seen: set[str] = set()
+    for name, _ in request.query_params.multi_items():
+        if name not in known:
+            raise _query_problem(name, "unknown query parameter")
+        if name in seen:
+            raise _query_problem(name, "given more than once")
+        seen.add(name)
+    if endpoint.query is None:
+        return None
+    return _parse(endpoint.query, dict(request.query_params), "query")
+
+
+def _query_problem(name: str, message: str) -> Problem:
+    shown = name if len(name) <= 64 and name.isprintable() else repr(name[:64])
+    return Problem(422, f"query parameter '{shown}': {message}",
+                   extra={"errors": [{"field": shown, "message": message}]})
+
+
 def _parse(model: type[BaseModel], data: Any, source: str) -> Any:
     try:
         return model.model_validate(data)
@@ -123,20 +151,37 @@ def _parse(model: type[BaseModel], data: Any, source: str) -> Any:
 async def _body(request: Request, endpoint: Endpoint) -> Any:
     assert endpoint.body is not None
     ctx: ServerContext = request.app.state.ctx
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type and media_type != JSON_MEDIA_TYPE:  # refused before it is read
+        raise _unsupported(media_type)
     raw = await read_body(request, MAX_BODY_BYTES, ctx.settings.request_body_timeout)
     if not raw:  # no body at all; white space alone is a body that is not JSON
         if endpoint.body_optional:
             return endpoint.body()
         raise Problem(400, "a JSON request body is required")
+    if not media_type:
+        raise _unsupported("missing")
     data = parse_json(raw)
     if not isinstance(data, dict):
         raise Problem(422, "body field 'body': expected a JSON object")
     return _parse(endpoint.body, data, "body")
 
 
-def _render(result: Any, status: int) -> Response:
+def _unsupported(media_type: str) -> Problem:
+    shown = media_type[:64] if media_type.isprintable() else repr(media_type[:64])
+    # The body may be unread: the connection closes after the answer.
+    return Problem(415, f"the body must be sent as {JSON_MEDIA_TYPE} (Content-Type was {shown})",
+                   headers={"Connection": "close"})
+
+
+def _render(request: Request, result: Any, status: int) -> Response:
     if isinstance(result, Response):
         return result
+    if isinstance(result, Paged):
+        response = _render(request, result.items, status)
+        if result.cursor is not None:
+            response.headers["Link"] = next_link(request, result.cursor)
+        return response
     if result is None:
         return Response(status_code=204 if status == 200 else status)
     if isinstance(result, BaseModel):

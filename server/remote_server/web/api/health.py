@@ -33,7 +33,7 @@ async def readyz(call: Call) -> s.HealthOut:
 
 ENDPOINTS = [
     Endpoint("GET", "/healthz", healthz, "Liveness: the process answers", access="public",
-             result=s.HealthOut, tag="health"),
+             result=s.HealthOut, tag="health", store=False),
     Endpoint("GET", "/readyz", readyz, "Readiness: the database answers", access="public",
              result=s.HealthOut, tag="health",
              responses=((503, "database unreachable, or the server shutting down"),)),

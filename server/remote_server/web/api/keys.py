@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from remote_core.records import AuditEvent
+from remote_core.records import AgentKey, AuditEvent, Keyset
 
 from ..problem import Problem
 from . import schemas as s
 from .endpoint import Call, Endpoint
 from .machines import find_machine
-from .views import key_out, path_id
+from .paging import Cursors, Paged, collect
+from .views import created, key_out, path_id
 
 __all__ = ["ENDPOINTS"]
+
+CURSORS = Cursors("keys")
 
 
 async def issue_key(call: Call) -> s.IssuedKeyOut:
@@ -30,9 +33,15 @@ async def issue_key(call: Call) -> s.IssuedKeyOut:
     return s.IssuedKeyOut(**key_out(key).model_dump(), key=plain)
 
 
-async def list_keys(call: Call) -> list[s.KeyOut]:
+async def list_keys(call: Call) -> Paged[s.KeyOut]:
     machine = await find_machine(call)
-    return [key_out(k) for k in await call.ctx.store.list_agent_keys(machine.agent_id)]
+
+    async def fetch(after: Keyset | None, limit: int) -> list[AgentKey]:
+        return await call.ctx.store.list_agent_keys(machine.agent_id, after=after, limit=limit)
+
+    page = await collect(fetch, lambda k: Keyset(created(k.created_at), k.id), CURSORS,
+                         call.query)
+    return Paged([key_out(k) for k in page.items], page.cursor)
 
 
 async def revoke_key(call: Call) -> None:
@@ -55,8 +64,8 @@ ENDPOINTS = [
              result=s.IssuedKeyOut, status=201, tag="keys",
              responses=((404, "no such machine"),
                         (501, "no loaded authentication method issues agent keys"))),
-    Endpoint("GET", _KEYS, list_keys, "List a machine's keys (never their hashes)",
-             access="admin", result=list[s.KeyOut], tag="keys",
+    Endpoint("GET", _KEYS, list_keys, "List a machine's keys, oldest first (never their "
+             "hashes)", access="admin", query=s.PageQuery, result=list[s.KeyOut], tag="keys",
              responses=((404, "no such machine"),)),
     Endpoint("DELETE", _KEYS + "/{key_id}", revoke_key,
              "Revoke a key; live agent sockets that used it are closed", access="admin",

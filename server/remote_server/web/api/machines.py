@@ -2,27 +2,29 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from typing import Any
 
 from remote_core.protocol import pb
-from remote_core.records import AuditEvent, Machine, MachineFilter
+from remote_core.records import AuditEvent, Keyset, Machine, MachineFilter
 
 from ..problem import Problem
 from . import schemas as s
 from .endpoint import Call, Endpoint
+from .history import EXPORT_LIMIT, history_page
+from .paging import Cursors, Paged, collect
 from .views import (
     can_see,
-    event_out,
+    created,
     machine_out,
     path_id,
-    session_out,
     visible_organizations,
 )
 
 __all__ = ["ENDPOINTS", "find_machine"]
 
-HISTORY_LIMIT = 1000
+CURSORS = Cursors("machines")
 
 
 async def find_machine(call: Call) -> Machine:
@@ -34,16 +36,26 @@ async def find_machine(call: Call) -> Machine:
     return machine
 
 
-async def list_machines(call: Call) -> list[dict[str, Any]]:
+async def list_machines(call: Call) -> Paged[dict[str, Any]]:
+    """Oldest first; the registry knows who is connected right now (the stored status
+    may lag behind), so a status filter is checked against it too."""
     q: s.MachineQuery = call.query
-    machines = await call.ctx.store.list_machines(MachineFilter(
-        organization=q.organization, site=q.site, tag=q.tag, status=q.status, text=q.q,
-        organizations=visible_organizations(call.me), limit=q.limit, offset=q.offset,
-    ))
     registry = call.ctx.directory
-    out = [machine_out(m, registry) for m in machines]
-    # The registry knows who is connected right now; the stored status may lag behind.
-    return [m for m in out if q.status is None or m["status"] == q.status]
+    where = MachineFilter(organization=q.organization, site=q.site, tag=q.tag,
+                          status=q.status, text=q.q,
+                          organizations=visible_organizations(call.me))
+
+    async def fetch(after: Keyset | None, limit: int) -> list[Machine]:
+        return await call.ctx.store.list_machines(
+            dataclasses.replace(where, after=after, limit=limit))
+
+    async def online_as_asked(machine: Machine) -> bool:
+        return q.status is None or registry.is_online(machine.agent_id) == (
+            q.status is s.MachineStatus.ONLINE)
+
+    page = await collect(fetch, lambda m: Keyset(created(m.created_at), m.agent_id),
+                         CURSORS, q, online_as_asked if q.status is not None else None)
+    return Paged([machine_out(m, registry) for m in page.items], page.cursor)
 
 
 async def get_machine(call: Call) -> dict[str, Any]:
@@ -71,19 +83,9 @@ async def patch_machine(call: Call) -> dict[str, Any]:
     return machine_out(updated, call.ctx.directory)
 
 
-async def _history(call: Call, agent_id: str) -> s.HistoryOut:
-    store = call.ctx.store
-    sessions = await store.list_sessions(agent_id=agent_id, limit=HISTORY_LIMIT)
-    events = await store.list_events(agent_id=agent_id, limit=HISTORY_LIMIT)
-    return s.HistoryOut(
-        agent_id=agent_id,
-        sessions=[session_out(r, call.ctx.directory.session(r.id)) for r in sessions],
-        events=[event_out(e) for e in events],
-    )
-
-
-async def history(call: Call) -> s.HistoryOut:
-    return await _history(call, (await find_machine(call)).agent_id)
+async def history(call: Call) -> Paged[s.HistoryEntryOut]:
+    q: s.HistoryQuery = call.query
+    return await history_page(call, (await find_machine(call)).agent_id, q)
 
 
 async def remove_machine(call: Call, agent_id: str, *, purge: bool, uninstall: bool) -> bool:
@@ -109,10 +111,28 @@ async def remove_machine(call: Call, agent_id: str, *, purge: bool, uninstall: b
 async def delete_machine(call: Call) -> s.RemovalOut:
     q: s.MachineDeleteQuery = call.query
     machine = await find_machine(call)
-    exported = await _history(call, machine.agent_id) if q.export else None
+    exported: list[s.HistoryEntryOut] | None = None
+    truncated = False
+    if q.export:
+        exported, truncated = await _export(call, machine.agent_id)
     sent = await remove_machine(call, machine.agent_id, purge=q.purge, uninstall=q.uninstall)
-    return s.RemovalOut(agent_id=machine.agent_id, action="purged" if q.purge else "deleted",
-                        uninstall_sent=sent, history=exported)
+    return s.RemovalOut(agent_id=machine.agent_id,
+                        action=s.RemovalAction.PURGED if q.purge else s.RemovalAction.DELETED,
+                        uninstall_sent=sent, history=exported, history_truncated=truncated)
+
+
+async def _export(call: Call, agent_id: str) -> tuple[list[s.HistoryEntryOut], bool]:
+    """The newest :data:`EXPORT_LIMIT` entries of a machine's history, and whether there
+    were more: a removal exports in one answer, so it is bounded."""
+    entries: list[s.HistoryEntryOut] = []
+    query = s.HistoryQuery(limit=s.MAX_LIMIT)
+    while len(entries) < EXPORT_LIMIT:
+        page = await history_page(call, agent_id, query)
+        entries += page.items
+        if page.cursor is None:
+            return entries, False
+        query = s.HistoryQuery(limit=s.MAX_LIMIT, cursor=page.cursor)
+    return entries[:EXPORT_LIMIT], True
 
 
 async def bulk_remove(call: Call) -> s.BulkRemovalOut:
@@ -133,8 +153,8 @@ _404 = ((404, "no such machine"),)
 
 ENDPOINTS = [
     Endpoint("GET", "/api/machines", list_machines,
-             "List machines (soft-deleted ones excluded), filtered", query=s.MachineQuery,
-             result=list[s.MachineOut], tag="machines"),
+             "List machines (soft-deleted ones excluded), filtered, oldest first",
+             query=s.MachineQuery, result=list[s.MachineOut], tag="machines"),
     Endpoint("POST", "/api/machines", create_machine,
              "Pre-register a machine so a key can be issued before install", access="admin",
              body=s.MachineCreateIn, result=s.MachineOut, status=201, tag="machines",
@@ -152,6 +172,8 @@ ENDPOINTS = [
              "history first, purge soft-deletes (else the row is hard-deleted)",
              access="admin", query=s.MachineDeleteQuery, result=s.RemovalOut, tag="machines",
              responses=_404),
-    Endpoint("GET", _ONE + "/history", history, "Export the session history of a machine",
-             result=s.HistoryOut, tag="machines", responses=_404),
+    Endpoint("GET", _ONE + "/history", history,
+             "A machine's history, newest first: its sessions and its audit events",
+             query=s.HistoryQuery, result=list[s.HistoryEntryOut], tag="machines",
+             responses=_404),
 ]

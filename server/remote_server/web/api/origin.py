@@ -28,5 +28,5 @@ ENDPOINTS = [
              "Whether /ws/viewer accepts this request's Origin: the same decision the "
              "socket makes for these headers (no auth, no body; a browser cannot read the "
              "socket's 403). origin is null when none was sent, which the socket allows",
-             access="public", result=s.ViewerOriginOut, tag="console"),
+             access="public", result=s.ViewerOriginOut, tag="console", store=False),
 ]

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from remote_core.errors import ConflictError
 from remote_core.protocol import pb
-from remote_core.records import AuditEvent, Release, utcnow
+from remote_core.records import AuditEvent, Keyset, Release, utcnow
 from remote_core.semver import is_semver, semver_key
 
 from ..problem import Problem
 from . import schemas as s
 from .endpoint import Call, Endpoint
 from .machines import find_machine
-from .views import path_id, release_out
+from .paging import Cursors, Paged, collect
+from .views import created, path_id, release_out
 
 __all__ = ["ENDPOINTS", "newest_release"]
+
+CURSORS = Cursors("releases")
 
 
 async def newest_release(call: Call) -> Release | None:
@@ -28,11 +31,13 @@ async def _release(call: Call) -> Release:
     return release
 
 
-async def list_releases(call: Call) -> list[s.ReleaseOut]:
-    releases = await call.ctx.store.list_releases()
-    ordered = sorted(releases, key=lambda r: semver_key(r.version) if is_semver(r.version)
-                     else (0, 0, 0, 0, ()), reverse=True)
-    return [release_out(r) for r in ordered]
+async def list_releases(call: Call) -> Paged[s.ReleaseOut]:
+    async def fetch(after: Keyset | None, limit: int) -> list[Release]:
+        return await call.ctx.store.list_releases(after=after, limit=limit)
+
+    page = await collect(fetch, lambda r: Keyset(created(r.created_at), r.version), CURSORS,
+                         call.query)
+    return Paged([release_out(r) for r in page.items], page.cursor)
 
 
 async def get_release(call: Call) -> s.ReleaseOut:
@@ -47,7 +52,7 @@ async def create_release(call: Call) -> s.ReleaseOut:
     try:
         release = await call.ctx.store.create_release(release)
     except ConflictError:
-        raise Problem(409, f"release {body.version} exists") from None
+        raise Problem(409, f"release {body.version} exists", kind="release-exists") from None
     await call.ctx.audit.record(AuditEvent(kind="release.created", actor=call.me.username,
                                            target=release.version, client_ip=call.ip))
     return release_out(release)
@@ -100,7 +105,7 @@ async def push_update(call: Call) -> s.UpdatePushedOut:
     if not (registry.is_online(machine.agent_id)
             and await registry.send_to_agent(machine.agent_id, "update_info", info)
             and await registry.send_to_agent(machine.agent_id, "admin_command", command)):
-        raise Problem(409, "the machine is not connected")
+        raise Problem(409, "the machine is not connected", kind="machine-offline")
     await call.ctx.audit.record(AuditEvent(kind="machine.update_pushed", agent_id=machine.agent_id,
                                            actor=call.me.username, target=machine.agent_id,
                                            client_ip=call.ip, detail={"version": release.version}))
@@ -114,11 +119,12 @@ ENDPOINTS = [
     Endpoint("GET", "/api/version", version, "The newest release by semantic version "
              "(agents poll this)", access="public", result=s.VersionOut, tag="releases",
              responses=((404, "no release is published"),)),
-    Endpoint("GET", "/api/releases", list_releases, "List releases, newest first",
-             result=list[s.ReleaseOut], tag="releases"),
+    Endpoint("GET", "/api/releases", list_releases, "List releases, the newest published "
+             "first (GET /api/version names the newest by semantic version)",
+             query=s.PageQuery, result=list[s.ReleaseOut], tag="releases"),
     Endpoint("POST", "/api/releases", create_release, "Publish a release", access="admin",
              body=s.ReleaseIn, result=s.ReleaseOut, status=201, tag="releases",
-             responses=((409, "the version exists"),)),
+             responses=((409, "the version exists", ("release-exists",)),)),
     Endpoint("GET", _ONE, get_release, "Get a release", result=s.ReleaseOut,
              tag="releases", responses=_404),
     Endpoint("PATCH", _ONE, patch_release, "Edit a release", access="admin",
@@ -130,5 +136,5 @@ ENDPOINTS = [
              "UpdateInfo)", access="admin", body=s.UpdatePushIn, body_optional=True,
              result=s.UpdatePushedOut, status=202, tag="machines",
              responses=((404, "no such machine or release"),
-                        (409, "the machine is not connected"))),
+                        (409, "the machine is not connected", ("machine-offline",)))),
 ]

@@ -1,23 +1,154 @@
 """Request and response bodies of the HTTP API (CONTRACT 2), as pydantic models.
 
-Request bodies forbid unknown fields and coerce nothing (``strict``), so a
-wrong type or a stray field is a 422 naming it. Response models are what the
-handlers render and what the OpenAPI document publishes.
+Request bodies forbid unknown fields and coerce nothing (``strict``; an enum field
+takes its values as strings), so a wrong type or a stray field is a 422 naming it.
+Response models are what the handlers render and what the OpenAPI document publishes,
+as the server sends them: every field present (``required``), ``null`` only where it
+can be. Every enum is a named class, so the document shares one schema for each.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, RootModel, Strict
 
-from remote_core.records import UserRole
 from remote_core.semver import SEMVER_PATTERN
 from remote_core.textrules import MAX_TAGS, MAX_TEXT, printable
 
-Permission = Literal["view", "control", "support_codes", "manage_machines"]
-CodeStatus = Literal["pending", "connected", "cancelled", "expired"]
+from ..problem_types import PROBLEM_TYPES
+
+
+class Role(StrEnum):
+    """An operator account's role."""
+
+    ADMIN = "admin"
+    TECHNICIAN = "technician"
+
+
+class Permission(StrEnum):
+    """What a technician may do besides seeing machines (administrators may do all)."""
+
+    VIEW = "view"
+    CONTROL = "control"
+    SUPPORT_CODES = "support_codes"
+    MANAGE_MACHINES = "manage_machines"
+
+
+class MachineStatus(StrEnum):
+    """Whether the machine's agent is connected right now."""
+
+    ONLINE = "online"
+    OFFLINE = "offline"
+
+
+class CodeStatus(StrEnum):
+    """Where a support code stands: usable, used by an agent, cancelled or expired."""
+
+    PENDING = "pending"
+    CONNECTED = "connected"
+    CANCELLED = "cancelled"
+    EXPIRED = "expired"
+
+
+class ConsentState(StrEnum):
+    """The end user's consent to a session (SPEC 3.1): managed sessions need none."""
+
+    PENDING = "pending"
+    GRANTED = "granted"
+    NOT_REQUIRED = "not_required"
+
+
+class SessionType(StrEnum):
+    """The protocol's ``SessionType``, by name (SPEC 2.2)."""
+
+    SCREEN_CONTROL = "screen_control"
+    VIEW_ONLY = "view_only"
+    BACKSTAGE = "backstage"
+    FILE_TRANSFER = "file_transfer"
+
+
+class SessionSource(StrEnum):
+    """The built-in authentication methods that open sessions; a session opened through
+    a third-party method carries that method's name instead."""
+
+    AGENTKEY = "agentkey"
+    SUPPORTCODE = "supportcode"
+    SHAREDKEY = "sharedkey"
+
+
+class EventKind(StrEnum):
+    """The kinds of audit event this server records; a newer server may add kinds, so
+    a client should expect other strings too."""
+
+    AGENT_AUTH_FAILED = "agent.auth_failed"
+    AGENT_UPDATE_STATUS = "agent.update_status"
+    AGENT_KEY_ISSUED = "agent_key.issued"
+    AGENT_KEY_REVOKED = "agent_key.revoked"
+    AUTH_ACCOUNT_GUARDED = "auth.account_guarded"
+    AUTH_CHANGE_PASSWORD_FAILED = "auth.change_password_failed"  # noqa: S105 - a kind
+    AUTH_LOGIN = "auth.login"
+    AUTH_LOGIN_FAILED = "auth.login_failed"
+    AUTH_PASSWORD_CHANGED = "auth.password_changed"  # noqa: S105 - a kind
+    AUTH_SIGNING_KEY_ROTATED = "auth.signing_key_rotated"
+    MACHINE_DELETED = "machine.deleted"
+    MACHINE_PLACEMENT_REPORTED = "machine.placement_reported"
+    MACHINE_PREREGISTERED = "machine.preregistered"
+    MACHINE_PURGED = "machine.purged"
+    MACHINE_UPDATE_PUSHED = "machine.update_pushed"
+    RELEASE_CREATED = "release.created"
+    RELEASE_DELETED = "release.deleted"
+    RELEASE_UPDATED = "release.updated"
+    SESSION_CLOSED = "session.closed"
+    SESSION_CONSENT_DENIED = "session.consent_denied"
+    SESSION_CONSENT_GRANTED = "session.consent_granted"
+    SESSION_CONSENT_REQUESTED = "session.consent_requested"
+    SESSION_CONSENT_TIMEOUT = "session.consent_timeout"
+    SESSION_DISCONNECTED = "session.disconnected"
+    SESSION_OPENED = "session.opened"
+    SESSION_PURGED = "session.purged"
+    SUPPORT_CODE_CANCELLED = "support_code.cancelled"
+    SUPPORT_CODE_CREATED = "support_code.created"
+    SUPPORT_CODE_LOCKOUT = "support_code.lockout"
+    USER_CLIENT_ACCESS = "user.client_access"
+    USER_CREATED = "user.created"
+    USER_DELETED = "user.deleted"
+    USER_PERMISSIONS = "user.permissions"
+    USER_UPDATED = "user.updated"
+    VIEWER_DOWNGRADED = "viewer.downgraded"
+    VIEWER_JOINED = "viewer.joined"
+    VIEWER_LEFT = "viewer.left"
+    VIEWER_TOKEN_ISSUED = "viewer.token_issued"  # noqa: S105 - a kind
+
+
+class ConsentAnswer(StrEnum):
+    """Where a technician asking to view an attended session stands with its end user."""
+
+    ASKING = "asking"
+    DENIED = "denied"
+    TIMED_OUT = "timed out"
+
+
+class RemovalAction(StrEnum):
+    """What removing a machine did: ``purged`` soft-deletes, ``deleted`` deletes the row."""
+
+    PURGED = "purged"
+    DELETED = "deleted"
+
+
+class SessionRemovalAction(StrEnum):
+    """What removing a session did: soft-deleted it, or disconnected the live one."""
+
+    PURGED = "purged"
+    DISCONNECTED = "disconnected"
+
+
+ProblemType = StrEnum(  # type: ignore[misc]
+    "ProblemType", [(p.name, p.uri) for p in PROBLEM_TYPES], module=__name__)
+ProblemType.__doc__ = ("The problem types of this API (GET the URI for a description); "
+                       "a newer server may add types, so expect other URIs too.")
 
 
 def _printable(text: str) -> str:
@@ -37,11 +168,21 @@ class Body(BaseModel):
 
 
 class Query(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    """Query parameters (a parameter a model does not name is refused before parsing)."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 class Out(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A response body: its schema is the one of serialization, where every field is
+    present (defaults included), so each is ``required``."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
+
+# Enums in strict bodies: their values arrive as JSON strings.
+RoleIn = Annotated[Role, Strict(False)]
+PermissionIn = Annotated[Permission, Strict(False)]
 
 
 # -- auth ------------------------------------------------------------------------
@@ -66,8 +207,8 @@ class ChangePasswordIn(Body):
 class MeOut(Out):
     id: str
     username: str
-    role: UserRole
-    permissions: list[str]
+    role: Role
+    permissions: list[Permission]
     client_access: list[str]
 
 
@@ -76,25 +217,25 @@ class MeOut(Out):
 
 class UserOut(MeOut):
     disabled: bool
-    created_at: datetime | None
+    created_at: datetime
 
 
 class UserCreateIn(Body):
     username: Username
     password: Annotated[Secret, Field(min_length=8)]
-    role: UserRole = "technician"
-    permissions: Annotated[list[Permission], Field(max_length=16)] = []
+    role: RoleIn = Role.TECHNICIAN
+    permissions: Annotated[list[PermissionIn], Field(max_length=16)] = []
     client_access: Tags = []
 
 
 class UserPatchIn(Body):
-    role: UserRole | None = None
+    role: RoleIn | None = None
     disabled: bool | None = None
     password: Annotated[Secret, Field(min_length=8)] | None = None
 
 
 class PermissionsIn(Body):
-    permissions: Annotated[list[Permission], Field(max_length=16)]
+    permissions: Annotated[list[PermissionIn], Field(max_length=16)]
 
 
 class ClientAccessIn(Body):
@@ -114,21 +255,35 @@ class MachineOut(Out):
     tags: list[str]
     is_elevated: bool
     is_persistent: bool
-    status: Literal["online", "offline"]
+    status: MachineStatus
     agent_version: str
     last_seen: datetime | None
     session_id: str | None
 
 
-class MachineQuery(Query):
+DEFAULT_LIMIT = 100
+MAX_LIMIT = 1000
+
+
+class PageQuery(Query):
+    """The paging parameters every list takes (see :mod:`.paging`)."""
+
+    limit: Annotated[int, Field(ge=1, le=MAX_LIMIT, description=(
+        f"items per page (default {DEFAULT_LIMIT}, at most {MAX_LIMIT}); a page may hold "
+        "fewer while more follow: follow the Link header (rel=\"next\") until there is "
+        "none"))] = DEFAULT_LIMIT
+    cursor: Annotated[str | None, Field(max_length=512, description=(
+        "where the page starts: opaque, taken from the previous page's Link header; "
+        "absent for the first page"))] = None
+
+
+class MachineQuery(PageQuery):
     organization: Text | None = None
     site: Text | None = None
     tag: Text | None = None
-    status: Literal["online", "offline"] | None = None
+    status: MachineStatus | None = None
     q: Text | None = Field(default=None, description="text found in hostname, agent_id, "
                                                      "organization, site or a tag")
-    limit: Annotated[int, Field(ge=1, le=10_000)] | None = None
-    offset: Annotated[int, Field(ge=0, le=1_000_000)] = 0
 
 
 class MachineCreateIn(Body):
@@ -153,11 +308,13 @@ class SessionOut(Out):
     id: str
     agent_id: str
     is_managed: bool
-    source: str
-    consent_state: str
+    source: SessionSource | str = Field(description=(
+        "the authentication method that opened the session: a built-in one, or a "
+        "third-party method's name"))
+    consent_state: ConsentState
     technician: str | None
-    session_type: int
-    created_at: datetime | None
+    session_type: SessionType
+    created_at: datetime
     ended_at: datetime | None
     end_reason: str | None
     live: bool
@@ -165,28 +322,51 @@ class SessionOut(Out):
 
 
 class EventOut(Out):
-    id: int | None
-    kind: str
+    id: int
+    kind: EventKind | str
     session_id: str | None
     agent_id: str | None
     actor: str | None
     target: str | None
     client_ip: str | None
     detail: dict[str, Any]
-    created_at: datetime | None
+    created_at: datetime
 
 
-class HistoryOut(Out):
-    agent_id: str
-    sessions: list[SessionOut]
-    events: list[EventOut]
+class SessionEntryOut(Out):
+    """One of a machine's sessions, in its history."""
+
+    type: Literal["session"]
+    at: datetime
+    session: SessionOut
+
+
+class EventEntryOut(Out):
+    """One of a machine's audit events, in its history."""
+
+    type: Literal["event"]
+    at: datetime
+    event: EventOut
+
+
+class HistoryEntryOut(RootModel[Annotated[SessionEntryOut | EventEntryOut,
+                                          Field(discriminator="type")]]):
+    """An entry of a machine's history, newest first: a session or an audit event."""
+
+
+class HistoryQuery(PageQuery):
+    """A machine's history is paged like every list."""
 
 
 class RemovalOut(Out):
     agent_id: str
-    action: Literal["purged", "deleted"]
+    action: RemovalAction
     uninstall_sent: bool
-    history: HistoryOut | None = None
+    history: list[HistoryEntryOut] | None = Field(default=None, description=(
+        "with export=true: the machine's history, newest first, up to 10,000 entries "
+        "(page GET /history first for more); else null"))
+    history_truncated: bool = Field(default=False, description=(
+        "true when the machine had more history than the export holds"))
 
 
 class BulkRemoveIn(Body):
@@ -232,13 +412,19 @@ class IssuedKeyOut(KeyOut):
 # -- sessions ----------------------------------------------------------------------------
 
 
+class SessionQuery(PageQuery):
+    live: bool | None = Field(default=None, description=(
+        "true: only the sessions live right now (from the relay), newest first; "
+        "false: only those that are not"))
+
+
 class SessionDeleteQuery(Query):
     purge: bool = False
 
 
 class SessionRemovalOut(Out):
     session_id: str
-    action: Literal["purged", "disconnected"]
+    action: SessionRemovalAction
     was_live: bool
 
 
@@ -259,7 +445,7 @@ class CodeOut(Out):
     code: str
     status: CodeStatus
     technician: str
-    created_at: datetime | None
+    created_at: datetime
     expires_at: datetime
     consumed_at: datetime | None
     agent_id: str | None
@@ -303,7 +489,7 @@ class ReleaseOut(Out):
     checksum_sha256: str
     mandatory: bool
     notes: str
-    created_at: datetime | None
+    created_at: datetime
 
 
 class VersionOut(Out):
@@ -316,10 +502,9 @@ class VersionOut(Out):
 # -- audit and health ------------------------------------------------------------------------
 
 
-class EventQuery(Query):
+class EventQuery(PageQuery):
     session_id: Text | None = None
     agent_id: Text | None = None
-    limit: Annotated[int, Field(ge=1, le=1000)] = 100
 
 
 class HealthOut(Out):
@@ -340,16 +525,43 @@ class FieldError(Out):
     message: str
 
 
-class ProblemOut(BaseModel):
-    """RFC 9457 problem details; extension members may follow."""
+def _only_where_they_apply(schema: dict[str, Any]) -> None:
+    """An optional member of a problem is absent, never null: drop ``null`` and the
+    default from the published schema of each."""
+    required = set(schema.get("required", []))
+    for name, prop in schema.get("properties", {}).items():
+        if name in required:
+            continue
+        prop.pop("default", None)
+        branches = [b for b in prop.pop("anyOf", []) if b != {"type": "null"}]
+        if len(branches) == 1:
+            prop.update(branches[0])
+        elif branches:
+            prop["anyOf"] = branches
 
-    model_config = ConfigDict(extra="allow")
-    type: str
+
+class ProblemOut(BaseModel):
+    """RFC 9457 problem details; the extension members below appear where they apply."""
+
+    model_config = ConfigDict(extra="allow", json_schema_extra=_only_where_they_apply)
+    type: ProblemType | str = Field(description="the problem type (switch on it): a relative "
+                                                "reference to its description")
+    title: str = Field(description="the type's title, the same for every problem of it")
+    status: int
+    detail: str = Field(description="what went wrong this time, for people")
+    errors: list[FieldError] | None = Field(default=None, description=(
+        "validation-failed: every offending field or parameter"))
+    retry_after: int | None = Field(default=None, description=(
+        "rate-limited: seconds to wait (as in Retry-After)"))
+    consent: ConsentAnswer | None = Field(default=None, description=(
+        "consent-refused and awaiting-consent of a viewer token: where the asking "
+        "technician stands with the end user (asking: ask again after Retry-After)"))
+
+
+class ProblemTypeOut(Out):
+    """A problem type, as its URI describes it."""
+
+    type: ProblemType
     title: str
     status: int
-    detail: str
-    errors: list[FieldError] | None = None
-    retry_after: int | None = None
-    consent: Literal["asking", "denied", "timed out"] | None = Field(
-        default=None, description="viewer token of an attended session: where the asking "
-        "technician stands with the end user (asking: 409, ask again after Retry-After)")
+    description: str

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
 from remote_core.errors import SessionRefused
-from remote_core.records import DEFAULT_TENANT_ID, AuditEvent, SessionRecord
+from remote_core.records import DEFAULT_TENANT_ID, AuditEvent, Keyset, SessionRecord
 
 from ...relay import NotReady
 from ...relay.consent import Standing
@@ -11,11 +14,16 @@ from ...relay.rules import consent_refusal
 from ..problem import Problem
 from . import schemas as s
 from .endpoint import Call, Endpoint
-from .views import can_see, path_id, session_out, visible_organizations
+from .paging import Cursors, Paged, collect
+from .views import can_see, created, path_id, session_out, visible_organizations
+
+if TYPE_CHECKING:
+    from ...relay.session import SessionSnapshot
 
 __all__ = ["ENDPOINTS"]
 
-RECENT = 100
+CURSORS = Cursors("sessions")
+LIVE_CURSORS = Cursors("live sessions")
 ASKING_RETRY_AFTER = "2"
 """Seconds a technician's client waits before asking again while the end user is asked."""
 
@@ -47,20 +55,74 @@ async def _find(call: Call) -> tuple[str, SessionRecord | None]:
     return session_id, record
 
 
-async def list_sessions(call: Call) -> list[s.SessionOut]:
+async def list_sessions(call: Call) -> Paged[s.SessionOut]:
+    """Stored sessions newest first, with the live state of those that are live. The first
+    page also leads with live sessions whose row is not written yet. ``live=true`` lists
+    the relay's live sessions alone, however old."""
+    q: s.SessionQuery = call.query
     registry = call.ctx.directory
-    live = {ls.session_id: ls for ls in registry.live_sessions()}
-    records = await call.ctx.store.list_sessions(limit=RECENT)
-    out = [session_out(r, live.pop(r.id, None)) for r in records]
-    out = [session_out(None, ls) for ls in live.values()] + out
     allowed: dict[str, bool] = {}
-    visible = []
-    for item in out:
-        if item.agent_id not in allowed:
-            allowed[item.agent_id] = await _visible(call, item.agent_id)
-        if allowed[item.agent_id]:
-            visible.append(item)
-    return visible
+
+    async def visible(agent_id: str) -> bool:
+        if agent_id not in allowed:
+            allowed[agent_id] = await _visible(call, agent_id)
+        return allowed[agent_id]
+
+    if q.live:
+        return await _live_sessions(call, q, visible)
+
+    async def fetch(after: Keyset | None, limit: int) -> list[SessionRecord]:
+        return await call.ctx.store.list_sessions(limit=limit, after=after)
+
+    async def keep(record: SessionRecord) -> bool:
+        if q.live is False and registry.session(record.id) is not None:
+            return False
+        return await visible(record.agent_id)
+
+    page = await collect(fetch, lambda r: Keyset(created(r.created_at), r.id), CURSORS, q,
+                         keep)
+    out = [session_out(r, registry.session(r.id)) for r in page.items]
+    if q.cursor is None and q.live is None:
+        out = [session_out(None, ls) for ls in await _unwritten(call, page.items, visible)
+               ] + out
+    return Paged(out, page.cursor)
+
+
+async def _live_sessions(call: Call, q: s.SessionQuery,
+                         visible: Callable[[str], Awaitable[bool]]) -> Paged[s.SessionOut]:
+    def key(live: SessionSnapshot) -> Keyset:
+        return Keyset(live.created_at, live.session_id)
+
+    ordered = sorted(call.ctx.directory.live_sessions(),
+                     key=lambda ls: (ls.created_at, ls.session_id), reverse=True)
+
+    async def fetch(after: Keyset | None, limit: int) -> list[SessionSnapshot]:
+        mark = None if after is None else (after.created_at, after.id)
+        return [ls for ls in ordered if mark is None or (ls.created_at, ls.session_id) < mark
+                ][:limit]
+
+    async def keep(live: SessionSnapshot) -> bool:
+        return await visible(live.agent_id)
+
+    page = await collect(fetch, key, LIVE_CURSORS, q, keep)
+    return Paged([session_out(await call.ctx.store.get_session(ls.session_id), ls)
+                  for ls in page.items], page.cursor)
+
+
+async def _unwritten(call: Call, listed: list[SessionRecord],
+                     visible: Callable[[str], Awaitable[bool]]) -> list[SessionSnapshot]:
+    """Live sessions newer than the first page whose row the store does not hold yet (it
+    is written behind the session's start, and retried through an outage)."""
+    shown = {r.id for r in listed}
+    newest = created(listed[0].created_at) if listed else None
+    found = []
+    for live in call.ctx.directory.live_sessions():
+        if live.session_id in shown or (newest is not None and live.created_at < newest):
+            continue
+        if (await visible(live.agent_id)
+                and await call.ctx.store.get_session(live.session_id) is None):
+            found.append(live)
+    return sorted(found, key=lambda ls: ls.created_at, reverse=True)
 
 
 async def get_session(call: Call) -> s.SessionOut:
@@ -83,9 +145,8 @@ async def delete_session(call: Call) -> s.SessionRemovalOut:
         agent_id=record.agent_id if record else None, actor=call.me.username,
         target=session_id, client_ip=call.ip, detail={"was_live": was_live},
     ))
-    return s.SessionRemovalOut(session_id=session_id,
-                               action="purged" if q.purge else "disconnected",
-                               was_live=was_live)
+    action = s.SessionRemovalAction.PURGED if q.purge else s.SessionRemovalAction.DISCONNECTED
+    return s.SessionRemovalOut(session_id=session_id, action=action, was_live=was_live)
 
 
 async def viewer_token(call: Call) -> s.ViewerTokenOut:
@@ -94,19 +155,22 @@ async def viewer_token(call: Call) -> s.ViewerTokenOut:
     session_id, record = await _find(call)
     live = call.ctx.directory.session(session_id)
     if live is None:
-        raise Problem(409, "the session is not live")
+        raise Problem(409, "the session is not live", kind="session-not-live")
     try:
         standing = await call.ctx.directory.admission(session_id, call.me.id)
     except NotReady as exc:
-        raise Problem(409, str(exc)) from None
+        ended = call.ctx.directory.session(session_id) is None
+        raise Problem(409, str(exc), kind="session-not-live" if ended else "awaiting-consent",
+                      headers={} if ended else {"Retry-After": ASKING_RETRY_AFTER}) from None
     except SessionRefused as exc:
         raise Problem(403, str(exc)) from None
     refusal = consent_refusal(standing, live.technician_name)
     if standing is Standing.ASKING:
-        raise Problem(409, str(refusal), headers={"Retry-After": ASKING_RETRY_AFTER},
+        raise Problem(409, str(refusal), kind="awaiting-consent",
+                      headers={"Retry-After": ASKING_RETRY_AFTER},
                       extra={"consent": standing.value})
     if refusal is not None:
-        raise Problem(403, refusal, extra={"consent": standing.value})
+        raise Problem(403, refusal, kind="consent-refused", extra={"consent": standing.value})
     tenant = record.tenant_id if record else DEFAULT_TENANT_ID
     token = call.ctx.tokens.mint_viewer(session_id, call.me, tenant)
     await call.ctx.audit.record(AuditEvent(kind="viewer.token_issued", session_id=session_id,
@@ -120,8 +184,9 @@ _ONE = "/api/sessions/{session_id}"
 _404 = ((404, "no such session"),)
 
 ENDPOINTS = [
-    Endpoint("GET", "/api/sessions", list_sessions, "Live and recent sessions",
-             result=list[s.SessionOut], tag="sessions"),
+    Endpoint("GET", "/api/sessions", list_sessions, "Sessions, newest first, with the live "
+             "state of those that are live", query=s.SessionQuery, result=list[s.SessionOut],
+             tag="sessions"),
     Endpoint("GET", _ONE, get_session, "Get a session", result=s.SessionOut,
              tag="sessions", responses=_404),
     Endpoint("DELETE", _ONE, delete_session,
@@ -136,7 +201,9 @@ ENDPOINTS = [
              "answers 409 (with Retry-After) while they decide; the same request succeeds "
              "once they allow it, and answers 403 once they deny it or let it time out",
              result=s.ViewerTokenOut, tag="sessions",
-             responses=(*_404, (403, "no 'view' permission, or the end user said no"),
+             responses=(*_404, (403, "no 'view' permission, or the end user said no",
+                                ("forbidden", "consent-refused")),
                         (409, "session not live, awaiting consent, or the end user is "
-                              "being asked to admit this technician"))),
+                              "being asked to admit this technician",
+                         ("session-not-live", "awaiting-consent")))),
 ]

@@ -5,15 +5,18 @@ from __future__ import annotations
 import uuid
 
 from remote_core.errors import ConflictError
-from remote_core.records import PERMISSIONS, AuditEvent, User, utcnow
+from remote_core.records import PERMISSIONS, AuditEvent, Keyset, User, utcnow
 
 from ..problem import Problem
 from ..users import hash_password
 from . import schemas as s
 from .endpoint import Call, Endpoint
-from .views import path_id, user_out
+from .paging import Cursors, Paged, collect
+from .views import created, path_id, user_out
 
 __all__ = ["ENDPOINTS"]
+
+CURSORS = Cursors("users")
 
 
 async def _user(call: Call) -> User:
@@ -25,7 +28,8 @@ async def _user(call: Call) -> User:
 
 def _not_self(call: Call, user: User, what: str) -> None:
     if user.id == call.me.id:
-        raise Problem(409, f"administrators cannot {what} their own account")
+        raise Problem(409, f"administrators cannot {what} their own account",
+                      kind="self-lockout")
 
 
 async def _audit(call: Call, kind: str, user: User) -> None:
@@ -33,8 +37,13 @@ async def _audit(call: Call, kind: str, user: User) -> None:
                                            client_ip=call.ip))
 
 
-async def list_users(call: Call) -> list[s.UserOut]:
-    return [user_out(u) for u in await call.ctx.store.list_users()]
+async def list_users(call: Call) -> Paged[s.UserOut]:
+    async def fetch(after: Keyset | None, limit: int) -> list[User]:
+        return await call.ctx.store.list_users(after=after, limit=limit)
+
+    page = await collect(fetch, lambda u: Keyset(created(u.created_at), u.id), CURSORS,
+                         call.query)
+    return Paged([user_out(u) for u in page.items], page.cursor)
 
 
 async def create_user(call: Call) -> s.UserOut:
@@ -42,7 +51,8 @@ async def create_user(call: Call) -> s.UserOut:
     is_admin = body.role == "admin"
     user = User(
         id=str(uuid.uuid4()), username=body.username,
-        password_hash=await hash_password(body.password), role=body.role,
+        password_hash=await hash_password(body.password),
+        role="admin" if is_admin else "technician",
         permissions=tuple(PERMISSIONS) if is_admin else tuple(dict.fromkeys(body.permissions)),
         client_access=("*",) if is_admin else tuple(dict.fromkeys(body.client_access)),
         created_at=utcnow(),
@@ -50,7 +60,8 @@ async def create_user(call: Call) -> s.UserOut:
     try:
         user = await call.ctx.store.create_user(user)
     except ConflictError:
-        raise Problem(409, f"username {body.username!r} is taken") from None
+        raise Problem(409, f"username {body.username!r} is taken",
+                      kind="username-taken") from None
     await _audit(call, "user.created", user)
     return user_out(user)
 
@@ -110,20 +121,21 @@ async def put_client_access(call: Call) -> s.UserOut:
 
 _ONE = "/api/users/{user_id}"
 _404 = ((404, "no such user"),)
+_LOCKOUT = (409, "would lock the caller out", ("self-lockout",))
 
 ENDPOINTS = [
-    Endpoint("GET", "/api/users", list_users, "List users", access="admin",
-             result=list[s.UserOut], tag="users"),
+    Endpoint("GET", "/api/users", list_users, "List users, oldest first", access="admin",
+             query=s.PageQuery, result=list[s.UserOut], tag="users"),
     Endpoint("POST", "/api/users", create_user, "Create a user", access="admin",
              body=s.UserCreateIn, result=s.UserOut, status=201, tag="users",
-             responses=((409, "username taken"),)),
+             responses=((409, "username taken", ("username-taken",)),)),
     Endpoint("GET", _ONE, get_user, "Get a user", access="admin", result=s.UserOut,
              tag="users", responses=_404),
     Endpoint("PATCH", _ONE, patch_user, "Change role, disabled flag or password",
              access="admin", body=s.UserPatchIn, result=s.UserOut, tag="users",
-             responses=(*_404, (409, "would lock the caller out"))),
+             responses=(*_404, _LOCKOUT)),
     Endpoint("DELETE", _ONE, delete_user, "Delete a user", access="admin", status=204,
-             tag="users", responses=(*_404, (409, "would lock the caller out"))),
+             tag="users", responses=(*_404, _LOCKOUT)),
     Endpoint("PUT", _ONE + "/permissions", put_permissions, "Replace a user's permissions",
              access="admin", body=s.PermissionsIn, result=s.UserOut, tag="users",
              responses=_404),

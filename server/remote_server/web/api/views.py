@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from remote_core.protocol import pb
 from remote_core.records import (
     AgentKey,
     AuditEvent,
@@ -26,6 +27,7 @@ __all__ = [
     "can_see",
     "code_out",
     "code_status",
+    "created",
     "event_out",
     "key_out",
     "machine_out",
@@ -56,6 +58,15 @@ def path_id(value: str, what: str) -> str:
     return value
 
 
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def created(moment: datetime | None) -> datetime:
+    """A record's creation time; a row stored without one sorts first, as of 1970 (the
+    store's migration gives such rows that time)."""
+    return moment or EPOCH
+
+
 def _timestamp(moment: datetime | None) -> str | None:
     """RFC 3339, as pydantic writes it everywhere else in the API."""
     return moment.isoformat().replace("+00:00", "Z") if moment else None
@@ -82,64 +93,71 @@ def machine_out(machine: Machine, registry: SessionDirectory) -> dict[str, Any]:
     }
 
 
+def _session_type(number: int) -> s.SessionType:
+    return s.SessionType(pb.SessionType.Name(number).lower())
+
+
 def session_out(record: SessionRecord | None, live: SessionSnapshot | None) -> s.SessionOut:
     if record is not None:
         return s.SessionOut(
             id=record.id, agent_id=record.agent_id, is_managed=record.is_managed,
             source=record.source,
-            consent_state=live.consent_state if live else record.consent_state,
-            technician=record.technician, session_type=record.session_type,
-            created_at=record.created_at, ended_at=record.ended_at,
+            consent_state=s.ConsentState(live.consent_state if live else record.consent_state),
+            technician=record.technician, session_type=_session_type(record.session_type),
+            created_at=created(record.created_at), ended_at=record.ended_at,
             end_reason=record.end_reason, live=live is not None,
             viewer_count=live.viewer_count if live else 0,
         )
     assert live is not None
     return s.SessionOut(
         id=live.session_id, agent_id=live.agent_id, is_managed=live.is_managed,
-        source=live.source, consent_state=live.consent_state, technician=live.technician_id,
-        session_type=0, created_at=live.created_at, ended_at=None, end_reason=None,
+        source=live.source, consent_state=s.ConsentState(live.consent_state),
+        technician=live.technician_id, session_type=s.SessionType.SCREEN_CONTROL,
+        created_at=created(live.created_at), ended_at=None, end_reason=None,
         live=True, viewer_count=live.viewer_count,
     )
 
 
 def event_out(event: AuditEvent) -> s.EventOut:
+    assert event.id is not None, "a stored event has an id"
     return s.EventOut(
         id=event.id, kind=event.kind, session_id=event.session_id, agent_id=event.agent_id,
         actor=event.actor, target=event.target, client_ip=event.client_ip,
-        detail=dict(event.detail), created_at=event.created_at,
+        detail=dict(event.detail), created_at=created(event.created_at),
     )
 
 
 def key_out(key: AgentKey) -> s.KeyOut:
     return s.KeyOut(id=key.id, agent_id=key.agent_id, label=key.label,
-                    created_at=key.created_at, last_used_at=key.last_used_at,
+                    created_at=created(key.created_at), last_used_at=key.last_used_at,
                     revoked_at=key.revoked_at)
 
 
 def user_out(user: User) -> s.UserOut:
-    return s.UserOut(id=user.id, username=user.username, role=user.role,
-                     permissions=list(user.permissions), client_access=list(user.client_access),
-                     disabled=user.disabled, created_at=user.created_at)
+    return s.UserOut(id=user.id, username=user.username, role=s.Role(user.role),
+                     permissions=[s.Permission(p) for p in user.permissions],
+                     client_access=list(user.client_access), disabled=user.disabled,
+                     created_at=created(user.created_at))
 
 
 def release_out(release: Release) -> s.ReleaseOut:
     return s.ReleaseOut(version=release.version, download_url=release.download_url,
                         checksum_sha256=release.checksum_sha256, mandatory=release.mandatory,
-                        notes=release.notes, created_at=release.created_at)
+                        notes=release.notes, created_at=created(release.created_at))
 
 
 def code_status(code: SupportCode, now_ts: float) -> s.CodeStatus:
     if code.consumed_at is not None:
-        return "connected"
+        return s.CodeStatus.CONNECTED
     if code.cancelled_at is not None:
-        return "cancelled"
+        return s.CodeStatus.CANCELLED
     if code.expires_at.timestamp() <= now_ts:
-        return "expired"
-    return "pending"
+        return s.CodeStatus.EXPIRED
+    return s.CodeStatus.PENDING
 
 
 def code_out(code: SupportCode, now_ts: float) -> s.CodeOut:
     return s.CodeOut(code=code.code, status=code_status(code, now_ts),
-                     technician=code.technician_name, created_at=code.created_at,
+                     technician=code.technician_name, created_at=created(code.created_at),
                      expires_at=code.expires_at, consumed_at=code.consumed_at,
                      agent_id=code.agent_id, session_id=code.session_id)
