@@ -10,7 +10,8 @@ side by side in one run:
   receives (at most ``WINDOW`` in flight, as in ``bench/relay.py``) and the
   latency at 20 frames/s;
 - **idle**: ``--idle`` real agents (:mod:`remote_agent.fleet`, shipped
-  heartbeat and status intervals) on node a: its memory and CPU over a minute;
+  heartbeat and status intervals, each from its own loopback address, as a
+  fleet of machines would be) on node a: its memory and CPU over a minute;
 - **storm**: ``--storm`` agents through HAProxy (the shipped
   ``deploy/haproxy`` configuration) spread over the three nodes; one node is
   killed (SIGKILL) and the time until every agent is online again is taken.
@@ -153,7 +154,7 @@ async def idle(nodes: dict[str, ServerProcess], count: int, seconds: float) -> d
     assert node.process is not None
     pid = node.process.pid
     rss0, _ = proc_stats(pid)
-    fleet = Fleet(node.url, SHARED_KEY, count, ramp=count / 400)
+    fleet = Fleet(node.url, SHARED_KEY, count, ramp=count / 400, spread=True)
     async with asyncio.timeout(count / 400 + seconds + 600):
         task = asyncio.create_task(fleet.run())
         try:
@@ -176,7 +177,7 @@ async def idle(nodes: dict[str, ServerProcess], count: int, seconds: float) -> d
 
 async def storm(nodes: dict[str, ServerProcess], balancer: LoadBalancer,
                 count: int) -> dict[str, Any]:
-    fleet = Fleet(balancer.url, SHARED_KEY, count, ramp=count / 400)
+    fleet = Fleet(balancer.url, SHARED_KEY, count, ramp=count / 400, spread=True)
     task = asyncio.create_task(fleet.run())
     try:
         await eventually(lambda: fleet.online() == count, count / 400 + 300,

@@ -153,10 +153,13 @@ class WebSocketClient:
 
 async def connect(url: str, headers: Iterable[tuple[str, str]] = (), *,
                   ssl_context: ssl.SSLContext | None = None,
-                  handshake_timeout: float = 10.0) -> WebSocketClient:
+                  handshake_timeout: float = 10.0,
+                  local_host: str | None = None) -> WebSocketClient:
     """Open ``ws://`` or ``wss://`` ``url``; raise :class:`HandshakeError` if refused.
 
     No extensions are offered: video is already compressed (see the README).
+
+    :param local_host: the address to connect from (a machine with several).
     """
     parts = urlsplit(url)
     if parts.scheme not in {"ws", "wss"} or not parts.hostname:
@@ -170,9 +173,9 @@ async def connect(url: str, headers: Iterable[tuple[str, str]] = (), *,
             stream = await anyio.connect_tcp(
                 parts.hostname, port, tls=True,
                 ssl_context=ssl_context or ssl.create_default_context(),
-                tls_hostname=parts.hostname)
+                tls_hostname=parts.hostname, local_host=local_host)
         else:
-            stream = await anyio.connect_tcp(parts.hostname, port)
+            stream = await anyio.connect_tcp(parts.hostname, port, local_host=local_host)
         tcp = stream
         try:
             ws = WSConnection(ConnectionType.CLIENT)

@@ -110,12 +110,15 @@ class Fleet:
         installed over time would be connected.
     :param make_backoff: each agent's own backoff (default: the shipped policy, recording
         what it draws).
+    :param spread: connect agent ``i`` from ``127.x.y.z`` (the loopback network, any address
+        of which is this machine's) so the server sees a fleet of machines, each under its
+        per-address limits, not one machine holding thousands of sockets.
     """
 
     def __init__(self, server: str, tokens: Sequence[str] | str, count: int, *,
                  timing: Timing | None = None, ramp: float = 0.0,
                  make_backoff: Callable[[], Backoff] = RecordingBackoff,
-                 agent_ids: Sequence[str] | None = None) -> None:
+                 agent_ids: Sequence[str] | None = None, spread: bool = False) -> None:
         if isinstance(tokens, str):
             tokens = [tokens] * count
         if len(tokens) != count:
@@ -125,6 +128,7 @@ class Fleet:
         self.tokens = list(tokens)
         self.timing = timing or Timing(displays=3600.0)
         self.ramp = ramp
+        self.spread = spread
         self.devices = Devices(capture=HeadlessCapture(), input=None, codecs=[], prompt=None)
         self.max_lag = 0.0
         self.agents = [FleetAgent(i, AgentConfig(agent_id=ids[i], server=server),
@@ -164,10 +168,17 @@ class Fleet:
 
             def make_session() -> AgentSession:
                 return _FleetSession(agent, agent.config, self.tokens[agent.index],
-                                     self.devices, timing=self.timing)
+                                     self.devices, timing=self.timing,
+                                     local_host=loopback(agent.index) if self.spread else None)
 
             agent.ending = await run_agent(make_session, attended=False, backoff=agent.backoff)
         agent.online = False
+
+
+def loopback(index: int) -> str:
+    """The ``index``-th address of 127.1.0.0/16 and up (127.0.0.1 stays the machine's own)."""
+    number = index + 1
+    return f"127.{1 + number // 65536}.{number // 256 % 256}.{number % 256}"
 
 
 def per_window(times: Sequence[float], start: float, window: float = 0.1) -> list[int]:

@@ -78,13 +78,16 @@ class AgentSession:
     """Connect, authenticate, then serve the server's requests until the socket ends.
 
     :param token: a ``cak_`` key (managed) or a support code (attended).
+    :param local_host: the address to connect from (default: the system's choice).
     """
 
     def __init__(self, config: AgentConfig, token: str, devices: Devices, *,
                  machine_uid: str | None = None, timing: Timing | None = None,
                  chat: ChatChannel | None = None, window: int = 3,
-                 updater: Updater | None = None, presence: Presence | None = None) -> None:
+                 updater: Updater | None = None, presence: Presence | None = None,
+                 local_host: str | None = None) -> None:
         self.config = config
+        self.local_host = local_host
         self.token = token
         self.devices = devices
         self.machine_uid = machine_uid
@@ -127,7 +130,7 @@ class AgentSession:
         url = ws_url(self.config.server, "/ws/agent")
         # Loading the trusted roots costs tens of milliseconds of CPU: only for TLS.
         context = tls_context(self.config.ca_bundle) if url.startswith("wss:") else None
-        ws = await connect(url, headers, ssl_context=context)
+        ws = await connect(url, headers, ssl_context=context, local_host=self.local_host)
         self._ws = ws
         try:
             await self._handshake()
