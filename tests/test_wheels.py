@@ -126,7 +126,9 @@ def from_wheels(tmp_path: Path, server_env: Path,
     painter = Painter(display.display)
     painter.fill(0, 0, painter.width, painter.height, 0x000000)
     painter.sync()
-    server = ServerProcess(tmp_path / "server", bin_dir=server_env / "bin").start()
+    server = ServerProcess(tmp_path / "server")
+    server.bin_dir = server_env / "bin"
+    server.start()
     api = Api(server)
     agent_id, key = api.machine_with_key()
     agent = AgentProcess(tmp_path / "agent", display.display, "--server", server.url,

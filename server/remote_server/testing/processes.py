@@ -56,14 +56,15 @@ class ServerProcess:
     """``remote-support serve`` on a fixed free port with a SQLite file; restartable.
 
     ``settings`` are deviations from the shipped defaults, each listed with its
-    reason in :mod:`remote_server.testing.deviations`; ``bin_dir`` is the environment
-    whose ``remote-support`` runs (another one than the suite's: an install from wheels).
+    reason in :mod:`remote_server.testing.deviations`. :attr:`bin_dir` is the environment
+    whose ``remote-support`` runs; set it before :meth:`start` to run another one than the
+    suite's (an install from wheels).
     """
 
-    def __init__(self, workdir: Path, *, bin_dir: Path = BIN, **settings: object) -> None:
+    def __init__(self, workdir: Path, **settings: object) -> None:
         deviations = settings_env(settings)
         self.port = free_port()
-        self.bin_dir = bin_dir
+        self.bin_dir = BIN
         workdir.mkdir(parents=True, exist_ok=True)
         self.workdir = workdir
         self.env = {**os.environ, "REMOTE_SUPPORT_ADMIN_PASSWORD": ADMIN_PASSWORD,
