@@ -154,5 +154,6 @@ def test_the_release_runs_without_the_venv_and_updates_its_plugins(
     assert artifact.read_bytes() == releases_built["1.0.1"].read_bytes()
     previous = machine / "remote-agent.pyz.previous"
     assert previous.read_bytes() == releases_built["1.0.0"].read_bytes()
-    assert len([p for p in (machine / ".remote-agent.pyz.d").iterdir()
-                if not p.name.startswith(".")]) == 2  # this build's and the rollback's
+    assert sorted(p.name for p in machine.iterdir()) == [
+        ".remote-agent.pyz.d", "agent.toml", "remote-agent.pyz", "remote-agent.pyz.previous"]
+    assert len(list((machine / ".remote-agent.pyz.d").iterdir())) == 2  # this build, rollback

@@ -102,9 +102,14 @@ def main():
         fail("this release needs Python %d.%d (its compiled libraries are built for it); "
              "%s is %d.%d" % (*PYTHON, sys.executable, *sys.version_info[:2]))
     archive = Path(__file__).resolve().parent
+    # An update's start-up check runs the staging copy (.NAME.staging): it unpacks where
+    # the installed NAME will look, so the restart after the swap finds it ready.
+    name = archive.name
+    if name.startswith(".") and name.endswith(".staging"):
+        name = name[1:-len(".staging")]
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "remote-agent"
     errors = []
-    for base in (archive.parent / ("." + archive.name + ".d"), cache):
+    for base in (archive.parent / ("." + name + ".d"), cache):
         try:
             site = unpack(archive, base)
             break
@@ -113,7 +118,7 @@ def main():
     else:
         fail("cannot unpack the agent's libraries (" + "; ".join(errors) + ")")
     if "--version" not in sys.argv[1:]:
-        tidy(site.parent, archive)
+        tidy(site.parent, archive.with_name(name))
     sys.path[:] = [str(site)] + [p for p in sys.path if not p.endswith(
         ("site-packages", "dist-packages")) and not p.startswith(str(archive))]
     if EXTRA_PLUGINS:
