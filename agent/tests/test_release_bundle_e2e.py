@@ -84,6 +84,15 @@ def test_the_release_holds_its_plugins_and_no_server_or_test_code(
     assert "site/remote_agent-1.0.0.dist-info/METADATA" in names
 
 
+def test_equal_wheels_make_equal_releases(releases_built: dict[str, Path],
+                                          tmp_path: Path) -> None:
+    wheels = releases_built["1.0.0"].parents[1] / "wheels-1.0.0"
+    again = tmp_path / "again.pyz"
+    assert remote_support(["release", "build", "--wheels", str(wheels), "--version", "1.0.0",
+                           "--output", str(again)]) == 0
+    assert again.read_bytes() == releases_built["1.0.0"].read_bytes()
+
+
 def test_a_failed_build_leaves_no_partial_file(tmp_path: Path) -> None:
     target = tmp_path / "out" / "remote-agent.pyz"
     assert remote_support(["release", "build", "--wheels", str(tmp_path), "--output",

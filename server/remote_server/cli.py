@@ -75,6 +75,9 @@ def _release_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     build.add_argument("--plugins", default=None,
                        help="the release's plugins, comma-separated (with --wheels; default: "
                             "codec_raw_zstd,capture_mss,input_pynput,consent_dialog)")
+    build.add_argument("--build-python", default=sys.executable,
+                       help="with --wheels: an interpreter of the minor version the machines "
+                            "run (the compiled libraries are built for it; default: this one)")
     keygen = release_sub.add_parser("keygen", help="create an Ed25519 publisher key and "
                                                    "print the public key agents pin")
     keygen.add_argument("--private-key", type=Path, required=True)
@@ -93,7 +96,7 @@ def cmd_release(args: argparse.Namespace) -> int:
             plugins = ([p.strip() for p in args.plugins.split(",") if p.strip()]
                        if args.plugins else list(AGENT_PLUGINS))
             built = build_bundle(args.wheels, plugins, args.output, args.release_version,
-                                 interpreter=args.python)
+                                 python=args.build_python, interpreter=args.python)
         elif args.plugins is not None:
             raise RemoteSupportError("--plugins needs --wheels: a release with its plugin "
                                      "set is built from the project's wheels")

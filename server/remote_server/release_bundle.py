@@ -39,8 +39,10 @@ AGENT_PLUGINS = ("codec_raw_zstd", "capture_mss", "input_pynput", "consent_dialo
 """The plugin set of a release when none is named: what the agent depends on."""
 
 _SERVER_SIDE = ("remote_server/", "starlette/", "uvicorn/", "sqlalchemy/")
-_LEFT_OUT = re.compile(r"(^|/)(__pycache__|tests)/|\.pyc$|^remote_core/testing/"
-                       r"|\.dist-info/direct_url\.json$")
+_LEFT_OUT = re.compile(r"(^|/)(__pycache__|tests)/|\.pyc$|^remote_core/testing/|^bin/"
+                       r"|\.dist-info/(direct_url\.json|RECORD)$")
+"""Not shipped: bytecode, tests, the contract suites, scripts (their ``#!`` names the
+build's venv) and what records the build's own paths (so equal wheels make equal builds)."""
 
 _MAIN = '''"""Start the self-contained agent: unpack its libraries once, then run it."""
 
