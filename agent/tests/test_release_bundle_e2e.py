@@ -100,6 +100,23 @@ def test_a_failed_build_leaves_no_partial_file(tmp_path: Path) -> None:
     assert not target.exists() and not list(tmp_path.glob("out/.*"))
 
 
+def test_install_from_the_release_registers_that_release(
+        releases_built: dict[str, Path], tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    artifact = tmp_path / "opt" / "remote-agent.pyz"
+    artifact.parent.mkdir()
+    shutil.copy(releases_built["1.0.0"], artifact)
+    env = {"HOME": str(home), "PATH": FRESH_PATH, "LANG": "C.UTF-8"}
+    run = subprocess.run([str(artifact), "install", "--server", "http://127.0.0.1:9",
+                          "--key", "cak_" + "x" * 40], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "will not apply updates" not in run.stderr
+    entry = (home / ".config" / "autostart" / "remote-agent.desktop").read_text()
+    assert f"Exec=/usr/bin/python3 {artifact} --config " in entry, entry
+
+
 def _online(api: Api, agent_id: str, version: str) -> bool:
     machine = api.machine(agent_id)
     return bool(machine and machine["status"] == "online"
