@@ -1,6 +1,7 @@
 """Every distribution built from a clean checkout, installed from its wheels alone.
 
-As a packager does it: ``uv build --all-packages`` in a fresh clone, then a
+As a packager does it: ``uv build --all-packages`` in a fresh clone (each wheel
+built from its sdist, so every sdist is shown to rebuild its wheel), then a
 minimal server set and a minimal (raw-only) agent set, each into a fresh
 ``python3 -m venv`` of Debian's own Python. The project's distributions come
 from the built wheels only (named by path, so a same-named project on PyPI can
