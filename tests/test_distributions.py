@@ -1,8 +1,10 @@
 """The distributions carry what their layer imports, and no more (read from uv.lock).
 
-An agent install must not pull the server's web stack or a database driver;
-serving the browser console must not need PyAV or numpy; every plugin names
-the range of the core it was built for.
+An agent install must not pull the server's web stack or a database driver, nor
+PyAV unless its ``video`` extra is asked for; a server pulls no codec; serving
+the browser console must not need PyAV or numpy; SQLite needs no PostgreSQL
+driver. Every distribution names the range of its siblings it was built for,
+and ships the license, a README and the ``py.typed`` marker.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import shutil
 import subprocess
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,6 +50,27 @@ def test_the_agent_installs_no_server_stack() -> None:
     assert pulled.isdisjoint(SERVER_STACK | {"remote-support"}), pulled & SERVER_STACK
 
 
+def test_a_raw_only_agent_pulls_no_pyav() -> None:
+    pulled = tree("remote-agent")
+    assert pulled.isdisjoint({"av", "remote-codec-pyav"}), pulled
+    # numpy stays: the raw codec's dirty rectangles and mss capture compute on arrays.
+
+
+def test_the_server_pulls_no_codec_capture_or_input() -> None:
+    pulled = tree("remote-support")
+    assert not {p for p in pulled if p.startswith(("remote-codec", "remote-capture",
+                                                   "remote-input"))}, pulled
+    assert pulled.isdisjoint({"av", "numpy", "zstandard", "mss", "pynput"}), pulled
+
+
+def test_sqlite_needs_no_postgresql_driver() -> None:
+    pulled = tree("remote-store-sql")
+    assert "sqlalchemy" in pulled
+    assert pulled.isdisjoint({"asyncpg", "psycopg", "psycopg-binary"}), pulled
+    extras = _project(ROOT / "plugins" / "store_sql" / "pyproject.toml")["optional-dependencies"]
+    assert {re.split(r"[<>=\[]", d)[0] for d in extras["postgres"]} == {"asyncpg", "psycopg"}
+
+
 def test_the_console_needs_no_codec() -> None:
     pulled = tree("remote-web-console")
     assert "starlette" in pulled
@@ -69,3 +93,44 @@ def test_every_distribution_names_the_core_range_it_supports(pyproject: Path) ->
     project = tomllib.loads(pyproject.read_text())["project"]
     core = [d for d in project["dependencies"] if re.match(r"remote-core\b", d)]
     assert core == ["remote-core>=0.1,<0.2"], project["dependencies"]
+
+
+def _project(pyproject: Path) -> dict[str, Any]:
+    project: dict[str, Any] = tomllib.loads(pyproject.read_text())["project"]
+    return project
+
+
+def _requirements(project: dict[str, Any]) -> list[str]:
+    extras = project.get("optional-dependencies", {}).values()
+    return [*project["dependencies"], *(d for group in extras for d in group)]
+
+
+@pytest.mark.parametrize("pyproject", [ROOT / "pyproject.toml", *DISTRIBUTIONS],
+                         ids=lambda p: p.parent.name if p.parent != ROOT else "core")
+def test_every_sibling_requirement_names_a_compatible_range(pyproject: Path) -> None:
+    siblings = [d for d in _requirements(_project(pyproject)) if d.startswith("remote-")]
+    unpinned = [d for d in siblings if not re.search(r">=0\.1,<0\.2$", d)]
+    assert not unpinned, f"{pyproject}: {unpinned}"
+
+
+@pytest.mark.parametrize("pyproject", [ROOT / "pyproject.toml", *DISTRIBUTIONS],
+                         ids=lambda p: p.parent.name if p.parent != ROOT else "core")
+def test_every_distribution_ships_license_readme_and_types(pyproject: Path) -> None:
+    here = pyproject.parent
+    project = _project(pyproject)
+    assert project["license"] == "MIT"
+    assert (here / "LICENSE").read_text() == (ROOT / "LICENSE").read_text()
+    assert project["readme"] == "README.md" and (here / "README.md").is_file()
+    packages = tomllib.loads(pyproject.read_text())["tool"]["hatch"]["build"]["targets"][
+        "wheel"]["packages"]
+    for package in packages:
+        assert (here / package / "py.typed").is_file(), f"{package} has no py.typed"
+
+
+@pytest.mark.parametrize(("pyproject", "needs"), [
+    (ROOT / "pyproject.toml", {"pytest", "numpy", "trustme"}),
+    (ROOT / "plugins" / "store_sql" / "pyproject.toml", {"remote-core", "psycopg"}),
+], ids=["remote_core.testing", "remote_store_sql.testing"])
+def test_the_contract_suites_are_a_testing_extra(pyproject: Path, needs: set[str]) -> None:
+    testing = _project(pyproject)["optional-dependencies"]["testing"]
+    assert needs <= {re.split(r"[<>=\[;]", d)[0] for d in testing}

@@ -10,7 +10,13 @@ import zipfile
 import pytest
 from remote_agent.update_signature import SignatureError, load_public_key, verify_file
 from remote_server.cli import main
-from remote_server.release import build_agent, generate_keypair, sha256_file, sign_file
+from remote_server.release import (
+    build_agent,
+    generate_keypair,
+    sha256_file,
+    sign_file,
+    write_atomically,
+)
 
 from remote_core.errors import RemoteSupportError
 
@@ -78,3 +84,24 @@ def test_signing_with_something_else_than_an_ed25519_key_is_a_clear_error(tmp_pa
     bogus.write_text("not a key")
     with pytest.raises(RemoteSupportError, match="cannot read the signing key"):
         sign_file(bogus, bogus)
+
+
+def test_a_build_that_fails_midway_leaves_no_partial_file(tmp_path):
+    def broken(archive: zipfile.ZipFile) -> None:
+        archive.writestr("__main__.py", b"")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        write_atomically(tmp_path / "remote-agent.pyz", "/usr/bin/env python3", broken)
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_code_only_build_holds_no_test_code(tmp_path):
+    names = zipfile.ZipFile(build_agent(tmp_path / "a.pyz", "1.0.0").path).namelist()
+    assert not [n for n in names if n.startswith("remote_core/testing/")]
+
+
+def test_plugins_without_wheels_are_refused(tmp_path, capsys):
+    assert main(["release", "build", "--plugins", "codec_h264", "--output",
+                 str(tmp_path / "a.pyz")]) == 2
+    assert "--plugins needs --wheels" in capsys.readouterr().err

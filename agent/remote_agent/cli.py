@@ -74,6 +74,8 @@ def _run(config: AgentConfig, config_path: Path, token: str, attended: bool,
          post_update: bool = False) -> int:
     settings = AgentSettings.load()
     plugins = get_plugin_manager(settings)
+    log.info("remote-agent %s, plugins loaded: %s", __version__,
+             ", ".join(f"{p.name} {p.version}".strip() for p in plugins.describe()))
     devices = open_devices(plugins, capture=settings.capture, input=settings.input)
     chat = ChatChannel()
     chat.listen(lambda sender, text: print(f"[chat] {sender}: {text}", file=sys.stderr,

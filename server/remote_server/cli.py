@@ -73,6 +73,15 @@ def _release_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                        help="file to write (default: dist/remote-agent-<version>.pyz)")
     build.add_argument("--python", default="/usr/bin/env python3",
                        help="interpreter for the #! line")
+    build.add_argument("--wheels", type=Path, default=None,
+                       help="a directory of the project's wheels (uv build --all-packages): "
+                            "build the self-contained release, with every library, from them")
+    build.add_argument("--plugins", default=None,
+                       help="the release's plugins, comma-separated (with --wheels; default: "
+                            "codec_raw_zstd,capture_mss,input_pynput,consent_dialog)")
+    build.add_argument("--build-python", default=sys.executable,
+                       help="with --wheels: an interpreter of the minor version the machines "
+                            "run (the compiled libraries are built for it; default: this one)")
     keygen = release_sub.add_parser("keygen", help="create an Ed25519 publisher key and "
                                                    "print the public key agents pin")
     keygen.add_argument("--private-key", type=Path, required=True)
@@ -85,7 +94,18 @@ def cmd_release(args: argparse.Namespace) -> int:
     from . import release
 
     if args.release_command == "build":
-        built = release.build_agent(args.output, args.release_version, args.python)
+        if args.wheels is not None:
+            from .release_bundle import AGENT_PLUGINS, build_bundle
+
+            plugins = ([p.strip() for p in args.plugins.split(",") if p.strip()]
+                       if args.plugins else list(AGENT_PLUGINS))
+            built = build_bundle(args.wheels, plugins, args.output, args.release_version,
+                                 python=args.build_python, interpreter=args.python)
+        elif args.plugins is not None:
+            raise RemoteSupportError("--plugins needs --wheels: a release with its plugin "
+                                     "set is built from the project's wheels")
+        else:
+            built = release.build_agent(args.output, args.release_version, args.python)
         print(f"built {built.path} (remote-agent {built.version})")
         print(f"sha256 {built.sha256}")
     elif args.release_command == "keygen":

@@ -1,6 +1,11 @@
 """Agent releases: the single-file build, its SHA-256, and the publisher's Ed25519 signature.
 
-The build is a Python zip application (``remote-agent-<version>.pyz``) holding
+Two builds share the format (one zip application with a ``__main__.py``, so the
+agent's self-update handles both alike): the self-contained release with its
+plugin set and libraries (:mod:`remote_server.release_bundle`, what managed
+machines run), and the code-only build made here.
+
+The code-only build is a Python zip application (``remote-agent-<version>.pyz``) holding
 the agent's and the core's own Python code plus the ``remote-agent`` metadata
 that carries its version; it runs with ``python remote-agent.pyz ...`` on an
 interpreter where the agent's dependencies are installed. Compiled
@@ -18,6 +23,7 @@ import hashlib
 import importlib.util
 import os
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,8 +33,8 @@ from remote_core.errors import RemoteSupportError
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-__all__ = ["Artifact", "build_agent", "generate_keypair", "public_key_of", "sha256_file",
-           "sign_file"]
+__all__ = ["Artifact", "add_member", "build_agent", "generate_keypair", "public_key_of",
+           "sha256_file", "sign_file", "write_atomically"]
 
 _PACKAGES = ("remote_agent", "remote_core")
 _EPOCH = (1980, 1, 1, 0, 0, 0)
@@ -77,16 +83,39 @@ def _members() -> list[tuple[str, Path]]:
     for package in _PACKAGES:
         root = _package_dir(package)
         for path in root.rglob("*"):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
-                found.append((f"{package}/{path.relative_to(root).as_posix()}", path))
+            name = f"{package}/{path.relative_to(root).as_posix()}"
+            if (path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
+                    and not name.startswith("remote_core/testing/")):  # no test code
+                found.append((name, path))
     return sorted(found)
 
 
-def _add(archive: zipfile.ZipFile, name: str, data: bytes) -> None:
+def add_member(archive: zipfile.ZipFile, name: str, data: bytes) -> None:
+    """One member with a fixed timestamp and mode, so equal inputs make equal builds."""
     info = zipfile.ZipInfo(name, date_time=_EPOCH)
     info.compress_type = zipfile.ZIP_DEFLATED
     info.external_attr = 0o644 << 16
     archive.writestr(info, data)
+
+
+def write_atomically(output: Path, interpreter: str,
+                     write: Callable[[zipfile.ZipFile], None]) -> None:
+    """Write an executable zip application to ``output`` through ``.<name>.building``.
+
+    The final name appears only complete; a build that fails leaves no partial file.
+    """
+    output.parent.mkdir(parents=True, exist_ok=True)
+    temp = output.with_name(f".{output.name}.building")
+    try:
+        with temp.open("wb") as handle:
+            handle.write(f"#!{interpreter}\n".encode())
+            with zipfile.ZipFile(handle, "w") as archive:
+                write(archive)
+        os.chmod(temp, 0o755)  # noqa: S103 - an executable, world-readable like any program
+        os.replace(temp, output)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
 
 
 def build_agent(output: Path | None = None, version: str | None = None,
@@ -98,19 +127,16 @@ def build_agent(output: Path | None = None, version: str | None = None,
     if not is_semver(version):
         raise RemoteSupportError(f"{version!r} is not a semantic version such as 1.4.2")
     output = output or Path("dist") / f"remote-agent-{version}.pyz"
-    output.parent.mkdir(parents=True, exist_ok=True)
-    temp = output.with_name(f".{output.name}.building")
     dist_info = f"remote_agent-{version}.dist-info"
-    with temp.open("wb") as handle:
-        handle.write(f"#!{interpreter}\n".encode())
-        with zipfile.ZipFile(handle, "w") as archive:
-            _add(archive, "__main__.py", _MAIN)
-            _add(archive, f"{dist_info}/METADATA",
-                 f"Metadata-Version: 2.1\nName: remote-agent\nVersion: {version}\n".encode())
-            for name, path in _members():
-                _add(archive, name, path.read_bytes())
-    os.chmod(temp, 0o755)  # noqa: S103 - an executable, world-readable like any program
-    os.replace(temp, output)
+
+    def write(archive: zipfile.ZipFile) -> None:
+        add_member(archive, "__main__.py", _MAIN)
+        add_member(archive, f"{dist_info}/METADATA",
+                   f"Metadata-Version: 2.1\nName: remote-agent\nVersion: {version}\n".encode())
+        for name, path in _members():
+            add_member(archive, name, path.read_bytes())
+
+    write_atomically(output, interpreter, write)
     return Artifact(path=output, version=version, sha256=sha256_file(output))
 
 

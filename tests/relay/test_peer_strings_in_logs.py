@@ -1,7 +1,8 @@
 """What a peer claims never forges or floods a log line (finding 7 of the security review).
 
 A keyed or shared-key agent may claim any ``agent_id``; the authenticators log
-a claimed id that differs from the key's machine. A newline in it used to
+a claimed id that differs from the key's machine (at debug level for a key: an
+agent's own first-run id differs from its machine's as a rule). A newline in it used to
 write a whole forged line, and a 1,000,000-character id a line that long.
 """
 
@@ -31,12 +32,24 @@ def assert_log_lines_are_safe(caplog: pytest.LogCaptureFixture) -> None:
 async def test_a_keyed_agents_claimed_id_is_logged_quoted_and_bounded(
         server, admin: Admin, caplog: pytest.LogCaptureFixture, claimed: str) -> None:
     _agent_id, key = admin.keyed_machine()
-    with caplog.at_level(logging.INFO):
+    with caplog.at_level(logging.DEBUG):
         agent = await Peer.agent(server, key, agent_id=claimed)
         await agent.accepted()  # the key decides who it is; the claim is only logged
         await agent.close()
     assert any("claimed agent_id" in r.getMessage() for r in caplog.records)
     assert_log_lines_are_safe(caplog)
+
+
+async def test_a_normally_provisioned_keyed_agent_connects_without_a_warning(
+        server, admin: Admin, caplog: pytest.LogCaptureFixture) -> None:
+    # An agent makes up its own agent_id at first run; the key's machine has another.
+    _agent_id, key = admin.keyed_machine()
+    with caplog.at_level(logging.INFO):
+        agent = await Peer.agent(server, key, agent_id="5f0c1f9e-its-own-first-run-id")
+        await agent.accepted()
+        await agent.close()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert not warnings, warnings
 
 
 @pytest.mark.parametrize("claimed", [FORGED, HUGE], ids=["newline", "megabyte"])

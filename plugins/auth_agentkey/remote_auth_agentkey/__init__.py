@@ -53,8 +53,10 @@ class AgentKeyAuthenticator(Authenticator):
         ):
             raise AuthRejected("unknown or revoked agent key")
         if credential.agent_id and credential.agent_id != key.agent_id:
-            log.warning("keyed agent claimed agent_id %s; its key belongs to machine %s",
-                        peer_text(credential.agent_id), key.agent_id)
+            # The normal case, not a warning: an agent makes up its own agent_id at first
+            # run, and a machine created through the API has another; the key decides.
+            log.debug("keyed agent claimed agent_id %s; its key belongs to machine %s",
+                      peer_text(credential.agent_id), key.agent_id)
         try:
             await self._store.touch_agent_key(key.id)
         except Exception:

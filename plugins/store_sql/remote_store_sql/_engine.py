@@ -84,9 +84,12 @@ class Runner:
             else:
                 self.engine = sa.create_engine(url, **options)
         except ImportError as error:
+            extra = (" (pip install 'remote-store-sql[postgres]')"
+                     if self.dialect == "postgresql" else "")
             raise StoreError(
                 f"the database driver of {url.drivername!r} is not installed ({error}); "
-                f"plain {self.dialect}:// URLs use {DEFAULT_DRIVERS[self.dialect]}") from error
+                f"plain {self.dialect}:// URLs use {DEFAULT_DRIVERS[self.dialect]}{extra}"
+            ) from error
         if self.dialect == "sqlite":
             _sqlite_setup(self.engine)
 

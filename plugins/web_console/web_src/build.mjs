@@ -8,6 +8,7 @@
 // (the console's CSP forbids it). bench/web_wire measured the alternatives.
 import { build } from "esbuild";
 import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
 import { copyFile, mkdir, readdir, rm } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,7 +20,11 @@ await mkdir(outdir, { recursive: true });
 const gen = join(here, "gen");
 await rm(gen, { recursive: true, force: true });
 const bin = (name) => join(here, "node_modules", ".bin", name);
-execFileSync(bin("buf"), ["generate", resolve(here, "..", "..", "..", "proto"), "--template", JSON.stringify({
+// The protocol definition: the repository's proto/, or the copy an sdist carries.
+const inRepository = resolve(here, "..", "..", "..", "proto");
+const protoDir = existsSync(join(inRepository, "remote_support.proto")) ? inRepository
+  : join(here, "proto");
+execFileSync(bin("buf"), ["generate", protoDir, "--template", JSON.stringify({
   version: "v2",
   plugins: [{ local: bin("protoc-gen-es"), out: gen, opt: ["target=js"] }],
 })], { stdio: "inherit" });

@@ -56,12 +56,15 @@ class ServerProcess:
     """``remote-support serve`` on a fixed free port with a SQLite file; restartable.
 
     ``settings`` are deviations from the shipped defaults, each listed with its
-    reason in :mod:`remote_server.testing.deviations`.
+    reason in :mod:`remote_server.testing.deviations`. :attr:`bin_dir` is the environment
+    whose ``remote-support`` runs; set it before :meth:`start` to run another one than the
+    suite's (an install from wheels).
     """
 
     def __init__(self, workdir: Path, **settings: object) -> None:
         deviations = settings_env(settings)
         self.port = free_port()
+        self.bin_dir = BIN
         workdir.mkdir(parents=True, exist_ok=True)
         self.workdir = workdir
         self.env = {**os.environ, "REMOTE_SUPPORT_ADMIN_PASSWORD": ADMIN_PASSWORD,
@@ -77,7 +80,7 @@ class ServerProcess:
 
     def start(self) -> ServerProcess:
         with self.log.open("ab") as log:
-            self.process = subprocess.Popen([str(BIN / "remote-support"), "serve"],
+            self.process = subprocess.Popen([str(self.bin_dir / "remote-support"), "serve"],
                                             env=self.env, stdout=log, stderr=log)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -151,9 +154,11 @@ class Api(httpx.Client):
 
 
 class AgentProcess:
-    """``remote-agent`` as a child process on a given X display, with its own config home."""
+    """``remote-agent`` as a child process on a given X display, with its own config home
+    (``bin_dir``: the environment it runs from)."""
 
-    def __init__(self, home: Path, display: str, *args: str, **env: str) -> None:
+    def __init__(self, home: Path, display: str, *args: str, bin_dir: Path = BIN,
+                 **env: str) -> None:
         home.mkdir(parents=True, exist_ok=True)
         self.home = home
         self.log = home / "agent.log"
@@ -161,7 +166,7 @@ class AgentProcess:
                    "HOME": str(home), **env}
         environ.pop("REMOTE_SUPPORT_PORT", None)
         with self.log.open("ab") as log:
-            self.process = subprocess.Popen([str(BIN / "remote-agent"), *args], env=environ,
+            self.process = subprocess.Popen([str(bin_dir / "remote-agent"), *args], env=environ,
                                             stdout=log, stderr=log)
 
     @property
