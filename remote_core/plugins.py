@@ -42,6 +42,7 @@ from .types import (
 
 __all__ = [
     "BUILTIN_PLUGINS",
+    "CODEC_PLUGINS",
     "PluginInfo",
     "Plugins",
     "discover",
@@ -49,6 +50,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+CODEC_PLUGINS = ("codec_raw_zstd", "codec_vp9", "codec_h264", "codec_h265")
+"""The built-in codecs, which every program of the project loads by default."""
 
 BUILTIN_PLUGINS = (
     "store_sql",
@@ -115,7 +119,8 @@ def _requested(settings: PluginSettings, available: dict[str, EntryPoint]) -> li
     elif settings.plugins is not None:
         names = list(settings.plugins)
     else:
-        names = [n for n in BUILTIN_PLUGINS if n in available]
+        defaults = settings.DEFAULT_PLUGINS or BUILTIN_PLUGINS
+        names = [n for n in defaults if n in available]
     names += [n for n in settings.extra_plugins if n not in names]
     blocked = set(settings.block_plugins)
     return [n for n in names if n not in blocked]
@@ -141,7 +146,7 @@ def get_plugin_manager(settings: PluginSettings,
     infos: dict[str, tuple[str, str]] = {}
     loaded: list[tuple[str, object]] = []
     not_loaded = {name: f"not requested ({env}PLUGINS)" for name in available
-                  if name not in names}
+                  if name not in names and name not in settings.block_plugins}
     not_loaded |= {name: f"blocked ({env}BLOCK_PLUGINS)" for name in settings.block_plugins}
     for name in names:
         ep = available[name]

@@ -50,6 +50,8 @@ class PluginSettings:
     """Table of the TOML file holding the settings (a file without it is read whole)."""
     ENV_ALIASES: ClassVar[Mapping[str, tuple[str, str]]] = {}
     """Older variables (without the prefix) that set a plugin option: name -> (plugin, key)."""
+    DEFAULT_PLUGINS: ClassVar[tuple[str, ...] | None] = None
+    """The built-ins this program loads when ``plugins`` is unset (None: every built-in)."""
 
     plugins: tuple[str, ...] | None = option(
         None, "plugins to load by name (default: the built-ins)")

@@ -22,9 +22,12 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
 def test_plugins_lists_every_builtin() -> None:
     out = run("remote-support", "plugins")
     assert out.returncode == 0, out.stderr
-    listed = {line.split()[0] for line in out.stdout.splitlines() if not line.startswith(" ")}
-    assert listed == set(BUILTIN_PLUGINS)
-    assert "remote-codec-raw-zstd 0.1.0" in out.stdout
+    lines = [line for line in out.stdout.splitlines() if line and not line.startswith(" ")]
+    loaded, _, not_loaded = "\n".join(lines).partition("installed, not loaded:")
+    assert {line.split()[0] for line in lines if not line.endswith(":")} == set(BUILTIN_PLUGINS)
+    assert "web_console        remote-web-console 0.1.0" in loaded
+    # Codecs, capture and input run on agents: a server does not load them by default.
+    assert "codec_raw_zstd     not requested" in not_loaded
 
 
 def test_bad_setting_is_a_clear_error_not_a_traceback() -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from remote_core.errors import ConfigError
+from remote_core.plugins import CODEC_PLUGINS
 from remote_core.settings import PluginSettings, option, positive
 
 from .session import Timing
@@ -25,6 +26,8 @@ class AgentSettings(PluginSettings):
 
     ENV_PREFIX: ClassVar[str] = "REMOTE_AGENT_"
     FILE_SECTION: ClassVar[str] = "agent"
+    DEFAULT_PLUGINS: ClassVar[tuple[str, ...] | None] = (
+        *CODEC_PLUGINS, "capture_mss", "input_pynput", "consent_dialog")
 
     capture: str | None = option(
         None, "screen-capture backend by name (default: the available one of highest priority)")

@@ -196,11 +196,6 @@ async def _secret(settings: ServerSettings, args: argparse.Namespace) -> int:
     return 0
 
 
-SERVER_BUILTINS = ("store_sql", "auth_agentkey", "auth_supportcode", "auth_sharedkey",
-                   "web_console")
-"""The built-ins a server loads by default (codecs run on agents and viewers, not here)."""
-
-
 def plugin_set(settings: ServerSettings) -> Plugins:
     """The server's plugins, checked before anything starts, so what cannot work ends
     start-up with one clear line (exit status 2) rather than a traceback from inside."""
@@ -214,7 +209,7 @@ def plugin_set(settings: ServerSettings) -> Plugins:
     log.info("plugins loaded: %s", ", ".join(f"{p.name} {p.version}".strip() for p in loaded))
     if settings.plugins is None and not settings.autoload_plugins:
         installed = set(discover())
-        for name in SERVER_BUILTINS:
+        for name in settings.DEFAULT_PLUGINS or ():
             if name not in installed and name not in settings.block_plugins:
                 log.warning("built-in plugin %s is not installed; the server runs without it",
                             name)

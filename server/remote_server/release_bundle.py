@@ -32,6 +32,7 @@ from pathlib import Path
 from remote_core.errors import RemoteSupportError
 
 from .release import Artifact, add_member, sha256_file, write_atomically
+from .settings import ServerSettings
 
 __all__ = ["AGENT_PLUGINS", "build_bundle"]
 
@@ -237,9 +238,7 @@ def build_bundle(wheels: Path, plugins: Sequence[str] = AGENT_PLUGINS,
     """
     from remote_core.semver import is_semver
 
-    from .cli import SERVER_BUILTINS
-
-    server_side = [p for p in plugins if p in SERVER_BUILTINS]
+    server_side = [p for p in plugins if p in (ServerSettings.DEFAULT_PLUGINS or ())]
     if server_side:
         raise RemoteSupportError(f"{server_side} are server plugins; an agent release "
                                  "holds agent plugins only")
@@ -274,4 +273,4 @@ def build_bundle(wheels: Path, plugins: Sequence[str] = AGENT_PLUGINS,
 def _builtins() -> tuple[str, ...]:
     from remote_core.plugins import BUILTIN_PLUGINS
 
-    return BUILTIN_PLUGINS
+    return tuple(p for p in BUILTIN_PLUGINS if p not in (ServerSettings.DEFAULT_PLUGINS or ()))

@@ -24,6 +24,10 @@ class ServerSettings(PluginSettings):
     ENV_ALIASES: ClassVar[Mapping[str, tuple[str, str]]] = {
         "SHARED_AGENT_KEY": ("auth_sharedkey", "key"),  # CONTRACT 4
     }
+    DEFAULT_PLUGINS: ClassVar[tuple[str, ...] | None] = (
+        "store_sql", "auth_agentkey", "auth_supportcode", "auth_sharedkey", "web_console")
+    """Codecs run on agents and viewers: a server loads one only to serve its browser
+    decoder, added with ``EXTRA_PLUGINS``."""
 
     host: str = option("127.0.0.1", "listen address")
     port: int = option(8080, "listen port (0 picks a free one)")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from remote_core.plugins import CODEC_PLUGINS
 from remote_core.settings import PluginSettings
 
 __all__ = ["ViewerSettings"]
@@ -22,3 +23,4 @@ class ViewerSettings(PluginSettings):
 
     ENV_PREFIX: ClassVar[str] = "REMOTE_VIEWER_"
     FILE_SECTION: ClassVar[str] = "viewer"
+    DEFAULT_PLUGINS: ClassVar[tuple[str, ...] | None] = CODEC_PLUGINS
