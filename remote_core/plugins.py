@@ -271,6 +271,10 @@ class Plugins:
         """``issue_key`` of the first authentication method (by order) that has one."""
         return next((m.issue_key for m in self.auth_methods() if m.issue_key is not None), None)
 
+    def accepts_support_codes(self) -> bool:
+        """Whether a loaded authentication method admits agents by support code."""
+        return any(m.accepts_support_codes for m in self.auth_methods())
+
     def stores(self) -> list[StoreSpec]:
         return self._collect("register_stores", StoreSpec)
 

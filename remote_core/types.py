@@ -292,6 +292,10 @@ class AuthMethod(Registration):
     order: int = 50
     factory: Callable[[AuthContext], Authenticator] | None = None
     issue_key: Callable[[], tuple[str, str]] | None = None
+    accepts_support_codes: bool = False
+    """The method admits agents presenting the support codes the REST API issues; with
+    none loaded that does, the API issues no codes (501), so no end user reads out a code
+    that no method would accept."""
 
 
 @dataclass(frozen=True)

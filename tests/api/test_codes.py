@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from pathlib import Path
 
-from remote_server.testing.liveserver import ApiClient, LiveServer, ManualClock, assert_problem
+from remote_server.testing.liveserver import (
+    ApiClient,
+    LiveServer,
+    ManualClock,
+    assert_problem,
+    live_server,
+)
 
 from remote_core.supportcode import ALPHABET, generate_support_code
 
-from .conftest import MakeUser
+from .conftest import ADMIN_PASSWORD, MakeUser, server_settings
 
 SYMBOL = "[23456789ABCDEFGHJKMNPQRSTUVWXYZ]"  # SPEC 8, spelled out rather than imported
 FORMAT = re.compile(rf"^{SYMBOL}{{3}}-{SYMBOL}{{3}}-{SYMBOL}{{3}}$")
@@ -153,3 +160,15 @@ def test_code_creation_cancellation_and_lockouts_are_audited(
     [lockout] = [e for e in audit_events(admin, "support_code.lockout")
                  if e["client_ip"] == client.ip]
     assert lockout["detail"]["via"] == "rest"
+
+
+def test_without_a_method_that_accepts_codes_none_is_issued(tmp_path: Path) -> None:
+    # A deployment without auth_supportcode never hands an end user a code that no
+    # loaded method would accept.
+    settings = server_settings(tmp_path, block_plugins=("auth_supportcode",))
+    with live_server(settings) as server:
+        admin = ApiClient(server).login("admin", ADMIN_PASSWORD)
+        problem = assert_problem(admin.post("/api/codes", json={}), 501,
+                                 "accepts support codes")
+        assert problem["type"].endswith("/not-implemented")
+        assert admin.get("/api/codes").json() == []

@@ -48,4 +48,5 @@ class SupportCodeAuthenticator(Authenticator):
 
 @hookimpl
 def register_auth_methods() -> list[AuthMethod]:
-    return [AuthMethod(name="supportcode", order=20, factory=SupportCodeAuthenticator)]
+    return [AuthMethod(name="supportcode", order=20, factory=SupportCodeAuthenticator,
+                       accepts_support_codes=True)]

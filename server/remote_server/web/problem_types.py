@@ -84,7 +84,8 @@ PROBLEM_TYPES: tuple[ProblemType, ...] = (
     ProblemType("internal-error", 500, "Internal server error",
                 "an unexpected failure, logged by the server"),
     ProblemType("not-implemented", 501, "Not implemented",
-                "no loaded plugin provides what the request needs (an agent-key issuer)"),
+                "no loaded plugin provides what the request needs (an agent-key issuer, a "
+                "method that accepts support codes)"),
     ProblemType("unavailable", 503, "Service unavailable",
                 "the database is unreachable, or a support code could not be allocated; "
                 "try again shortly"),

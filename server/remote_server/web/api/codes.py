@@ -26,6 +26,11 @@ async def create_code(call: Call) -> s.CodeOut:
     body: s.CodeCreateIn = call.body
     if not (call.me.is_admin or "support_codes" in call.me.permissions):
         raise Problem(403, "creating support codes needs the 'support_codes' permission")
+    if not call.ctx.plugins.accepts_support_codes():
+        loaded = ", ".join(m.name for m in call.ctx.plugins.auth_methods()) or "none"
+        raise Problem(501, "no loaded authentication method accepts support codes "
+                           f"(loaded methods: {loaded}); load auth_supportcode or a plugin "
+                           "whose AuthMethod has accepts_support_codes")
     now = utcnow()
     for _ in range(ATTEMPTS):
         code = SupportCode(code=generate_support_code(), created_by=call.me.id,
@@ -88,6 +93,8 @@ ENDPOINTS = [
     Endpoint("POST", "/api/codes", create_code, "Create a one-time support code (default 1 h)",
              body=s.CodeCreateIn, body_optional=True, result=s.CodeOut, status=201,
              tag="codes", responses=((403, "no 'support_codes' permission"),
+                                     (501, "no loaded authentication method accepts "
+                                           "support codes"),
                                      (503, "no unused code found in five tries, or the "
                                            "database is unavailable"))),
     Endpoint("GET", "/api/codes", list_codes, "The caller's support codes, newest first "
