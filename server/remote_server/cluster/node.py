@@ -114,7 +114,7 @@ class ClusterNode:
                                           self.prefix)
         self.url = settings.node_url or own_url(settings)
         self._urls: dict[str, str] = {}  # the other nodes' addresses, from their announcements
-        self._published: dict[str, SessionSnapshot] = {}
+        self._published: dict[str, tuple[str, int, str, str]] = {}  # session -> snapshot_key
         self._edges: dict[str, set[anyio.Event]] = {}  # owner -> its forwarded viewers' flags
 
     @classmethod
@@ -236,10 +236,15 @@ class ClusterNode:
             await self._yield_to_newer()
 
     async def _publish_changes(self) -> None:
-        current = {s.session_id: s for s in self.registry.live_sessions()}
-        changed = [s for sid, s in current.items() if self._published.get(sid) != s]
-        removed = [sid for sid in self._published if sid not in current]
-        self._published = current
+        """Publish the sessions that opened, changed or ended since the last time."""
+        changed: list[SessionSnapshot] = []
+        keys: dict[str, tuple[str, int, str, str]] = {}
+        for session in self.registry.index.sessions():
+            key = keys[session.session_id] = session.snapshot_key()
+            if self._published.get(session.session_id) != key:
+                changed.append(session.snapshot())
+        removed = [sid for sid in self._published if sid not in keys]
+        self._published = keys
         await self._publish_directory(changed, removed)
 
     async def _publish_directory(self, upsert: list[SessionSnapshot],
@@ -251,11 +256,13 @@ class ClusterNode:
 
     async def _yield_to_newer(self) -> None:
         """An agent that reconnected through another node leaves its older session here."""
-        for snapshot in self.registry.live_sessions():
-            found = self.replica.for_agent(snapshot.agent_id)
-            if found is not None and found[1].created_at > snapshot.created_at:
+        local = self.registry.index
+        for agent_id in local.agent_ids() & self.replica.agent_ids():
+            session, found = local.for_agent(agent_id), self.replica.for_agent(agent_id)
+            if session is not None and found is not None and (
+                    found[1].created_at > session.created_at):
                 await self.registry.disconnect_session(
-                    snapshot.session_id, "the agent reconnected through another server node")
+                    session.session_id, "the agent reconnected through another server node")
 
     async def _on_directory(self, msg: Msg) -> None:
         news = json.loads(msg.data)
@@ -271,7 +278,7 @@ class ClusterNode:
         if json.loads(msg.data).get("node") == self.id:
             return
         await self._announce()
-        await self._publish_directory(list(self._published.values()), [])
+        await self._publish_directory(self.registry.live_sessions(), [])
 
     # -- requests from other nodes ----------------------------------------------------------
     async def _on_act(self, msg: Msg) -> None:

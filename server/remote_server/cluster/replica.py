@@ -7,7 +7,7 @@ machine online, which sessions are live) are answered locally and at once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, KeysView, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -83,6 +83,10 @@ class Replica:
         found = [self.get(session_id) for session_id in self._agents.get(agent_id, ())]
         held = [f for f in found if f is not None]
         return max(held, key=lambda f: f[1].created_at) if held else None
+
+    def agent_ids(self) -> KeysView[str]:
+        """The agents with a live session on another node."""
+        return self._agents.keys()
 
     def snapshots(self) -> list[SessionSnapshot]:
         return [s for held in self._nodes.values() for s in held.values()]

@@ -8,7 +8,7 @@ shared directory; admission and lifecycle only ever reach sessions through it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, KeysView, Mapping
 
 from .session import Session
 
@@ -38,6 +38,10 @@ class SessionIndex:
     def for_agent(self, agent_id: str) -> Session | None:
         """The agent's current session (a newer connection replaces an older one)."""
         return self._by_agent.get(agent_id)
+
+    def agent_ids(self) -> KeysView[str]:
+        """The agents with a live session here."""
+        return self._by_agent.keys()
 
     def sessions(self) -> list[Session]:
         return list(self._sessions.values())

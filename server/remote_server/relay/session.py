@@ -76,6 +76,11 @@ class Session:
         self.consent_asked = anyio.Event()  # set when a question opens, for the consent timer
         self._told: tuple[tuple[str, bool], ...] = ()  # the participants the agent last heard
 
+    def snapshot_key(self) -> tuple[str, int, str, str]:
+        """What of :meth:`snapshot` changes while the session lives: compared before a
+        snapshot is made, so an unchanged session costs a tuple, not a snapshot."""
+        return self.consent_state, len(self.viewers), self.organization, self.technician_name
+
     def snapshot(self) -> SessionSnapshot:
         return SessionSnapshot(
             session_id=self.session_id, agent_id=self.agent_id,
