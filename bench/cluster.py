@@ -11,7 +11,8 @@ side by side in one run:
   latency at 20 frames/s;
 - **idle**: ``--idle`` real agents (:mod:`remote_agent.fleet`, shipped
   heartbeat and status intervals, each from its own loopback address, as a
-  fleet of machines would be) on node a: its memory and CPU over a minute;
+  fleet of machines would be; they join at 150 a second) on node a: its memory
+  and CPU over a minute once all are connected;
 - **storm**: ``--storm`` agents through HAProxy (the shipped
   ``deploy/haproxy`` configuration) spread over the three nodes; one node is
   killed (SIGKILL) and the time until every agent is online again is taken.
@@ -154,12 +155,12 @@ async def idle(nodes: dict[str, ServerProcess], count: int, seconds: float) -> d
     assert node.process is not None
     pid = node.process.pid
     rss0, _ = proc_stats(pid)
-    fleet = Fleet(node.url, SHARED_KEY, count, ramp=count / 400, spread=True)
-    async with asyncio.timeout(count / 400 + seconds + 600):
+    fleet = Fleet(node.url, SHARED_KEY, count, ramp=count / 150, spread=True)
+    async with asyncio.timeout(count / 150 + seconds + 600):
         task = asyncio.create_task(fleet.run())
         try:
             started = time.monotonic()
-            await eventually(lambda: fleet.online() == count, count / 400 + 300,
+            await eventually(lambda: fleet.online() == count, count / 150 + 300,
                              "the idle fleet connected")
             connected = time.monotonic() - started
             await asyncio.sleep(15)  # every agent has beaten and reported once

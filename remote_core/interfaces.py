@@ -9,7 +9,7 @@ run in worker threads by the caller; I/O contracts (authenticate, store) are
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -247,6 +247,11 @@ class Store(ABC):
     async def set_machine_status(self, agent_id: str, status: str,
                                  last_seen: datetime | None = None) -> None:
         """Record online/offline and when the machine was last heard from."""
+
+    @abstractmethod
+    async def set_machines_seen(self, seen: Mapping[str, datetime]) -> None:
+        """Record when each of many machines was last heard from, in one write: an idle
+        fleet's reports, batched, instead of a write per agent per report."""
 
     @abstractmethod
     async def set_all_machines_offline(self, keep: Collection[str] = ()) -> int:

@@ -291,6 +291,13 @@ class MemoryStore(Store):
                 machine, status=status, last_seen=_utc_or_none(last_seen) or machine.last_seen)
 
     @_operation
+    async def set_machines_seen(self, seen: Mapping[str, datetime]) -> None:
+        for agent_id, at in seen.items():
+            machine = self._machines.get(agent_id)
+            if machine is not None:
+                self._machines[agent_id] = replace(machine, last_seen=_utc(at))
+
+    @_operation
     async def set_all_machines_offline(self, keep: Collection[str] = ()) -> int:
         online = [m for m in self._machines.values()
                   if m.status != "offline" and m.agent_id not in keep]

@@ -370,6 +370,10 @@ class StoreContract:
         machine = await store.get_machine("m-1")
         assert machine is not None
         assert (machine.status, machine.last_seen) == ("online", seen)
+        later = seen + timedelta(minutes=5)
+        await store.set_machines_seen({"m-1": later, "nobody": later})
+        machine = await store.get_machine("m-1")
+        assert machine is not None and (machine.status, machine.last_seen) == ("online", later)
         await store.set_machine_status("m-2", "online", seen)
         assert await store.set_all_machines_offline(keep=["m-2"]) == 1
         assert await store.set_all_machines_offline() == 1

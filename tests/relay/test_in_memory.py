@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import pytest
@@ -20,6 +21,7 @@ from remote_server.relay.registry import Registry
 from remote_server.relay.writes import WriteQueue
 from remote_server.settings import ServerSettings
 from remote_server.testing.fakes import FakePeer
+from remote_server.testing.liveserver import eventually
 from remote_server.web.ratelimit import MemoryRateLimiter
 
 from remote_core.errors import SessionRefused
@@ -182,3 +184,32 @@ async def test_a_store_that_is_down_refuses_agents_with_a_retry_and_costs_no_ses
     relay.store.up()
     again = await relay.agent(MANAGED)
     assert (await again.expect("session_response")).success
+
+
+async def test_an_idle_agents_unchanged_reports_are_written_in_batches(relay: Relay) -> None:
+    """No database work per agent and report: a report that brings nothing new only
+    marks the machine seen, and those marks go out together (Registry.keep_seen)."""
+    upserts: list[str] = []
+    upsert = relay.store.upsert_machine
+
+    async def counted(report: Any) -> Any:
+        upserts.append(report.agent_id)
+        return await upsert(report)
+
+    relay.store.upsert_machine = counted  # type: ignore[method-assign]
+    agent = await relay.agent(MANAGED)
+    await agent.expect("session_response")
+    status = pb.AgentStatus(hostname="pc-1", os_version="Debian 12", agent_version="1.0.0")
+    for _ in range(3):
+        agent.send("agent_status", status)
+    machine_id = upserts[0]
+    await eventually(lambda: len(upserts) >= 2, 5, "the first report written")
+    await anyio.sleep(0.2)
+    assert upserts == [machine_id, machine_id]  # registration, then one report of three
+    before = await relay.store.get_machine(machine_id)
+    assert before is not None
+    with anyio.move_on_after(0.3):
+        await relay.registry.keep_seen(every=0.1)
+    after = await relay.store.get_machine(machine_id)
+    assert after is not None and after.last_seen is not None
+    assert before.last_seen is None or after.last_seen > before.last_seen

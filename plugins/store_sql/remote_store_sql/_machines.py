@@ -193,6 +193,13 @@ def set_machine_status(conn: Connection, agent_id: str, status: str,
                  .values(values_given(status=status, last_seen=last_seen)))
 
 
+def set_machines_seen(conn: Connection, seen: dict[str, datetime]) -> None:
+    """One statement, executed for many rows (executemany)."""
+    conn.execute(sa.update(machines).where(machines.c.agent_id == sa.bindparam("agent"))
+                 .values(last_seen=sa.bindparam("seen")),
+                 [{"agent": agent_id, "seen": at} for agent_id, at in seen.items()])
+
+
 def set_all_machines_offline(conn: Connection, keep: tuple[str, ...] = ()) -> int:
     query = sa.update(machines).where(machines.c.status != "offline")
     if keep:

@@ -9,7 +9,7 @@ errors surface as :class:`~remote_core.errors.StoreError` (duplicates as
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -123,6 +123,10 @@ class SqlStore(Store):
     async def set_machine_status(self, agent_id: str, status: str,
                                  last_seen: datetime | None = None) -> None:
         await self._runner.write(_machines.set_machine_status, agent_id, status, last_seen)
+
+    async def set_machines_seen(self, seen: Mapping[str, datetime]) -> None:
+        if seen:
+            await self._runner.write(_machines.set_machines_seen, dict(seen))
 
     async def set_all_machines_offline(self, keep: Collection[str] = ()) -> int:
         return await self._runner.write(_machines.set_all_machines_offline, tuple(keep))

@@ -17,6 +17,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -53,6 +54,8 @@ __all__ = ["HANDLERS", "Handler", "Registry"]
 log = logging.getLogger(__name__)
 
 _SHUTDOWN_GRACE = 5.0
+SEEN_EVERY = 30.0
+"""Seconds between the batched writes of when idle machines were last heard from."""
 
 
 class Registry:
@@ -71,6 +74,7 @@ class Registry:
         self._sockets = 0
         self._no_sockets = anyio.Event()
         self._no_sockets.set()
+        self._seen: dict[str, datetime] = {}  # agents heard from, not yet written
 
     # -- start-up --------------------------------------------------------------------------
     async def restore(self, *, sole: bool = True) -> None:
@@ -94,6 +98,16 @@ class Registry:
         log.info("registry restored %d machines (%d keyed); %d left online and %d sessions "
                  "left open by the previous run closed", len(result.machines),
                  len(result.keyed_agent_ids), offline, ended)
+
+    async def keep_seen(self, every: float = SEEN_EVERY) -> None:
+        """Write when the agents whose reports brought nothing new were last heard from,
+        every ``every`` seconds in one write (no database work per agent and report)."""
+        while True:
+            await anyio.sleep(every)
+            seen, self._seen = self._seen, {}
+            if seen:
+                await self.writes.submit(("machines", "seen"), "when machines were last seen",
+                                         partial(self.store.set_machines_seen, seen))
 
     # -- queries ---------------------------------------------------------------------------
     def live_sessions(self) -> list[SessionSnapshot]:
@@ -167,6 +181,10 @@ class Registry:
         if refused:
             log.warning("agent %s reported %s breaking the text rule (control characters, "
                         "or too long); ignored", session.agent_id, ", ".join(refused))
+        if report == session.reported:  # nothing new but that it is alive: batched
+            self._seen[session.agent_id] = utcnow()
+            return
+        session.reported = report
         await self.writes.submit(("machine", session.agent_id),
                                  f"status report of machine {session.agent_id}",
                                  partial(self._write_status, session, report), coalesce=True)

@@ -17,7 +17,7 @@ from datetime import datetime
 import anyio
 
 from remote_core.protocol import ROUTES, Inbound, Role, To, codec_of, pb
-from remote_core.records import CONSENT_PENDING
+from remote_core.records import CONSENT_PENDING, MachineReport
 
 from .consent import Ask, ConsentBook, Standing
 from .link import Link
@@ -75,6 +75,7 @@ class Session:
         self.consent: ConsentBook | None = None  # attended sessions: who the end user admitted
         self.consent_asked = anyio.Event()  # set when a question opens, for the consent timer
         self._told: tuple[tuple[str, bool], ...] = ()  # the participants the agent last heard
+        self.reported: MachineReport | None = None  # the agent's last report, as written
 
     def snapshot_key(self) -> tuple[str, int, str, str]:
         """What of :meth:`snapshot` changes while the session lives: compared before a

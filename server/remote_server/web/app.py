@@ -109,6 +109,7 @@ def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
                 async with anyio.create_task_group() as group:
                     writes.start(group)
                     group.start_soon(keep_fresh, tokens, settings, store)
+                    group.start_soon(registry.keep_seen)
                     try:
                         yield
                     finally:
