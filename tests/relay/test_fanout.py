@@ -59,9 +59,14 @@ async def test_each_viewer_is_sent_only_the_codecs_it_listed(server, admin: Admi
     await agent.send("heartbeat", pb.Heartbeat(timestamp=1))
     await agent.expect("heartbeat_ack")
     for viewer, wanted in [(both, [1, 2, 3, 4]), (spec, [1, 4]), (only_png, [2, 3])]:
-        got = [await viewer.expect("video_frame") for _ in wanted]
-        assert [f.sequence for f in got] == wanted
-        assert got == [f for f in sent if f.sequence in wanted]
+        got = [await viewer.expect("video_frame")]
+        while got[-1].sequence != wanted[-1]:
+            got.append(await viewer.expect("video_frame"))
+        # A keyframe supersedes video still queued for a viewer that skipped frames it
+        # cannot decode: the raw viewer may see 1 replaced by the newer keyframe 4.
+        allowed = [wanted, [4]] if viewer is spec else [wanted]
+        assert [f.sequence for f in got] in allowed
+        assert got == [f for f in sent if f.sequence in {f.sequence for f in got}]
 
 
 @pytest.mark.parametrize("codecs", [("Raw",), ("x" * 65,), ("",), ("png",) * 65])

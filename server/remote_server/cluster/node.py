@@ -53,7 +53,10 @@ __all__ = ["ClusterNode", "drain_subject"]
 log = logging.getLogger(__name__)
 
 PUBLISH_EVERY = 0.25
-"""Seconds between two publications of this node's changed sessions."""
+"""Seconds between two publications of the sessions opened or ended here."""
+FULL_EVERY = 8
+"""Every this many publications, every session is looked at for other changes (viewers,
+consent): other nodes see those within two seconds."""
 BATCH = 200
 """Snapshots per directory message (well under the bus's payload limit)."""
 
@@ -115,6 +118,7 @@ class ClusterNode:
         self.url = settings.node_url or own_url(settings)
         self._urls: dict[str, str] = {}  # the other nodes' addresses, from their announcements
         self._published: dict[str, tuple[str, int, str, str]] = {}  # session -> snapshot_key
+        self._news = False  # another node's sessions changed since _yield_to_newer looked
         self._edges: dict[str, set[anyio.Event]] = {}  # owner -> its forwarded viewers' flags
 
     @classmethod
@@ -230,21 +234,30 @@ class ClusterNode:
 
     # -- the directory --------------------------------------------------------------------
     async def _keep_publishing(self) -> None:
+        ticks = 0
         while True:
             await anyio.sleep(PUBLISH_EVERY)
-            await self._publish_changes()
+            ticks += 1
+            await self._publish_changes(full=ticks % FULL_EVERY == 0)
             await self._yield_to_newer()
 
-    async def _publish_changes(self) -> None:
-        """Publish the sessions that opened, changed or ended since the last time."""
+    async def _publish_changes(self, *, full: bool = True) -> None:
+        """Publish the sessions that opened or ended (noted by the index as it happens)
+        and, on a full pass, those whose snapshot changed; a full pass looks at every
+        session, so it runs every ``FULL_EVERY`` publications only."""
+        index = self.registry.index
+        touched = index.drain_touched()
+        sessions = index.sessions() if full else [
+            s for s in map(index.get, touched) if s is not None]
         changed: list[SessionSnapshot] = []
-        keys: dict[str, tuple[str, int, str, str]] = {}
-        for session in self.registry.index.sessions():
-            key = keys[session.session_id] = session.snapshot_key()
+        for session in sessions:
+            key = session.snapshot_key()
             if self._published.get(session.session_id) != key:
+                self._published[session.session_id] = key
                 changed.append(session.snapshot())
-        removed = [sid for sid in self._published if sid not in keys]
-        self._published = keys
+        gone = ({sid for sid in self._published if index.get(sid) is None} if full
+                else {sid for sid in touched if index.get(sid) is None})
+        removed = [sid for sid in gone if self._published.pop(sid, None) is not None]
         await self._publish_directory(changed, removed)
 
     async def _publish_directory(self, upsert: list[SessionSnapshot],
@@ -255,7 +268,11 @@ class ClusterNode:
                 "remove": remove[start:start + BATCH]}).encode())
 
     async def _yield_to_newer(self) -> None:
-        """An agent that reconnected through another node leaves its older session here."""
+        """An agent that reconnected through another node leaves its older session here
+        (looked for only when another node has opened sessions since the last look)."""
+        if not self._news:
+            return
+        self._news = False
         local = self.registry.index
         for agent_id in local.agent_ids() & self.replica.agent_ids():
             session, found = local.for_agent(agent_id), self.replica.for_agent(agent_id)
@@ -271,7 +288,9 @@ class ClusterNode:
             return
         if node not in self.members.alive():
             self.members.heard(node, self.settings.node_lease, time.monotonic())
-        self.replica.upsert(node, (from_wire(item) for item in news.get("upsert", ())))
+        upsert = news.get("upsert", ())
+        self.replica.upsert(node, (from_wire(item) for item in upsert))
+        self._news = self._news or bool(upsert)
         self.replica.remove(node, news.get("remove", ()))
 
     async def _on_sync_request(self, msg: Msg) -> None:

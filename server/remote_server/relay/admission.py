@@ -262,6 +262,7 @@ class Admission:
         link.codecs = codecs
         link.outbox.put(conn.accept(session_id, session.display_info, view_only=view_only))
         session.viewers[viewer_id] = link
+        self._index.touch(session)
         session.start_stream(link)
         session.tell_participants()
         await self._audit.record(AuditEvent(

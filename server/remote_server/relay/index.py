@@ -28,6 +28,7 @@ class SessionIndex:
         self._by_agent: dict[str, Session] = {}
         self._by_uid: dict[str, str] = {}
         self._codes: set[str] = set()
+        self._touched: set[str] = set()
         self.closing = False
         """Set at shutdown: nothing new is admitted."""
 
@@ -46,16 +47,28 @@ class SessionIndex:
     def sessions(self) -> list[Session]:
         return list(self._sessions.values())
 
+    def touch(self, session: Session) -> None:
+        """Note that what others see of ``session`` changed (for :meth:`drain_touched`)."""
+        self._touched.add(session.session_id)
+
+    def drain_touched(self) -> set[str]:
+        """The sessions opened, ended or touched since the last call: what a cluster node
+        tells the others at once, without looking at every session."""
+        touched, self._touched = self._touched, set()
+        return touched
+
     def add(self, session: Session) -> Session | None:
         """Index ``session`` as its agent's current one; return the one it replaces."""
         previous = self._by_agent.get(session.agent_id)
         self._sessions[session.session_id] = session
+        self._touched.add(session.session_id)
         self._by_agent[session.agent_id] = session
         return previous
 
     def remove(self, session: Session) -> bool:
         """Forget ``session`` (and release its code); True if it was its agent's current."""
         self._sessions.pop(session.session_id, None)
+        self._touched.add(session.session_id)
         if session.support_code is not None:
             # Single use from now on rests on the database (consumed_at): nothing to keep.
             self._codes.discard(session.support_code)

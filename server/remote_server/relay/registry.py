@@ -271,6 +271,7 @@ class Registry:
     async def _consent_granted(self, session: Session, ask: Ask) -> None:
         if ask.first:
             session.consent_state = CONSENT_GRANTED
+            self.index.touch(session)
             await self.store.update_session(session.session_id, consent_state=CONSENT_GRANTED)
         else:
             assert session.consent is not None
@@ -323,6 +324,7 @@ class Registry:
     async def leave_viewer(self, session: Session, viewer: Link, reason: str) -> None:
         if session.viewers.pop(viewer.id, None) is None:
             return
+        self.index.touch(session)
         reason = escaped(reason)  # may quote the viewer's own goodbye
         viewer.close(reason)
         if not session.ended:
