@@ -5,7 +5,7 @@ from __future__ import annotations
 import anyio
 import pytest
 from remote_server.testing.liveserver import LiveServer
-from websockets.exceptions import InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from remote_core.protocol import pb, wrap
 
@@ -37,7 +37,10 @@ async def still_relaying(agent: Peer, viewer: Peer) -> None:
 ])
 async def test_bad_viewer_input_closes_only_that_viewer(server, admin: Admin, bad, code) -> None:
     agent, offender, bystander = await session_with_two_viewers(server, admin)
-    await offender.ws.send(bad)
+    try:
+        await offender.ws.send(bad)
+    except ConnectionClosed:  # the server may close (1009) before the rest has been sent
+        pass
     if code is None:
         await offender.send("heartbeat", pb.Heartbeat(timestamp=1))
         await offender.expect("heartbeat_ack")

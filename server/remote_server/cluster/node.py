@@ -213,7 +213,11 @@ class ClusterNode:
             self._urls[node] = str(news["url"])
         if self.members.heard(node, float(news.get("lease", self.settings.node_lease)),
                               time.monotonic()):
+            # New, or back after a bus outage that outlasted its lease: ask it for
+            # everything it holds (its changes since were published to no one here).
             log.info("cluster node %s joined", node)
+            await self._nc.publish(self._subject("dir.sync"), json.dumps(
+                {"node": self.id, "from": node}).encode())
 
     async def _node_gone(self, node: str, how: str) -> None:
         """Forget a node's sessions; the sweeper closes them in the database, and every
@@ -222,8 +226,8 @@ class ClusterNode:
             lost.set()
         sessions = self.replica.drop(node)
         log.warning("cluster node %s %s; it held %d sessions", node, how, len(sessions))
-        if self.members.sweeper() != self.id or not sessions:
-            return
+        if self.members.sweeper() != self.id or not sessions or not self._nc.is_connected:
+            return  # a node cut off from the bus itself cannot tell who is gone
         now = utcnow()
         for snapshot in sessions:
             await self.registry.store.update_session(
@@ -294,7 +298,10 @@ class ClusterNode:
         self.replica.remove(node, news.get("remove", ()))
 
     async def _on_sync_request(self, msg: Msg) -> None:
-        if json.loads(msg.data).get("node") == self.id:
+        """Publish all this node holds, for a newcomer (to every node) or for a node that
+        asks this one alone (``from``)."""
+        request = json.loads(msg.data)
+        if request.get("node") == self.id or request.get("from") not in (None, self.id):
             return
         await self._announce()
         await self._publish_directory(self.registry.live_sessions(), [])

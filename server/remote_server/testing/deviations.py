@@ -51,6 +51,8 @@ DEVIATIONS: dict[str, str] = {
     "cluster_name": "the cluster tests: a name per test, so clusters of tests that run at "
                     "once on the one NATS and Redis never see each other",
     "node_id": "the cluster tests name their nodes a, b, c to say which one a test means",
+    "node_lease": "only the bus-outage test: a 2 s lease, so an outage that outlasts it "
+                  "takes seconds, not half a minute",
     "plugins": "only the tests of plugin loading itself",
     "extra_plugins": "the tests of a third-party plugin add it to the default set, as its "
                      "README tells a deployment to",
