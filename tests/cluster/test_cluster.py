@@ -169,3 +169,14 @@ async def test_a_viewer_forwarded_to_a_node_that_dies_is_told_why(agent_on_a, cl
                 frame = await viewer.next_frame(15, after=frame.sequence)
     assert (closed.value.code, closed.value.reason) == (
         1012, "the session's server node went away")
+
+
+@pytest.mark.anyio
+async def test_an_action_on_a_session_whose_node_just_died_is_no_error(agent_on_a, cluster):
+    """Before the dead node's lease runs out its sessions still look live elsewhere: an
+    operator's action on one reaches no node, and answers as for an ended session."""
+    agent_id, session, _ = agent_on_a
+    cluster.nodes["a"].kill()
+    b = cluster.api("b")
+    assert b.delete(f"/api/sessions/{session['id']}").status_code in (200, 204, 404)
+    assert b.post(f"/api/machines/{agent_id}/update", json={}).status_code != 500

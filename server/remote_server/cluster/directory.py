@@ -94,7 +94,7 @@ class ClusterDirectory:
             return False
         wrapped = pb.Message()
         getattr(wrapped, kind).CopyFrom(payload)
-        return bool(await self._ask(found[0], "send_to_agent", agent_id=agent_id,
+        return bool(await self._try(found[0], "send_to_agent", agent_id=agent_id,
                                     message=base64.b64encode(wrapped.SerializeToString())
                                     .decode()))
 
@@ -102,14 +102,14 @@ class ClusterDirectory:
         node = self.owner(session_id)
         if node is None or node == self._members.me:
             return await self._registry.disconnect_session(session_id, reason)
-        return bool(await self._ask(node, "disconnect_session", session_id=session_id,
+        return bool(await self._try(node, "disconnect_session", session_id=session_id,
                                     reason=reason))
 
     async def purge_session(self, session_id: str) -> bool:
         node = self.owner(session_id)
         if node is None or node == self._members.me:
             return await self._registry.purge_session(session_id)
-        return bool(await self._ask(node, "purge_session", session_id=session_id))
+        return bool(await self._try(node, "purge_session", session_id=session_id))
 
     async def purge_machine(self, agent_id: str) -> None:
         await self._everywhere("purge_machine", agent_id=agent_id)
@@ -132,6 +132,15 @@ class ClusterDirectory:
             except SessionRefused as exc:
                 log.warning("node %s could not %s: %s", node, method, exc)
         return results
+
+    async def _try(self, node: str, method: str, **args: Any) -> Any:
+        """:meth:`_ask`, for an action whose node may have just died: its sessions are as
+        good as gone (the sweeper closes them), so the action did nothing (None)."""
+        try:
+            return await self._ask(node, method, **args)
+        except SessionRefused as exc:
+            log.warning("node %s could not %s: %s", node, method, exc)
+            return None
 
     async def _ask(self, node: str, method: str, **args: Any) -> Any:
         request = json.dumps({"method": method, "args": args}).encode()
