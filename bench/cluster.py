@@ -186,11 +186,15 @@ async def storm(nodes: dict[str, ServerProcess], balancer: LoadBalancer,
         await asyncio.sleep(2)
         killed = time.monotonic()
         nodes["c"].kill()
-        await eventually(lambda: all(a.online and a.connections[-1] > killed
-                                     for a in fleet.agents
-                                     if a.connections[-1] > killed or not a.online),
-                         600, "every agent of the dead node came back")
-        back = max((a.connections[-1] for a in fleet.agents), default=killed)
+
+        def settled() -> bool:
+            """Every agent online, and none connected for two seconds: the dead node's
+            agents have all come back (a kill drops their sockets at once)."""
+            last = max(a.connections[-1] for a in fleet.agents)
+            return fleet.online() == count and last > killed and time.monotonic() - last > 2
+
+        await eventually(settled, 600, "every agent of the dead node came back")
+        back = max(a.connections[-1] for a in fleet.agents)
         moved = sum(a.connections[-1] > killed for a in fleet.agents)
     finally:
         task.cancel()

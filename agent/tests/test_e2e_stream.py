@@ -15,18 +15,15 @@ from remote_server.testing.processes import AgentProcess
 from remote_viewer.client import open_viewer
 
 from remote_core.protocol import pb
-from remote_core.testing.xvfb import Painter
+from remote_core.testing.xvfb import blank_painter, pointer_location
 
 pytestmark = [pytest.mark.xvfb, pytest.mark.slow]
 
 
 @pytest.fixture
 def painter(x_display):
-    p = Painter(x_display.display)
-    p.fill(0, 0, p.width, p.height, 0x000000)
-    p.sync()
-    yield p
-    p.close()
+    with blank_painter(x_display.display) as p:
+        yield p
 
 
 @pytest.fixture
@@ -39,12 +36,6 @@ def managed(tmp_path, x_display, server, api):
         yield agent_id, session, agent
     finally:
         agent.stop()
-
-
-async def _mouse_location(env) -> tuple[int, int]:
-    done = await anyio.run_process(["xdotool", "getmouselocation", "--shell"], env=env)
-    values = dict(line.split("=", 1) for line in done.stdout.decode().split())
-    return int(values["X"]), int(values["Y"])
 
 
 @pytest.mark.anyio
@@ -74,7 +65,7 @@ async def test_mouse_event_moves_the_real_pointer(managed, api, server, x_displa
         await viewer.next_frame(15)
         await viewer.move(321, 123)
         with anyio.fail_after(5):
-            while await _mouse_location(x_display.env()) != (321, 123):
+            while await pointer_location(x_display.env()) != (321, 123):
                 await anyio.sleep(0.05)
         _, position = await viewer.receive("cursor_position", within=5)
         assert position.visible
@@ -123,7 +114,7 @@ async def test_view_only_viewer_cannot_move_the_pointer(managed, api, server, x_
         await viewer.next_frame(15)
         await viewer.move(300, 300)
         await anyio.sleep(0.5)
-    assert await _mouse_location(x_display.env()) == (5, 5)
+    assert await pointer_location(x_display.env()) == (5, 5)
 
 
 @pytest.mark.anyio

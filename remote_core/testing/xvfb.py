@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Painter", "Xvfb", "shared_xvfb", "xvfb"]
+__all__ = ["Painter", "Xvfb", "blank_painter", "pointer_location", "shared_xvfb", "xvfb"]
 
 _READY_TIMEOUT = 15.0
 _ATTEMPTS = 64
@@ -194,3 +194,24 @@ class Painter:
 
     def close(self) -> None:
         self._conn.close()
+
+
+@contextmanager
+def blank_painter(display: str | None = None) -> Iterator[Painter]:
+    """A :class:`Painter` on ``display`` whose screen is black to begin with."""
+    painter = Painter(display)
+    painter.fill(0, 0, painter.width, painter.height, 0x000000)
+    painter.sync()
+    try:
+        yield painter
+    finally:
+        painter.close()
+
+
+async def pointer_location(env: dict[str, str]) -> tuple[int, int]:
+    """Where the X server's pointer is (``xdotool``), on the display ``env`` names."""
+    import anyio
+
+    done = await anyio.run_process(["xdotool", "getmouselocation", "--shell"], env=env)
+    values = dict(line.split("=", 1) for line in done.stdout.decode().split())
+    return int(values["X"]), int(values["Y"])

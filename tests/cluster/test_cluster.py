@@ -15,7 +15,7 @@ from remote_viewer.client import open_viewer
 
 from remote_core.errors import SessionRefused
 from remote_core.protocol import pb
-from remote_core.testing.xvfb import Painter
+from remote_core.testing.xvfb import blank_painter, pointer_location
 from remote_core.wsclient import ConnectionClosed
 
 pytestmark = [pytest.mark.xvfb, pytest.mark.postgres, pytest.mark.slow]
@@ -23,11 +23,8 @@ pytestmark = [pytest.mark.xvfb, pytest.mark.postgres, pytest.mark.slow]
 
 @pytest.fixture
 def painter(x_display):
-    p = Painter(x_display.display)
-    p.fill(0, 0, p.width, p.height, 0x000000)
-    p.sync()
-    yield p
-    p.close()
+    with blank_painter(x_display.display) as p:
+        yield p
 
 
 @pytest.fixture
@@ -41,12 +38,6 @@ def agent_on_a(tmp_path, x_display, cluster):
         yield agent_id, session, agent
     finally:
         agent.stop()
-
-
-async def _mouse_location(env) -> tuple[int, int]:
-    done = await anyio.run_process(["xdotool", "getmouselocation", "--shell"], env=env)
-    values = dict(line.split("=", 1) for line in done.stdout.decode().split())
-    return int(values["X"]), int(values["Y"])
 
 
 @pytest.mark.anyio
@@ -69,7 +60,7 @@ async def test_a_viewer_on_another_node_gets_exact_pixels_and_moves_the_pointer(
             lambda image: np.array_equal(image[200:264, 100:196, :3], pattern[:, :, :3]), 10)
         await viewer.move(321, 123)
         with anyio.fail_after(5):
-            while await _mouse_location(x_display.env()) != (321, 123):
+            while await pointer_location(x_display.env()) != (321, 123):
                 await anyio.sleep(0.05)
         listed = {s["id"]: s for s in cluster.api("c").get("/api/sessions").json()}
         assert listed[session["id"]]["live"]
@@ -100,13 +91,13 @@ def test_a_support_code_bound_through_one_node_cannot_be_bound_through_another(
 async def test_a_view_only_viewer_on_another_node_cannot_inject(agent_on_a, cluster,
                                                                  x_display):
     _, session, _ = agent_on_a
-    before = await _mouse_location(x_display.env())
+    before = await pointer_location(x_display.env())
     token = cluster.api("c").viewer_token(session["id"])
     async with open_viewer(cluster.nodes["c"].url, token, view_only=True) as viewer:
         await viewer.next_frame(15)
         await viewer.move(before[0] + 37, before[1] + 11)
         await anyio.sleep(1)
-    assert await _mouse_location(x_display.env()) == before
+    assert await pointer_location(x_display.env()) == before
 
 
 @pytest.mark.anyio

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from remote_capture_mss import MssCapture
 
-from remote_core.testing.xvfb import Painter, xvfb
+from remote_core.testing.xvfb import blank_painter, xvfb
 from remote_core.types import Rect
 
 pytestmark = pytest.mark.xvfb
@@ -23,11 +23,8 @@ def x_display():
 
 @pytest.fixture
 def painter(x_display):
-    p = Painter()
-    p.fill(0, 0, p.width, p.height, 0x000000)
-    p.sync()
-    yield p
-    p.close()
+    with blank_painter() as p:
+        yield p
 
 
 def _bgr(rgb: int) -> list[int]:
