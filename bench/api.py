@@ -47,7 +47,7 @@ from remote_core.protocol import pb, wrap
 
 ADMIN_PASSWORD = "bench-admin-password"
 SHARED_KEY = "bench-shared-agent-key"
-STARTED = re.compile(rb"Uvicorn running on http://127\.0\.0\.1:(\d+)")
+STARTED = re.compile(rb"listening on http://127\.0\.0\.1:(\d+)")
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -20,7 +20,7 @@ from websockets.sync.client import connect
 from remote_core.protocol import pb, wrap
 from remote_core.testing.services import POSTGRES_ADMIN_URL, require_service, unique_name
 
-STARTED = re.compile(r"Uvicorn running on http://127\.0\.0\.1:(\d+)")
+STARTED = re.compile(r"listening on http://127\.0\.0\.1:(\d+)")
 PASSWORD = re.compile(r"created user 'admin' with password (\S+)")
 
 

@@ -19,6 +19,9 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit
 
+from remote_core.errors import ConfigError
+from remote_core.tlsclient import client_context
+
 __all__ = ["DownloadError", "Transient", "download", "fetch_small", "require_https", "tls_context"]
 
 _CHUNK = 64 * 1024
@@ -51,13 +54,10 @@ def tls_context(ca_bundle: str = "") -> ssl.SSLContext:
     must be is decided by the server's checksum and the pinned signature, not
     by which authority certified the host.
     """
-    context = ssl.create_default_context()
-    if ca_bundle:
-        try:
-            context.load_verify_locations(cafile=ca_bundle)
-        except (OSError, ssl.SSLError) as exc:
-            raise DownloadError(f"ca_bundle {ca_bundle} cannot be used: {exc}") from None
-    return context
+    try:
+        return client_context(ca_bundle)
+    except ConfigError as exc:
+        raise DownloadError(str(exc)) from None
 
 
 def require_https(url: str) -> None:

@@ -254,6 +254,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from .web.startup import quiet_libraries
+
+    quiet_libraries()
     try:
         if args.command == "release":
             return cmd_release(args)

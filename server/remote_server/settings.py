@@ -75,6 +75,10 @@ class ServerSettings(PluginSettings):
     limits_url: str | None = option(
         None, "shared rate limits and lockouts (redis://host:6379/0); required in cluster "
               "mode, so every node counts the same attempts")
+    tls_cert: str | None = option(
+        None, "PEM certificate chain: serve https:// and wss:// directly (reloaded on SIGHUP)")
+    tls_key: str | None = option(
+        None, "PEM private key of tls_cert (unset: the key is in the tls_cert file)")
     config: str | None = option(None, "TOML settings file")
 
     def validate(self) -> None:
@@ -110,6 +114,8 @@ class ServerSettings(PluginSettings):
                 ("redis://", "rediss://", "unix://")):
             raise ConfigError(f"setting 'limits_url' must be a redis:// URL, got "
                               f"{self.limits_url!r}")
+        if self.tls_key and not self.tls_cert:
+            raise ConfigError("setting 'tls_key' needs 'tls_cert' (the certificate chain)")
         if self.ws_impl not in {"auto", "websockets", "websockets-sansio", "wsproto"}:
             raise ConfigError(
                 "setting 'ws_impl' must be auto, websockets, websockets-sansio or wsproto, "

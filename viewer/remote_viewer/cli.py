@@ -24,6 +24,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--server", required=True, help="server base URL, http(s)://host:port")
     parser.add_argument("--token", required=True,
                         help="viewer token from POST /api/sessions/:id/viewer-token")
+    parser.add_argument("--ca-bundle", default=None, metavar="PEM",
+                        help="authorities trusted for the server's certificate besides the "
+                             "system's (default: REMOTE_VIEWER_CA_BUNDLE); certificates are "
+                             "always verified")
     parser.add_argument("--timeout", type=float, default=20.0, help="seconds to wait for video")
     parser.add_argument("--codec", default="auto", metavar="NAME",
                         help="codec wanted, by name (raw_zstd or raw, h264, vp9, h265, or a "
@@ -39,16 +43,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def _screenshot(server: str, token: str, output: Path, within: float,
-                      codec: str) -> None:
-    async with open_viewer(server, token, view_only=codec == "auto", codec=codec) as viewer:
+                      codec: str, ca_bundle: str | None) -> None:
+    async with open_viewer(server, token, view_only=codec == "auto", codec=codec,
+                           ca_bundle=ca_bundle) as viewer:
         frame = await viewer.next_frame(within)
         write_png(output, frame.image)
         print(f"{output}: {frame.image.shape[1]}x{frame.image.shape[0]}")
 
 
 async def _record(server: str, token: str, directory: Path, count: int, within: float,
-                  codec: str) -> None:
-    async with open_viewer(server, token, view_only=codec == "auto", codec=codec) as viewer:
+                  codec: str, ca_bundle: str | None) -> None:
+    async with open_viewer(server, token, view_only=codec == "auto", codec=codec,
+                           ca_bundle=ca_bundle) as viewer:
         after = 0
         for index in range(1, count + 1):
             frame = await viewer.next_frame(within, after=after)
@@ -63,14 +69,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "screenshot":
             anyio.run(_screenshot, args.server, args.token, args.output, args.timeout,
-                      args.codec)
+                      args.codec, args.ca_bundle)
         else:
             if args.frames < 1:
                 print("remote-viewer: --frames must be at least 1", file=sys.stderr)
                 return 2
             args.directory.mkdir(parents=True, exist_ok=True)
             anyio.run(_record, args.server, args.token, args.directory, args.frames,
-                      args.timeout, args.codec)
+                      args.timeout, args.codec, args.ca_bundle)
     except SessionRefused as exc:
         print(f"remote-viewer: the server refused the viewer: {exc}", file=sys.stderr)
         return 1

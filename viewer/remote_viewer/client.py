@@ -23,6 +23,7 @@ from remote_core.codecs import FrameDecoder, decodable, usable_codecs
 from remote_core.errors import SessionRefused
 from remote_core.plugins import Plugins, get_plugin_manager
 from remote_core.protocol import Connection, Dropped, Inbound, RemoteProtocolError, Role, pb
+from remote_core.tlsclient import client_context
 from remote_core.types import CodecSpec
 from remote_core.video import from_wire
 from remote_core.wsclient import ConnectionClosed, WebSocketClient, connect, ws_url
@@ -221,7 +222,8 @@ async def open_viewer(server: str, token: str, *, view_only: bool = False,
                       codec: int | str = pb.CODEC_AUTO,
                       quality: pb.QualitySettings | None = None,
                       ack: bool = True, plugins: Plugins | None = None,
-                      heartbeat: float = 15.0) -> AsyncIterator[ViewerClient]:
+                      heartbeat: float = 15.0,
+                      ca_bundle: str | None = None) -> AsyncIterator[ViewerClient]:
     """Connect to ``/ws/viewer`` with a viewer token; the client lives inside the block.
 
     The viewer lists the codecs it decodes (``SessionRequest.codecs``), so it is only
@@ -231,15 +233,22 @@ async def open_viewer(server: str, token: str, *, view_only: bool = False,
     :param codec: the codec wanted, as a ``CodecPreference`` value or a codec's name
         (``"h264"``, ``"png"``); sent as ``QualitySettings`` with ``quality``. The agent
         streams in it while every viewer of the session decodes it.
+    :param ca_bundle: PEM authorities trusted for ``wss://`` besides the system's
+        (default: the ``REMOTE_VIEWER_CA_BUNDLE`` setting).
     :raises ValueError: this viewer cannot decode ``codec``, or nothing at all.
     """
-    plugins = plugins or get_plugin_manager(ViewerSettings.load())
+    if plugins is None or ca_bundle is None:
+        loaded = ViewerSettings.load()
+        plugins = plugins or get_plugin_manager(loaded)
+        ca_bundle = loaded.ca_bundle if ca_bundle is None else ca_bundle
     specs = plugins.codecs()
     codecs = decodable(specs)
     if not codecs:
         raise ValueError("no usable video decoder is installed (is codec_raw_zstd loaded?)")
     settings = wanted_quality(specs, codec, quality)
-    ws = await connect(ws_url(server, "/ws/viewer"))
+    url = ws_url(server, "/ws/viewer")
+    ws = await connect(url, ssl_context=client_context(ca_bundle)
+                       if url.startswith("wss:") else None)
     try:
         conn = Connection(Role.VIEWER, Role.SERVER)
         await ws.send(conn.send("session_request", pb.SessionRequest(

@@ -8,6 +8,7 @@ The second opener then finds the schema at head and does nothing.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -22,6 +23,8 @@ from remote_core.errors import StoreError
 
 __all__ = ["MIGRATIONS", "current_revision", "exclusive", "head_revision", "revisions",
            "upgrade"]
+
+log = logging.getLogger(__name__)
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
@@ -49,12 +52,16 @@ def _config(conn: Connection | None = None) -> Config:
 def upgrade(conn: Connection, target: str = "head") -> None:
     """Apply pending migrations up to ``target`` (a no-op when already there)."""
     exclusive(conn, "migrate")
+    before = current_revision(conn)
     try:
         command.upgrade(_config(conn), target)
     except CommandError as error:  # e.g. a schema written by a newer release
         raise StoreError(f"cannot migrate the database (at revision "
                          f"{current_revision(conn)!r}, this release knows up to "
                          f"{head_revision()!r}): {error}") from error
+    after = current_revision(conn)
+    if after != before:
+        log.info("database schema migrated from %s to %s", before or "empty", after)
 
 
 def current_revision(conn: Connection) -> str | None:

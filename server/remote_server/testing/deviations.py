@@ -53,6 +53,9 @@ DEVIATIONS: dict[str, str] = {
     "node_id": "the cluster tests name their nodes a, b, c to say which one a test means",
     "node_lease": "only the bus-outage test: a 2 s lease, so an outage that outlasts it "
                   "takes seconds, not half a minute",
+    "tls_cert": "the tests of serve's own TLS: a certificate from the test's own authority "
+                "(off by default)",
+    "tls_key": "with tls_cert, the key of the test authority's certificate",
     "plugins": "only the tests of plugin loading itself",
     "extra_plugins": "the tests of a third-party plugin add it to the default set, as its "
                      "README tells a deployment to",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -73,6 +74,9 @@ class ServerProcess:
                     **deviations}
         self.process: subprocess.Popen[bytes] | None = None
         self.log = workdir / "server.log"
+        self.verify: ssl.SSLContext | bool = True
+        """What clients of :attr:`url` verify it with (a server serving TLS itself sets
+        its test authority's context)."""
 
     @property
     def url(self) -> str:
@@ -87,7 +91,8 @@ class ServerProcess:
             if self.process.poll() is not None:
                 raise RuntimeError(f"server exited: {self.log.read_text()[-2000:]}")
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                if httpx.get(f"{self.url}/healthz", timeout=1,
+                             verify=self.verify).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass
@@ -111,7 +116,7 @@ class Api(httpx.Client):
     """The REST API as the first admin."""
 
     def __init__(self, server: ServerProcess) -> None:
-        super().__init__(base_url=server.url, timeout=15)
+        super().__init__(base_url=server.url, timeout=15, verify=server.verify)
         r = self.post("/api/auth/login", json={"username": "admin", "password": ADMIN_PASSWORD})
         r.raise_for_status()
         self.headers["Authorization"] = f"Bearer {r.json()['access_token']}"

@@ -34,7 +34,8 @@ from typing import Literal
 
 from .processes import ServerProcess, free_port, stop_process
 
-__all__ = ["HOSTNAME", "KINDS", "Deployment", "Terminator", "TestCA", "agent_home", "deployment"]
+__all__ = ["HOSTNAME", "KINDS", "Deployment", "Terminator", "TestCA", "TlsServerProcess",
+           "agent_home", "deployment"]
 
 Kind = Literal["haproxy-tcp", "nginx-http"]
 KINDS: tuple[Kind, ...] = ("haproxy-tcp", "nginx-http")
@@ -56,9 +57,13 @@ class TestCA:
         import trustme
 
         self.directory.mkdir(parents=True, exist_ok=True)
-        ca = trustme.CA()
-        cert = ca.issue_cert(HOSTNAME, "127.0.0.1")
-        ca.cert_pem.write_to_path(str(self.ca_pem))
+        self._ca = trustme.CA()
+        self._ca.cert_pem.write_to_path(str(self.ca_pem))
+        self.renew()
+
+    def renew(self) -> None:
+        """Issue a new server certificate (new key, same names) over the files."""
+        cert = self._ca.issue_cert(HOSTNAME, "127.0.0.1")
         cert.private_key_pem.write_to_path(str(self.key_pem))
         self.chain_pem.write_bytes(b"".join(blob.bytes() for blob in cert.cert_chain_pems))
         cert.private_key_and_cert_chain_pem.write_to_path(str(self.key_and_chain_pem))
@@ -100,6 +105,32 @@ class TestCA:
         subprocess.run([certutil, "-d", database, "-A", "-t", "C,,", "-n", "test-ca",
                         "-i", str(self.ca_pem)], check=True, capture_output=True, timeout=30)
         return home
+
+
+class TlsServerProcess(ServerProcess):
+    """``remote-support serve`` terminating TLS itself (``tls_cert``/``tls_key``) with a
+    certificate of ``ca``, reached as ``https://localhost:<port>``."""
+
+    def __init__(self, workdir: Path, ca: TestCA, **settings: object) -> None:
+        super().__init__(workdir, tls_cert=ca.chain_pem, tls_key=ca.key_pem, **settings)
+        self.ca = ca
+        self.verify = ca.client_context()
+
+    @property
+    def url(self) -> str:
+        return f"https://{HOSTNAME}:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"wss://{HOSTNAME}:{self.port}"
+
+    def presented_certificate(self) -> bytes:
+        """The DER certificate a new connection is shown now (verified against ``ca``)."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as raw, \
+                self.ca.client_context().wrap_socket(raw, server_hostname=HOSTNAME) as tls:
+            der = tls.getpeercert(binary_form=True)
+        assert der is not None
+        return der
 
 
 @dataclass

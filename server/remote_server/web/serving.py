@@ -8,11 +8,13 @@ then hands over to uvicorn.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import ctypes
 import ctypes.util
 import json
 import logging
+import signal
 import socket
 import sys
 from typing import Any
@@ -24,6 +26,8 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from ..settings import ServerSettings
 from .problem import PROBLEM_MEDIA_TYPE
 from .problem_types import BY_SLUG
+from .startup import QuietStartup, log_listeners, log_start
+from .tls import CertificateReloader
 
 __all__ = ["MAX_HEADER_BYTES", "MAX_HEADER_FIELDS", "SHUTDOWN_REASON", "BoundedH11Protocol",
            "HideQueryStrings", "Server", "log_config", "serve", "tune_allocator",
@@ -129,9 +133,11 @@ class BoundedH11Protocol(H11Protocol):
 def log_config() -> dict[str, Any]:
     """uvicorn's own logging configuration, with :class:`HideQueryStrings` on its handlers."""
     config: dict[str, Any] = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
-    config["filters"] = {"hide_query_strings": {"()": HideQueryStrings}}
+    config["filters"] = {"hide_query_strings": {"()": HideQueryStrings},
+                         "quiet_startup": {"()": QuietStartup}}
     for handler in config["handlers"].values():
-        handler["filters"] = [*handler.get("filters", []), "hide_query_strings"]
+        handler["filters"] = [*handler.get("filters", []), "hide_query_strings",
+                              "quiet_startup"]
     return config
 
 
@@ -158,7 +164,27 @@ def uvicorn_config(app: Any, settings: ServerSettings, **overrides: Any) -> uvic
 
 
 class Server(uvicorn.Server):
-    """uvicorn, but the relay's peers hear ``Disconnect{reason}`` before the sockets close."""
+    """uvicorn, but the relay's peers hear ``Disconnect{reason}`` before the sockets close,
+    the listeners are named in one line each, and SIGHUP reloads the TLS certificate."""
+
+    def __init__(self, config: uvicorn.Config, tls: CertificateReloader | None = None) -> None:
+        super().__init__(config)
+        self.tls = tls
+        if tls is not None:
+            if not config.loaded:
+                config.load()
+            config.ssl = tls.context
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.should_exit:
+            return
+        log_listeners(self.servers, secure=self.config.ssl is not None)
+        if self.tls is not None and hasattr(signal, "SIGHUP"):
+            try:
+                asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.tls.reload)
+            except (NotImplementedError, RuntimeError):  # not the main thread, or no signals
+                log.warning("SIGHUP cannot reload the TLS certificate in this process")
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         state = getattr(self.config.app, "state", None)
@@ -170,5 +196,8 @@ class Server(uvicorn.Server):
 
 def serve(app: Any, settings: ServerSettings) -> None:
     """Run until interrupted (``remote-support serve``)."""
+    tls = (CertificateReloader(settings.tls_cert, settings.tls_key) if settings.tls_cert
+           else None)
+    log_start(settings.database_url)
     tune_allocator()
-    Server(uvicorn_config(app, settings)).run()
+    Server(uvicorn_config(app, settings), tls).run()
