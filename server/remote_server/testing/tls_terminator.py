@@ -1,19 +1,21 @@
-"""The server behind a real TLS terminator, as deployments run it: HAProxy or nginx.
+"""The server behind a real TLS terminator, as deployments run it: HAProxy, nginx or Caddy;
+or ``remote-support serve`` terminating TLS itself (:class:`TlsServerProcess`).
 
-Two shapes, because they differ in what reaches the server:
+The shapes differ in what reaches the server:
 
 - ``haproxy-tcp``: HAProxy in ``mode tcp`` with ``ssl crt``. It decrypts and
   forwards the bytes; the server sees the browser's own ``Host`` and
   ``Origin`` and no header that says TLS was ever there.
-- ``nginx-http``: nginx as an HTTP proxy that passes ``Host`` on and adds
-  ``X-Forwarded-Proto`` and ``X-Forwarded-For`` (the usual WebSocket
-  configuration, ``Upgrade``/``Connection`` passed through).
+- ``nginx-http`` and ``caddy-http``: HTTP proxies that pass ``Host`` on and set
+  ``X-Forwarded-Proto`` and ``X-Forwarded-For``, WebSockets upgraded. They run
+  the configurations ``deploy/`` ships (:func:`shipped`), only their addresses
+  and certificate paths changed.
 
 Certificates come from a throwaway :class:`TestCA` (``trustme``); nothing is
 trusted that the test did not hand over: Python clients get
 :meth:`TestCA.client_context`, Chromium an NSS database in its own ``HOME``
 (:meth:`TestCA.browser_home`), the agent its ``ca_bundle``. The Debian
-packages ``haproxy``, ``nginx`` and ``libnss3-tools`` (``certutil``) come with
+packages ``haproxy``, ``nginx``, ``caddy`` and ``libnss3-tools`` (``certutil``) come with
 ``scripts/bootstrap``.
 """
 
@@ -34,15 +36,30 @@ from typing import Literal
 
 from .processes import ServerProcess, free_port, stop_process
 
-__all__ = ["HOSTNAME", "KINDS", "Deployment", "Terminator", "TestCA", "TlsServerProcess",
+__all__ = ["DEPLOY", "HOSTNAME", "KINDS", "PROXIES", "Deployment", "Terminator", "TestCA", "TlsServerProcess",
            "agent_home", "deployment"]
 
-Kind = Literal["haproxy-tcp", "nginx-http"]
-KINDS: tuple[Kind, ...] = ("haproxy-tcp", "nginx-http")
+Kind = Literal["haproxy-tcp", "nginx-http", "caddy-http"]
+KINDS: tuple[Kind, ...] = ("haproxy-tcp", "nginx-http", "caddy-http")
+PROXIES: tuple[Kind, ...] = ("nginx-http", "caddy-http")
+"""The HTTP reverse proxies whose configurations ``deploy/`` ships."""
+DEPLOY = Path(__file__).resolve().parents[3] / "deploy"
+"""The repository's ``deploy/`` directory (the configurations as shipped)."""
 HOSTNAME = "localhost"
 """The name browsers and agents use; the certificate is for it (and 127.0.0.1)."""
 
 _READY_TIMEOUT = 15.0
+
+
+def shipped(name: str, changes: dict[str, str]) -> str:
+    """``deploy/<name>`` with each of ``changes`` made wherever it occurs: a test runs the
+    shipped file, and a change that no longer applies fails rather than passing unseen."""
+    text = (DEPLOY / name).read_text(encoding="utf-8")
+    for old, new in changes.items():
+        if old not in text:
+            raise AssertionError(f"deploy/{name} no longer holds {old!r}")
+        text = text.replace(old, new)
+    return text
 
 
 @dataclass
@@ -164,9 +181,11 @@ class Terminator:
 
     def start(self) -> Terminator:
         self.directory.mkdir(parents=True, exist_ok=True)
-        command = self._haproxy() if self.kind == "haproxy-tcp" else self._nginx()
+        command = {"haproxy-tcp": self._haproxy, "nginx-http": self._nginx,
+                   "caddy-http": self._caddy}[self.kind]()
+        env = self._caddy_env() if self.kind == "caddy-http" else None
         with self.log.open("ab") as log:
-            self._process = subprocess.Popen(command, stdout=log, stderr=log,
+            self._process = subprocess.Popen(command, stdout=log, stderr=log, env=env,
                                              stdin=subprocess.DEVNULL)
         self._wait_ready()
         return self
@@ -207,9 +226,22 @@ backend server
         return [binary, "-db", "-f", str(config)]
 
     def _nginx(self) -> list[str]:
+        """The shipped ``deploy/nginx/remote-support.conf``, only its addresses and paths
+        changed, inside a minimal ``nginx.conf`` of the test's own directory."""
         d = self.directory
         for name in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
             (d / "temp" / name).mkdir(parents=True, exist_ok=True)
+        site = d / "remote-support.conf"
+        site.write_text(shipped("nginx/remote-support.conf", {
+            "listen 443 ssl;": f"listen 127.0.0.1:{self.port} ssl;",
+            "listen [::]:443 ssl;": "",
+            "listen 80;": f"listen 127.0.0.1:{free_port()};",
+            "listen [::]:80;": "",
+            "server_name support.example.com;": f"server_name {HOSTNAME};",
+            "/etc/ssl/certs/remote-support.pem": str(self.ca.chain_pem),
+            "/etc/ssl/private/remote-support.key": str(self.ca.key_pem),
+            "server 127.0.0.1:8080;": f"server 127.0.0.1:{self.backend_port};",
+        }))
         # As root, nginx would hand its workers to "nobody", who cannot enter the
         # test's private directories; as anyone else the line is not needed.
         user = "user root;" if os.geteuid() == 0 else ""
@@ -228,30 +260,37 @@ http {{
     fastcgi_temp_path {d / 'temp' / 'fastcgi'};
     uwsgi_temp_path {d / 'temp' / 'uwsgi'};
     scgi_temp_path {d / 'temp' / 'scgi'};
-    map $http_upgrade $connection_upgrade {{ default upgrade; '' close; }}
-    server {{
-        listen 127.0.0.1:{self.port} ssl;
-        ssl_certificate {self.ca.chain_pem};
-        ssl_certificate_key {self.ca.key_pem};
-        client_max_body_size 2m;
-        location / {{
-            proxy_pass http://127.0.0.1:{self.backend_port};
-            proxy_http_version 1.1;
-            proxy_set_header Host $http_host;
-            proxy_set_header Upgrade $http_upgrade;
-            proxy_set_header Connection $connection_upgrade;
-            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-            proxy_set_header X-Forwarded-Proto $scheme;
-            proxy_read_timeout 1h;
-            proxy_send_timeout 1h;
-        }}
-    }}
+    include {site};
 }}
 """)
         binary = self._binary("nginx")
         base = [binary, "-e", "stderr", "-p", str(d), "-c", str(config)]
         subprocess.run([*base, "-t", "-q"], check=True, timeout=30)
         return base
+
+    def _caddy(self) -> list[str]:
+        """The shipped ``deploy/caddy/Caddyfile``, only its addresses and paths changed
+        (and no admin endpoint, so several Caddys of tests run side by side)."""
+        d = self.directory
+        config = d / "Caddyfile"
+        config.write_text(shipped("caddy/Caddyfile", {
+            "{\n\tservers {": f"{{\n\tadmin off\n\thttp_port {free_port()}\n"
+                                 f"\thttps_port {self.port}\n\tservers {{",
+            "support.example.com {": f"{HOSTNAME}:{self.port} {{",
+            "/etc/ssl/certs/remote-support.pem": str(self.ca.chain_pem),
+            "/etc/ssl/private/remote-support.key": str(self.ca.key_pem),
+            "reverse_proxy 127.0.0.1:8080 {": f"reverse_proxy 127.0.0.1:{self.backend_port} {{",
+        }))
+        binary = self._binary("caddy")
+        subprocess.run([binary, "validate", "--config", str(config), "--adapter", "caddyfile"],
+                       check=True, timeout=60, capture_output=True, env=self._caddy_env())
+        return [binary, "run", "--config", str(config), "--adapter", "caddyfile"]
+
+    def _caddy_env(self) -> dict[str, str]:
+        """Caddy keeps its state under ``HOME``/XDG directories: the test's own."""
+        home = self.directory / "home"
+        return {**os.environ, "HOME": str(home), "XDG_DATA_HOME": str(home / "data"),
+                "XDG_CONFIG_HOME": str(home / "config")}
 
     def _wait_ready(self) -> None:
         """Until a TLS handshake with the test CA succeeds on the port."""
