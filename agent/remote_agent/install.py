@@ -25,7 +25,8 @@ from pathlib import Path
 from .config import AgentConfig
 from .update_files import running_artifact
 
-__all__ = ["install", "manifest_path", "startup_command", "uninstall", "updates_apply"]
+__all__ = ["HARDENING", "install", "manifest_path", "startup_command", "uninstall",
+           "updates_apply", "user_unit"]
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,35 @@ def _systemd_exec(argv: list[str]) -> str:
     return " ".join('"' + "".join(escapes.get(c, c) for c in arg) + '"' for arg in argv)
 
 
+HARDENING = (
+    "NoNewPrivileges=yes",
+    "LockPersonality=yes",
+    "RestrictRealtime=yes",
+    "RestrictSUIDSGID=yes",
+    "RestrictNamespaces=yes",
+    "SystemCallArchitectures=native",
+    "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK",
+    "UMask=0077",
+)
+"""What the agent's user unit forbids: privilege gain, namespaces, foreign system calls,
+sockets other than the display's (AF_UNIX), the server's and the interfaces' (netlink).
+
+What its job needs is left alone, so no mount namespace (``ProtectSystem``,
+``ProtectHome``, ``PrivateTmp``): the display's socket is in ``/tmp/.X11-unix``,
+input goes through it, self-update rewrites the release file and the agent its
+own config in the user's home, and in a user unit those options need unprivileged
+user namespaces that many systems switch off. ``MemoryDenyWriteExecute`` is left
+out as well: codec libraries may generate code at run time."""
+
+
+def user_unit(command: list[str]) -> str:
+    """The systemd user unit ``install`` writes for ``command``."""
+    return ("[Unit]\nDescription=Remote support agent\nAfter=graphical-session.target\n\n"
+            f"[Service]\nExecStart={_systemd_exec(command)}\nRestart=on-failure\n"
+            "RestartSec=5\n" + "".join(f"{line}\n" for line in HARDENING) +
+            "\n[Install]\nWantedBy=graphical-session.target\n")
+
+
 def _systemd_user_available() -> bool:
     if shutil.which("systemctl") is None:
         return False
@@ -111,10 +141,7 @@ def install(config: AgentConfig, config_path: Path) -> list[Path]:
         f"Exec={_desktop_exec(command)}\nX-GNOME-Autostart-enabled=true\nNoDisplay=true\n"))]
     enabled = False
     if sys.platform.startswith("linux") and _systemd_user_available():
-        unit = _write(_config_home() / "systemd" / "user" / UNIT_NAME, (
-            "[Unit]\nDescription=Remote support agent\nAfter=graphical-session.target\n\n"
-            f"[Service]\nExecStart={_systemd_exec(command)}\nRestart=on-failure\nRestartSec=5\n\n"
-            "[Install]\nWantedBy=graphical-session.target\n"))
+        unit = _write(_config_home() / "systemd" / "user" / UNIT_NAME, user_unit(command))
         created.append(unit)
         done = subprocess.run(["systemctl", "--user", "enable", UNIT_NAME], check=False,
                               capture_output=True, timeout=30)

@@ -1,8 +1,9 @@
 """The server behind a real TLS terminator, reached only over https and wss.
 
-Each test runs twice: behind HAProxy in ``mode tcp`` (decrypts and forwards
-the bytes, adds no header) and behind nginx as an HTTP proxy (adds
-``X-Forwarded-Proto`` and ``X-Forwarded-For``). The server runs with the
+Each test runs three times: behind HAProxy in ``mode tcp`` (decrypts and
+forwards the bytes, adds no header) and behind nginx and Caddy as HTTP proxies
+with the configurations ``deploy/`` ships (they add ``X-Forwarded-Proto`` and
+``X-Forwarded-For``). The server runs with the
 shipped settings (``ServerProcess`` sets only the listed deviations: its own
 database, admin password, address and port); the certificates come from a
 throwaway ``trustme`` authority, which every client is given and nothing
@@ -21,7 +22,13 @@ import anyio
 import httpx
 import pytest
 from remote_server.testing.processes import ADMIN_PASSWORD, AgentProcess, Api
-from remote_server.testing.tls_terminator import KINDS, Deployment, agent_home, deployment
+from remote_server.testing.tls_terminator import (
+    KINDS,
+    PROXIES,
+    Deployment,
+    agent_home,
+    deployment,
+)
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 from websockets.typing import Origin
@@ -105,7 +112,7 @@ def test_a_proxys_forwarded_for_is_named_once(deployed: Deployment) -> None:
         for _ in range(3):
             assert client.get("/healthz").status_code == 200
     warnings = [line for line in server_log(deployed) if "X-Forwarded-For from" in line]
-    if deployed.terminator.kind == "nginx-http":  # it adds the header; nobody trusts it
+    if deployed.terminator.kind in PROXIES:  # they add the header; nobody trusts it
         assert len(warnings) == 1, warnings
         assert "REMOTE_SUPPORT_TRUSTED_PROXIES" in warnings[0]
     else:  # a TCP terminator adds nothing
