@@ -60,6 +60,31 @@ def test_a_codec_this_viewer_cannot_decode_is_one_line(tmp_path: Path) -> None:
     assert "cannot decode codec 'nope'" in line and "raw" in line, line
 
 
+def test_an_unusable_ca_bundle_is_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "no-such-ca.pem"
+    line = one_line(run("--server", f"https://127.0.0.1:{free_port()}", "--token", "t",
+                        "--ca-bundle", str(missing), "screenshot", str(tmp_path / "out.png")))
+    assert line.startswith(f"remote-viewer: ca_bundle {missing} cannot be used: "), line
+
+
+def test_the_ca_bundle_is_what_makes_a_private_certificate_trusted(tmp_path: Path) -> None:
+    """Verification stays on: without the authority the server is refused; with
+    ``--ca-bundle`` the viewer gets as far as the server judging its token."""
+    from remote_server.testing.tls_terminator import TestCA, TlsServerProcess
+
+    ca = TestCA(tmp_path / "ca")
+    server = TlsServerProcess(tmp_path / "server", ca).start()
+    out = str(tmp_path / "out.png")
+    try:
+        untrusted = one_line(run("--server", server.url, "--token", "t", "screenshot", out))
+        trusted = one_line(run("--server", server.url, "--token", "t", "--ca-bundle",
+                               str(ca.ca_pem), "screenshot", out))
+    finally:
+        server.stop()
+    assert "certificate verify failed" in untrusted.lower(), untrusted
+    assert "the server refused the viewer" in trusted, trusted
+
+
 def test_a_refused_token_is_one_line(server: ServerProcess, tmp_path: Path) -> None:
     line = one_line(run("--server", server.url, "--token", "not-a-token", "screenshot",
                         str(tmp_path / "out.png")))

@@ -36,8 +36,8 @@ from typing import Literal
 
 from .processes import ServerProcess, free_port, stop_process
 
-__all__ = ["DEPLOY", "HOSTNAME", "KINDS", "PROXIES", "Deployment", "Terminator", "TestCA", "TlsServerProcess",
-           "agent_home", "deployment"]
+__all__ = ["DEPLOY", "HOSTNAME", "KINDS", "PROXIES", "Deployment", "Terminator", "TestCA",
+           "TlsServerProcess", "agent_home", "deployment", "shipped"]
 
 Kind = Literal["haproxy-tcp", "nginx-http", "caddy-http"]
 KINDS: tuple[Kind, ...] = ("haproxy-tcp", "nginx-http", "caddy-http")
