@@ -245,7 +245,9 @@ async def _drain(settings: ServerSettings, node: str) -> int:
 def cmd_serve(settings: ServerSettings) -> int:
     from .web import create_app
     from .web.serving import serve
+    from .web.startup import quiet_libraries
 
+    quiet_libraries()  # `migrate` keeps Alembic's step-by-step lines
     serve(create_app(settings, plugin_set(settings)), settings)
     return 0
 
@@ -254,9 +256,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from .web.startup import quiet_libraries
-
-    quiet_libraries()
     try:
         if args.command == "release":
             return cmd_release(args)

@@ -72,7 +72,8 @@ def own_url(settings: ServerSettings) -> str:
         host = socket.gethostname()
     elif ":" in host:
         host = f"[{host}]"
-    return f"http://{host}:{settings.port}"
+    scheme = "https" if settings.tls_cert else "http"
+    return f"{scheme}://{host}:{settings.port}"
 
 
 def default_node_id() -> str:
