@@ -189,3 +189,40 @@ def test_a_bad_file_on_reload_keeps_the_old_certificate(
         assert api.get("/healthz").status_code == 200
     finally:
         ca.renew()  # usable files again, for whatever runs next
+
+
+@pytest.mark.postgres
+def test_start_up_names_postgresql_without_its_url(tmp_path: Path) -> None:
+    """The database's kind, never its URL: the password in it stays out of the log."""
+    from remote_server.testing.processes import ServerProcess
+    from remote_store_sql.testing import postgres_database
+
+    with postgres_database("startup_log") as database:
+        scheme, rest = database.url.split("://", 1)
+        password = "startup-log-secret-0123"
+        url = f"{scheme}://postgres:{password}@{rest.rsplit('@', 1)[-1]}"
+        server = ServerProcess(tmp_path / "server", database_url=url).start()
+        server.stop()
+        text = server.log.read_text(errors="replace")
+    assert "starting; database: postgresql" in text, text
+    assert password not in text and rest.rsplit("@", 1)[-1] not in text
+    assert f"listening on http://127.0.0.1:{server.port} (ws:// for agents" in text
+    assert "alembic" not in text
+
+
+def test_sighup_without_tls_leaves_the_server_running(tmp_path: Path) -> None:
+    """``systemctl reload`` of a plain-HTTP server: a note, not the signal's default death."""
+    from remote_server.testing.processes import ServerProcess
+
+    plain = ServerProcess(tmp_path / "server").start()
+    try:
+        assert plain.process is not None
+        os.kill(plain.process.pid, signal.SIGHUP)
+        deadline = time.monotonic() + 20
+        while "SIGHUP: nothing to reload" not in plain.log.read_text(errors="replace"):
+            assert plain.process.poll() is None, plain.log.read_text()
+            assert time.monotonic() < deadline, plain.log.read_text()
+            time.sleep(0.05)
+        assert httpx.get(f"{plain.url}/healthz", timeout=5).status_code == 200
+    finally:
+        plain.stop()

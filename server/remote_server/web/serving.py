@@ -180,11 +180,19 @@ class Server(uvicorn.Server):
         if self.should_exit:
             return
         log_listeners(self.servers, secure=self.config.ssl is not None)
-        if self.tls is not None and hasattr(signal, "SIGHUP"):
+        if hasattr(signal, "SIGHUP"):
             try:
-                asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.tls.reload)
-            except (NotImplementedError, RuntimeError):  # not the main thread, or no signals
-                log.warning("SIGHUP cannot reload the TLS certificate in this process")
+                asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.reload)
+            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
+                log.debug("SIGHUP is not handled in this process")
+
+    def reload(self) -> None:
+        """SIGHUP (``systemctl reload``): read the TLS certificate again; without TLS there
+        is nothing to reload, and the signal must not end the process as by default."""
+        if self.tls is not None:
+            self.tls.reload()
+        else:
+            log.info("SIGHUP: nothing to reload (no tls_cert); settings are read at start")
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         state = getattr(self.config.app, "state", None)
