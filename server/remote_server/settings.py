@@ -68,7 +68,8 @@ class ServerSettings(PluginSettings):
         None, "this node's id in a cluster (default: host name and a random suffix)")
     node_url: str | None = option(
         None, "the address the other nodes reach this node at (default: http://, or "
-              "https:// with tls_cert, with the listen address and port, the host name when listening on every interface)")
+              "https:// with tls_cert, with the listen address and port, the host name when "
+              "listening on every interface)")
     node_lease: float = option(
         10.0, "seconds a cluster node counts as alive after its last announcement (it "
               "announces every third of this)")
