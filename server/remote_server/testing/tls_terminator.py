@@ -279,7 +279,7 @@ http {{
             "support.example.com {": f"{HOSTNAME}:{self.port} {{",
             "/etc/ssl/certs/remote-support.pem": str(self.ca.chain_pem),
             "/etc/ssl/private/remote-support.key": str(self.ca.key_pem),
-            "reverse_proxy 127.0.0.1:8080 {": f"reverse_proxy 127.0.0.1:{self.backend_port} {{",
+            "reverse_proxy 127.0.0.1:8080": f"reverse_proxy 127.0.0.1:{self.backend_port}",
         }))
         binary = self._binary("caddy")
         subprocess.run([binary, "validate", "--config", str(config), "--adapter", "caddyfile"],
