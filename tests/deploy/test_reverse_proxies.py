@@ -72,6 +72,7 @@ def agent(deployed: Deployment, api: Api, display: Xvfb,
         running.stop()
 
 
+@pytest.mark.xvfb
 def test_an_agent_and_a_viewer_relay_over_wss_through_the_proxy(
         deployed: Deployment, api: Api, display: Xvfb,
         agent: tuple[str, AgentProcess]) -> None:

@@ -141,6 +141,7 @@ def hup(server: TlsServerProcess) -> None:
     os.kill(server.process.pid, signal.SIGHUP)
 
 
+@pytest.mark.xvfb
 def test_sighup_swaps_the_certificate_under_a_live_session(
         server: TlsServerProcess, api: Api, ca: TestCA, display: Xvfb,
         agent: tuple[str, AgentProcess]) -> None:
