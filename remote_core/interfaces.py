@@ -2,8 +2,9 @@
 
 CPU-bound contracts (encode, decode, capture, input) are synchronous and are
 run in worker threads by the caller; I/O contracts (authenticate, store) are
-``async``. Images are numpy arrays of shape ``(height, width, 4)``, dtype
-``uint8``, BGRA, C-contiguous (typed ``Any`` so the core needs no numpy).
+``async``. Images are C-contiguous BGRA buffers of shape ``(height, width, 4)``
+and format ``B``: a numpy uint8 array or a ``memoryview`` cast to that shape
+(typed ``Any``; neither the core nor a capture source needs numpy).
 """
 
 from __future__ import annotations

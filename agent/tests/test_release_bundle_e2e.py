@@ -77,8 +77,8 @@ def test_the_release_holds_its_plugins_and_no_server_or_test_code(
     assert "__main__.py" in names
     tops = {n.split("/")[1] for n in names if n.startswith("site/")}
     assert {"remote_agent", "remote_core", "remote_codec_raw_zstd", "remote_capture_mss",
-            "remote_input_pynput", "remote_consent_dialog", "numpy", "zstandard"} <= tops
-    assert not tops & {"remote_server", "starlette", "uvicorn", "sqlalchemy", "av",
+            "remote_input_pynput", "remote_consent_dialog", "zstandard"} <= tops
+    assert not tops & {"remote_server", "starlette", "uvicorn", "sqlalchemy", "av", "numpy",
                        "remote_codec_pyav", "remote_store_sql", "remote_web_console"}
     assert not [n for n in names if n.startswith("site/remote_core/testing/")]
     assert "site/remote_agent-1.0.0.dist-info/METADATA" in names
