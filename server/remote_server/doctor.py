@@ -9,6 +9,7 @@ load; the others run independently, so one outage does not hide another.
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -150,14 +151,21 @@ def _check_bus(settings: ServerSettings) -> Iterator[Check]:
     parts = urlsplit(url)
     where = f"{parts.hostname}:{parts.port or 4222}"  # never the credentials
 
+    async def quiet(_error: Exception) -> None:
+        """The verdict below says it in one line; the client would log a traceback."""
+
     async def reach() -> None:
         import nats
 
-        nc = await nats.connect(url, connect_timeout=BUS_TIMEOUT,
+        nc = await nats.connect(url, connect_timeout=BUS_TIMEOUT, error_cb=quiet,
                                 max_reconnect_attempts=0, allow_reconnect=False)
         await nc.close()
 
     try:
+        # A refused connection answers at once; the NATS client would retry it until
+        # its timeout. Then the client checks what the socket cannot: protocol, auth.
+        socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 4222),
+                                 timeout=BUS_TIMEOUT).close()
         asyncio.run(asyncio.wait_for(reach(), BUS_TIMEOUT * 2))
     except Exception as exc:  # every failure to reach it is the verdict
         yield error("bus", f"NATS at {where} is not reachable ({type(exc).__name__})",
