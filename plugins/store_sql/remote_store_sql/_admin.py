@@ -93,6 +93,8 @@ class SqlAdmin(StoreAdmin):
             copy = sqlite3.connect(target)
             try:
                 source.backup(copy)
+                # One self-contained file, readable from read-only media.
+                copy.execute("PRAGMA journal_mode = DELETE")
             finally:
                 copy.close()
         except sqlite3.Error as error:
@@ -363,5 +365,7 @@ def _run_pg_tool(tool: str, args: list[str], env: dict[str, str]) -> str:
     done = subprocess.run([exe, *args], env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if line.strip()]
-        raise StoreError(f"{tool} failed: {lines[-1] if lines else f'exit {done.returncode}'}")
+        hint = f" ({PG_CLIENT_HINT})" if "version mismatch" in done.stderr else ""
+        said = next((line for line in lines if "error" in line), lines[-1] if lines else "")
+        raise StoreError(f"{tool} failed: {said or f'exit {done.returncode}'}{hint}")
     return done.stdout
