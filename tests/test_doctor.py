@@ -84,6 +84,12 @@ def test_an_unreachable_database_is_an_error_with_its_fix() -> None:
     assert "hunter2" not in "\n".join(lines)
 
 
+def test_a_sqlite_file_in_a_missing_directory_is_an_error(tmp_path: Path) -> None:
+    status, lines = doctor(database_url=f"sqlite:///{tmp_path}/absent/remote.db")
+    assert status == 1
+    assert "does not exist" in next(line for line in lines if "database:" in line)
+
+
 def test_migrations_behind_are_an_error(tmp_path: Path) -> None:
     old = _migrate.revisions()[0]
     status, lines = doctor(database_url=migrated_sqlite(tmp_path / "db", old))

@@ -57,6 +57,8 @@ class SqlAdmin(StoreAdmin):
     # -- health ---------------------------------------------------------------------
     def schema(self) -> tuple[str | None, str]:
         if self.dialect == "sqlite" and not self._sqlite_path().exists():
+            if not self._sqlite_path().parent.is_dir():
+                raise StoreError(f"the directory of {self._sqlite_path()} does not exist")
             return None, _migrate.head_revision()
         with self._connect() as conn:
             return _migrate.current_revision(conn), _migrate.head_revision()
