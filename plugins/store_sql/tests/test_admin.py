@@ -91,3 +91,15 @@ async def filled_again(url: str) -> None:
         assert len(await store.list_events(agent_id="m-1")) == 2
     finally:
         await store.close()
+
+
+@pytest.mark.postgres
+def test_a_postgres_archive_from_a_newer_release_is_refused(tmp_path: Path) -> None:
+    with postgres_database("admin_newer") as source, postgres_database("admin_into") as into:
+        anyio.run(filled, source.url)
+        source.execute("UPDATE alembic_version SET version_num = '9999_future'")
+        make_admin(source.url).backup(tmp_path / "dump")
+        with pytest.raises(StoreError, match="'9999_future', newer than this release knows"):
+            make_admin(into.url).restore(tmp_path / "dump", force=True)
+        assert into.execute("SELECT count(*) FROM pg_tables WHERE schemaname = 'public'") == [
+            (0,)], "nothing was touched"
