@@ -17,7 +17,7 @@ from remote_core.protocol import pb, wrap
 
 pytestmark = pytest.mark.slow
 
-TOKEN = "metrics-token-for-the-test-0123456789"  # noqa: S105 - a throwaway test server
+TOKEN = "metrics-token-for-the-test-0123456789"
 
 
 @pytest.fixture(scope="module")

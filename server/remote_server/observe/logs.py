@@ -13,12 +13,13 @@ import contextvars
 import datetime
 import json
 import logging
+import os
 import re
 import uuid
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-__all__ = ["AGENT_ID", "DEBUG_LOGGERS", "REQUEST_ID", "SESSION_ID", "VIEWER_ID", "ContextFilter",
+__all__ = ["AGENT_ID", "REQUEST_ID", "SESSION_ID", "VIEWER_ID", "ContextFilter",
            "JsonFormatter", "RequestIds", "bind_peer", "configure", "mask_secrets", "set_node"]
 
 REQUEST_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id",
@@ -32,9 +33,17 @@ _CONTEXT = (("request_id", REQUEST_ID), ("session_id", SESSION_ID), ("agent_id",
             ("viewer_id", VIEWER_ID))
 _node: str | None = None
 
-DEBUG_LOGGERS = ("remote_", "uvicorn")
-"""Loggers whose DEBUG lines are written (the project's, its plugins', uvicorn's);
-libraries' are not: their debug output dumps frames and queries, credentials included."""
+_UVICORN_SOURCE = f"{os.sep}uvicorn{os.sep}"
+
+
+def _debug_written(record: logging.LogRecord) -> bool:
+    """Whether a DEBUG line is written: the project's and its plugins', and uvicorn's own.
+    Libraries' are not: their debug output dumps frames, headers and queries, credentials
+    included (the websockets library logs every frame in hex and every upgrade header
+    through uvicorn's logger, so the line's source file decides, not only its logger)."""
+    if record.name.startswith("remote_"):
+        return True
+    return record.name.startswith("uvicorn") and _UVICORN_SOURCE in record.pathname
 
 _EXTRAS = ("event", "client_ip")
 """``extra=`` keys the project's log calls use that belong in a JSON line."""
@@ -65,7 +74,7 @@ class ContextFilter(logging.Filter):
     """Puts the context variables on every record and masks credentials in its message."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno < logging.INFO and not record.name.startswith(DEBUG_LOGGERS):
+        if record.levelno < logging.INFO and not _debug_written(record):
             return False
         for name, var in _CONTEXT:
             if not hasattr(record, name):

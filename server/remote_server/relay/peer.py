@@ -179,7 +179,9 @@ async def _run(transport: Transport, link: Link, silence: float,
         reason = await read()
         if not link.closed:
             group.cancel_scope.cancel()  # the peer left: nothing more to send
-    return reason or link.close_reason or "connection closed"
+    reason = reason or link.close_reason or "connection closed"
+    log.debug("socket of %s ended: %s", link.id, reason)
+    return reason
 
 
 async def _read_loop(transport: Transport, link: Link,

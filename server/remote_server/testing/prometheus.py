@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
 from remote_core.testing.services import unavailable
 
 from .processes import free_port, stop_process
