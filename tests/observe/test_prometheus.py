@@ -18,6 +18,8 @@ from remote_core.protocol import pb, wrap
 pytestmark = pytest.mark.slow
 
 TOKEN = "metrics-token-for-the-test-0123456789"
+KEYFRAME = pb.VideoFrame(timestamp=1, sequence=1, display_id=0, raw=pb.RawFrame(
+    width=10, height=10, data=bytes(300), is_keyframe=True))
 
 
 @pytest.fixture(scope="module")
@@ -34,15 +36,20 @@ def ws_url(server: ServerProcess, path: str) -> str:
     return server.url.replace("http://", "ws://") + path
 
 
-def handshake(ws: ClientConnection, key: str, agent_id: str) -> None:
-    """Open a managed session as the agent ``agent_id`` with its key."""
-    ws.send(wrap("session_request", pb.SessionRequest(agent_id=agent_id, session_token=key)))
+def receive(ws: ClientConnection, kind: str) -> pb.Message:
+    """The next message of ``kind`` (others pass)."""
     while True:
         message = pb.Message()
         message.ParseFromString(ws.recv(timeout=10))
-        if message.WhichOneof("payload") == "session_response":
-            assert message.session_response.success, message
-            return
+        if message.WhichOneof("payload") == kind:
+            return message
+
+
+def handshake(ws: ClientConnection, token: str, agent_id: str) -> None:
+    """Open a session as an agent (``agent_id`` and its key) or a viewer (its token)."""
+    ws.send(wrap("session_request", pb.SessionRequest(agent_id=agent_id, session_token=token)))
+    response = receive(ws, "session_response").session_response
+    assert response.success, response
 
 
 def test_prometheus_scrapes_agents_online_and_refused_credentials(
@@ -55,9 +62,17 @@ def test_prometheus_scrapes_agents_online_and_refused_credentials(
     try:
         with connect(ws_url(server, "/ws/agent")) as agent:
             handshake(agent, key, agent_id)
-            api.live_session(agent_id)
+            session_id = api.live_session(agent_id)["id"]
+            with connect(ws_url(server, "/ws/viewer")) as viewer:
+                handshake(viewer, api.viewer_token(session_id), "")
+                agent.send(wrap("video_frame", KEYFRAME))
+                receive(viewer, "video_frame")
+                prometheus.wait_for("remote_support_viewers", 1)
             prometheus.wait_for('up{job="remote-support"}', 1)
             prometheus.wait_for("remote_support_agents_online", 1)
+            prometheus.wait_for("remote_support_video_frames_relayed_total", 1)
+            prometheus.wait_for("remote_support_video_bytes_received_total",
+                                len(wrap("video_frame", KEYFRAME)))
             prometheus.wait_for('remote_support_sessions{state="not_required",kind="managed"}',
                                 1)
             prometheus.wait_for('remote_support_auth_failures_total{method="password"}', 1)
@@ -65,6 +80,7 @@ def test_prometheus_scrapes_agents_online_and_refused_credentials(
             assert build and build[0]["metric"]["version"], build
             assert prometheus.query("remote_support_store_seconds_count"), \
                 "the store's calls are timed"
+            assert prometheus.query("remote_support_event_loop_lag_seconds")
         prometheus.wait_for("remote_support_agents_online", 0)
     finally:
         prometheus.stop()
