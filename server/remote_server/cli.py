@@ -15,6 +15,7 @@ from remote_core.errors import ConfigError, RemoteSupportError
 from remote_core.plugins import Plugins, discover, get_plugin_manager
 
 from . import __version__
+from .observe import logs
 from .settings import ServerSettings
 from .web.context import open_store
 
@@ -269,6 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return doctor(vars(args))
         settings = _settings(args)
+        logs.configure(settings.log_level, settings.log_format)
         if args.command == "plugins":
             return cmd_plugins(settings)
         if args.command == "migrate":
