@@ -230,21 +230,29 @@ def _best(specs: list[CodecSpec]) -> CodecSpec:
     return max(specs, key=lambda s: (s.auto_rank, -s.preference))
 
 
-def as_image(image: Any) -> Any:
-    """``image`` as a C-contiguous ``(height, width, 4)`` uint8 numpy array (BGRA).
+def as_image(image: Any) -> memoryview:
+    """``image`` as a C-contiguous ``(height, width, 4)`` byte view (BGRA), without a copy
+    when it already is one.
 
-    Every encoder checks its input with this, so a wrong shape or dtype is one
-    clear ``ValueError`` whatever the codec.
+    An image is any buffer of that shape and format ``B``: a numpy uint8 array, or a
+    ``memoryview`` cast to the shape (what a capture source needs no numpy to make).
+    Every encoder checks its input with this, so a wrong shape or type is one clear
+    ``ValueError`` whatever the codec; one that works on numpy takes
+    ``numpy.asarray(as_image(image))``, which shares the memory.
     """
-    import numpy as np
-
-    array = np.asarray(image)
-    if array.dtype != np.uint8 or array.ndim != 3 or array.shape[2] != 4 or 0 in array.shape:
+    try:
+        view = memoryview(image)
+    except TypeError:
+        raise ValueError(f"expected a BGRA image buffer, got {type(image).__name__}") from None
+    shape = view.shape or ()
+    if view.format != "B" or len(shape) != 3 or shape[2] != 4 or 0 in shape:
         raise ValueError(
-            "expected a BGRA image of shape (height, width, 4) and dtype uint8, "
-            f"got shape {array.shape} and dtype {array.dtype}"
+            "expected a BGRA image of shape (height, width, 4) and format 'B' (uint8), "
+            f"got shape {shape} and format {view.format!r}"
         )
-    return np.ascontiguousarray(array)
+    if not view.c_contiguous:
+        view = memoryview(view.tobytes()).cast("B", shape)
+    return view
 
 
 class FrameDecoder:

@@ -66,8 +66,10 @@ def register_codecs() -> list[CodecSpec]:
     **Factories.** ``encoder_factory(EncoderConfig) -> Encoder`` and
     ``decoder_factory() -> Decoder`` (:mod:`remote_core.interfaces`); import heavy
     libraries inside them, so loading the plugin costs nothing. ``available()`` is a
-    cheap check that the library works here. Images are BGRA numpy arrays
-    ``(height, width, 4)``; check input with :func:`remote_core.codecs.as_image`.
+    cheap check that the library works here. Images are C-contiguous BGRA buffers
+    ``(height, width, 4)`` (a numpy array or a shaped ``memoryview``); check input
+    with :func:`remote_core.codecs.as_image`, and take ``numpy.asarray`` of it if
+    the codec works on numpy.
 
     **Frames.** ``Encoder.encode(image, keyframe=, dirty=)`` returns a
     :class:`~remote_core.types.EncodedFrame` (bytes, keyframe flag, display size,

@@ -2,15 +2,17 @@
 
 CPU-bound contracts (encode, decode, capture, input) are synchronous and are
 run in worker threads by the caller; I/O contracts (authenticate, store) are
-``async``. Images are numpy arrays of shape ``(height, width, 4)``, dtype
-``uint8``, BGRA, C-contiguous (typed ``Any`` so the core needs no numpy).
+``async``. Images are C-contiguous BGRA buffers of shape ``(height, width, 4)``
+and format ``B``: a numpy uint8 array or a ``memoryview`` cast to that shape
+(typed ``Any``; neither the core nor a capture source needs numpy).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .records import (
@@ -46,6 +48,7 @@ __all__ = [
     "Encoder",
     "InputSink",
     "Store",
+    "StoreAdmin",
 ]
 
 Image = Any
@@ -429,3 +432,35 @@ class Store(ABC):
                           ) -> list[AuditEvent]:
         """Newest first (creation time, then id, both descending): up to ``limit`` of
         those past ``after``."""
+
+
+class StoreAdmin(ABC):
+    """An operator's tools for one store's database, for the command line: backups,
+    restores, a copy into another database, and what ``doctor`` asks.
+
+    Synchronous (nothing else runs beside a command) and safe while servers use the
+    same database. Errors are :class:`~remote_core.errors.StoreError` with one line that
+    names the problem and never a password.
+    """
+
+    @abstractmethod
+    def backup(self, path: Path) -> str:
+        """Write a consistent copy of the database to the new file ``path``; a summary."""
+
+    @abstractmethod
+    def restore(self, path: Path, *, force: bool = False) -> str:
+        """Replace the database by the backup at ``path`` (refused over data unless
+        ``force``, and for a schema newer than this release knows); a summary."""
+
+    @abstractmethod
+    def copy_to(self, target_url: str, progress: Callable[[str], None]) -> list[tuple[str, int]]:
+        """Copy every row into the empty database at ``target_url`` (migrated to the newest
+        schema first), verified table by table; each table's name and row count."""
+
+    @abstractmethod
+    def schema(self) -> tuple[str | None, str]:
+        """The database's schema revision (``None``: no schema yet) and this release's."""
+
+    @abstractmethod
+    def clock(self) -> datetime | None:
+        """The database server's clock, or ``None`` when it has none of its own (SQLite)."""

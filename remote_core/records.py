@@ -68,6 +68,7 @@ class Machine:
     is_persistent: bool = False
     status: str = "offline"
     agent_version: str = ""
+    plugins: tuple[str, ...] = ()  # "name version", as the agent last reported them
     last_seen: datetime | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
@@ -93,6 +94,7 @@ class MachineReport:
     is_persistent: bool | None = None
     status: str | None = None
     agent_version: str | None = None
+    plugins: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)

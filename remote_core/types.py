@@ -24,6 +24,7 @@ if TYPE_CHECKING:
         Encoder,
         InputSink,
         Store,
+        StoreAdmin,
     )
 
 __all__ = [
@@ -304,6 +305,8 @@ class StoreSpec(Registration):
 
     schemes: tuple[str, ...] = ()
     factory: Callable[[str], Store] | None = None
+    admin: Callable[[str], StoreAdmin] | None = None
+    """Backups, restores, copies and health checks of a database URL (optional)."""
 
 
 @dataclass(frozen=True)

@@ -50,10 +50,17 @@ def test_the_agent_installs_no_server_stack() -> None:
     assert pulled.isdisjoint(SERVER_STACK | {"remote-support"}), pulled & SERVER_STACK
 
 
-def test_a_raw_only_agent_pulls_no_pyav() -> None:
+def test_a_raw_only_agent_pulls_no_pyav_and_no_numpy() -> None:
     pulled = tree("remote-agent")
-    assert pulled.isdisjoint({"av", "remote-codec-pyav"}), pulled
-    # numpy stays: the raw codec's dirty rectangles and mss capture compute on arrays.
+    assert pulled.isdisjoint({"av", "numpy", "remote-codec-pyav"}), pulled
+
+
+def test_each_video_codec_ships_without_the_others() -> None:
+    for codec in ("h264", "h265", "vp9"):
+        pulled = tree(f"remote-codec-{codec}")
+        assert {"remote-codec-pyav", "av"} <= pulled, pulled
+        others = {f"remote-codec-{c}" for c in ("h264", "h265", "vp9") if c != codec}
+        assert pulled.isdisjoint(others), pulled
 
 
 def test_the_server_pulls_no_codec_capture_or_input() -> None:

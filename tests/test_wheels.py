@@ -31,13 +31,12 @@ from remote_core.testing.xvfb import Painter, shared_xvfb
 pytestmark = [pytest.mark.slow, pytest.mark.xvfb]
 
 ROOT = Path(__file__).resolve().parents[1]
-DISTRIBUTIONS = 14  # the core, the server, the agent, the viewer and ten plugin distributions
+DISTRIBUTIONS = 17  # the core, the server, the agent, the viewer, 12 plugins and the PyAV library
 SERVER_SET = ("remote-support", "remote-store-sql", "remote-auth-agentkey",
               "remote-auth-supportcode")
 AGENT_SET = ("remote-agent",)  # raw-only: its video codecs are the `video` extra
 NOT_ON_AN_AGENT = {"starlette", "uvicorn", "pydantic", "sqlalchemy", "argon2-cffi", "pyjwt",
-                   "asyncpg", "psycopg", "av", "remote-codec-pyav", "remote-support"}
-# numpy stays on an agent: the raw codec's dirty rectangles and mss capture compute on arrays.
+                   "asyncpg", "psycopg", "av", "numpy", "remote-codec-pyav", "remote-support"}
 NOT_ON_A_SERVER = {"av", "numpy", "zstandard", "mss", "pynput", "asyncpg", "psycopg"}
 
 

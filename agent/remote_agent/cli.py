@@ -74,8 +74,8 @@ def _run(config: AgentConfig, config_path: Path, token: str, attended: bool,
          post_update: bool = False) -> int:
     settings = AgentSettings.load()
     plugins = get_plugin_manager(settings)
-    log.info("remote-agent %s, plugins loaded: %s", __version__,
-             ", ".join(f"{p.name} {p.version}".strip() for p in plugins.describe()))
+    plugin_set = tuple(f"{p.name} {p.version}".strip() for p in plugins.describe())
+    log.info("remote-agent %s, plugins loaded: %s", __version__, ", ".join(plugin_set))
     devices = open_devices(plugins, capture=settings.capture, input=settings.input)
     chat = ChatChannel()
     chat.listen(lambda sender, text: print(f"[chat] {sender}: {text}", file=sys.stderr,
@@ -89,7 +89,7 @@ def _run(config: AgentConfig, config_path: Path, token: str, attended: bool,
 
     def make_session() -> AgentSession:
         return AgentSession(config, token, devices, machine_uid=uid, timing=timing, chat=chat,
-                            updater=updater, presence=presence)
+                            updater=updater, presence=presence, plugins=plugin_set)
 
     async def serve() -> Ending:
         token = anyio.lowlevel.current_token()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,8 +85,9 @@ class AgentSession:
                  machine_uid: str | None = None, timing: Timing | None = None,
                  chat: ChatChannel | None = None, window: int = 3,
                  updater: Updater | None = None, presence: Presence | None = None,
-                 local_host: str | None = None) -> None:
+                 local_host: str | None = None, plugins: Sequence[str] = ()) -> None:
         self.config = config
+        self.plugins = tuple(plugins)  # "name version" each, reported in AgentStatus
         self.local_host = local_host
         self.token = token
         self.devices = devices
@@ -453,7 +454,7 @@ class AgentSession:
 
     async def _report_status(self) -> None:
         await self.send("agent_status", agent_status(self.config, self.displays,
-                                                     self.state.active))
+                                                     self.state.active, self.plugins))
 
     async def _status_reports(self) -> None:
         while True:

@@ -6,6 +6,7 @@ import os
 import platform
 import socket
 import time
+from collections.abc import Sequence
 
 from remote_core.protocol import pb
 from remote_core.types import DisplayDesc
@@ -32,12 +33,15 @@ def _elevated() -> bool:
     return bool(geteuid is not None and geteuid() == 0)
 
 
-def agent_status(config: AgentConfig, displays: list[DisplayDesc], streaming: bool) -> object:
+def agent_status(config: AgentConfig, displays: list[DisplayDesc], streaming: bool,
+                 plugins: Sequence[str] = ()) -> object:
+    """What the agent says about itself; ``plugins`` are its loaded plugins, "name version"."""
     return pb.AgentStatus(
         hostname=socket.gethostname(), os_version=platform.platform(),
         is_elevated=_elevated(), uptime_secs=_uptime(), display_count=len(displays),
         is_streaming=streaming, agent_version=__version__,
-        organization=config.organization, site=config.site, tags=list(config.tags))
+        organization=config.organization, site=config.site, tags=list(config.tags),
+        plugins=list(plugins))
 
 
 def display_info(displays: list[DisplayDesc]) -> object:

@@ -77,8 +77,8 @@ def test_the_release_holds_its_plugins_and_no_server_or_test_code(
     assert "__main__.py" in names
     tops = {n.split("/")[1] for n in names if n.startswith("site/")}
     assert {"remote_agent", "remote_core", "remote_codec_raw_zstd", "remote_capture_mss",
-            "remote_input_pynput", "remote_consent_dialog", "numpy", "zstandard"} <= tops
-    assert not tops & {"remote_server", "starlette", "uvicorn", "sqlalchemy", "av",
+            "remote_input_pynput", "remote_consent_dialog", "zstandard"} <= tops
+    assert not tops & {"remote_server", "starlette", "uvicorn", "sqlalchemy", "av", "numpy",
                        "remote_codec_pyav", "remote_store_sql", "remote_web_console"}
     assert not [n for n in names if n.startswith("site/remote_core/testing/")]
     assert "site/remote_agent-1.0.0.dist-info/METADATA" in names
@@ -123,6 +123,12 @@ def _online(api: Api, agent_id: str, version: str) -> bool:
                 and machine["agent_version"] == version)
 
 
+def _reported_plugins(api: Api, agent_id: str) -> list[str]:
+    """The plugin set the agent reported, as operators read it from the REST API."""
+    machine = api.machine(agent_id)
+    return list(machine["plugins"]) if machine else []
+
+
 def _wait(what: str, predicate, log: Path, within: float = 60.0) -> None:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
@@ -161,6 +167,8 @@ def test_the_release_runs_without_the_venv_and_updates_its_plugins(
         try:
             _wait("1.0.0 online", lambda: _online(api, agent_id, "1.0.0"), log)
             assert "consent_dialog 0.1.0" in _plugin_lines(log)[-1]
+            _wait("the plugin set reported", lambda: "consent_dialog 0.1.0" in
+                  _reported_plugins(api, agent_id), log)
             new = releases_built["1.0.1"]
             sign_file(new, key_file)
             url = host.publish("remote-agent-1.0.1.pyz", Route(new.read_bytes()))
@@ -174,6 +182,9 @@ def test_the_release_runs_without_the_venv_and_updates_its_plugins(
             _wait("1.0.1 online", lambda: _online(api, agent_id, "1.0.1"), log)
             _wait("the new plugin set", lambda: "consent_dialog 0.1.1" in _plugin_lines(log)[-1],
                   log)
+            _wait("the new plugin set reported", lambda: "consent_dialog 0.1.1" in
+                  _reported_plugins(api, agent_id), log)
+            assert "consent_dialog 0.1.0" not in _reported_plugins(api, agent_id)
             assert process.poll() is None  # the same process, replaced in place (exec)
         finally:
             stop_process(process)

@@ -218,7 +218,8 @@ class MemoryStore(Store):
                         organization=report.organization, site=report.site,
                         tags=None if report.tags is None else tuple(report.tags),
                         is_elevated=report.is_elevated, is_persistent=report.is_persistent,
-                        status=report.status, agent_version=report.agent_version)
+                        status=report.status, agent_version=report.agent_version,
+                        plugins=None if report.plugins is None else tuple(report.plugins))
         # The conflict target is the uid when one is reported, else the agent_id; a uid
         # new to the store moves onto the agent_id's row, when there is one.
         stored = (self._holder_of_uid(uid) if uid else None) or self._machines.get(

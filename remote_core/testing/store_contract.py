@@ -213,6 +213,19 @@ class StoreContract:
         assert (again.organization, again.site, again.is_elevated, again.agent_version) == (
             "acme", "hq", True, "2.0")
 
+    async def test_a_machine_keeps_the_plugin_set_its_agent_last_reported(
+            self, store: Store) -> None:
+        created = await store.upsert_machine(MachineReport(agent_id="a-1"))
+        assert created.plugins == ()
+        await store.upsert_machine(MachineReport(
+            agent_id="a-1", plugins=("codec_raw_zstd 0.1.0", "consent_dialog 0.1.0")))
+        kept = await store.upsert_machine(MachineReport(agent_id="a-1", agent_version="2.0"))
+        assert kept.plugins == ("codec_raw_zstd 0.1.0", "consent_dialog 0.1.0")
+        newer = await store.upsert_machine(MachineReport(
+            agent_id="a-1", plugins=("consent_dialog 0.1.1",)))
+        assert newer.plugins == ("consent_dialog 0.1.1",)
+        assert (await store.get_machine("a-1")) == newer
+
     async def test_a_report_fills_placement_only_where_the_operator_left_none(
             self, store: Store) -> None:
         await store.create_machine("a-1", "acme", "", ["ops"])

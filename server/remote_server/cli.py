@@ -1,4 +1,5 @@
-"""``remote-support``: serve, migrate, plugins, user, secret, release, drain."""
+"""``remote-support``: serve, migrate, plugins, user, secret, release, drain, backup,
+restore, migrate-db, doctor."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from remote_core.errors import ConfigError, RemoteSupportError
 from remote_core.plugins import Plugins, discover, get_plugin_manager
 
 from . import __version__
+from .observe import logs
 from .settings import ServerSettings
 from .web.context import open_store
 
@@ -59,6 +61,12 @@ def _parser() -> argparse.ArgumentParser:
     ServerSettings.add_arguments(drain)
     drain.add_argument("node", help="the node's id (REMOTE_SUPPORT_NODE_ID)")
     _release_parser(sub)
+    from . import dbtools
+
+    dbtools.add_parsers(sub)
+    doctor = sub.add_parser("doctor", help="check the configuration, database, bus, "
+                                           "certificates and clock; say how to fix what is wrong")
+    ServerSettings.add_arguments(doctor)
     return parser
 
 
@@ -259,7 +267,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "release":
             return cmd_release(args)
+        if args.command == "doctor":
+            from .doctor import doctor
+
+            return doctor(vars(args))
         settings = _settings(args)
+        logs.configure(settings.log_level, settings.log_format)
         if args.command == "plugins":
             return cmd_plugins(settings)
         if args.command == "migrate":
@@ -270,6 +283,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_secret(settings, args))
         if args.command == "drain":
             return asyncio.run(_drain(settings, args.node))
+        if args.command in ("backup", "restore", "migrate-db"):
+            from . import dbtools
+
+            return dbtools.run(settings, args)
         return cmd_serve(settings)
     except RemoteSupportError as exc:
         print(f"remote-support: error: {exc}", file=sys.stderr)

@@ -6,6 +6,7 @@ each plugin's options under ``[plugins.NAME]``.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -76,6 +77,17 @@ class ServerSettings(PluginSettings):
     limits_url: str | None = option(
         None, "shared rate limits and lockouts (redis://host:6379/0); required in cluster "
               "mode, so every node counts the same attempts")
+    # -- watching it run: GET /metrics and the log format ------------------------------
+    metrics: bool = option(
+        False, "serve Prometheus metrics at /metrics, to holders of metrics_token and/or "
+               "clients in metrics_networks (at least one is required)")
+    metrics_token: str | None = option(
+        None, "bearer token /metrics requires (Prometheus: authorization credentials)",
+        secret=True, cli=False)
+    metrics_networks: tuple[str, ...] = option(
+        (), "client addresses/networks allowed to read /metrics")
+    log_format: str = option("text", "log line format: text, or json (one object a line)")
+    # -- serving TLS itself (reloaded on SIGHUP) ----------------------------------------
     tls_cert: str | None = option(
         None, "PEM certificate chain: serve https:// and wss:// directly (reloaded on SIGHUP)")
     tls_key: str | None = option(
@@ -115,9 +127,27 @@ class ServerSettings(PluginSettings):
                 ("redis://", "rediss://", "unix://")):
             raise ConfigError(f"setting 'limits_url' must be a redis:// URL, got "
                               f"{self.limits_url!r}")
+        self._validate_observing()
         if self.tls_key and not self.tls_cert:
             raise ConfigError("setting 'tls_key' needs 'tls_cert' (the certificate chain)")
         if self.ws_impl not in {"auto", "websockets", "websockets-sansio", "wsproto"}:
             raise ConfigError(
                 "setting 'ws_impl' must be auto, websockets, websockets-sansio or wsproto, "
                 f"got {self.ws_impl!r}")
+
+    def _validate_observing(self) -> None:
+        if self.log_format not in {"text", "json"}:
+            raise ConfigError(f"setting 'log_format' must be text or json, got "
+                              f"{self.log_format!r}")
+        for entry in self.metrics_networks:
+            try:
+                ipaddress.ip_network(entry.strip(), strict=False)
+            except ValueError:
+                raise ConfigError(f"setting 'metrics_networks': {entry!r} is not an address "
+                                  "or network") from None
+        if self.metrics_token is not None and len(self.metrics_token) < 16:
+            raise ConfigError("setting 'metrics_token' must be at least 16 characters")
+        if self.metrics and not (self.metrics_token or self.metrics_networks):
+            raise ConfigError("setting 'metrics' needs 'metrics_token' or 'metrics_networks' "
+                              "(or both): metrics are not for everyone who can reach the "
+                              "server")

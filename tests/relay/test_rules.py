@@ -68,3 +68,13 @@ def test_an_agent_status_field_that_breaks_the_text_rule_is_not_reported() -> No
     assert (report.hostname, report.site, report.tags) == (None, None, None)
     assert report.organization == "acme"
     assert refused == ["hostname", "site", "tags"]
+
+
+def test_an_agent_reports_its_plugin_set_within_the_text_rule() -> None:
+    report, refused = status_report("a-1", pb.AgentStatus(
+        plugins=["codec_raw_zstd 0.1.0", "capture_mss 0.1.0"]))
+    assert report.plugins == ("codec_raw_zstd 0.1.0", "capture_mss 0.1.0") and refused == []
+    assert status_report("a-1", pb.AgentStatus())[0].plugins is None  # not reported: kept
+    for bad in (["ok 1.0", "evil\n1.0"], ["p 1"] * 65, ["x" * 201]):
+        report, refused = status_report("a-1", pb.AgentStatus(plugins=bad))
+        assert report.plugins is None and refused == ["plugins"]

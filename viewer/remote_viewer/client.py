@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import numpy as np
+import numpy.typing as npt
 from anyio.abc import TaskGroup
 from google.protobuf.message import Message
 
@@ -40,9 +42,10 @@ INLINE_DECODE_BYTES = 64 * 1024
 
 @dataclass(frozen=True)
 class Frame:
-    """One decoded frame: the full image and when it arrived and was decoded."""
+    """One decoded frame: the full image (a ``(height, width, 4)`` BGRA numpy array) and
+    when it arrived and was decoded."""
 
-    image: Any
+    image: npt.NDArray[np.uint8]
     sequence: int
     timestamp_us: int
     display_id: int
@@ -151,7 +154,7 @@ class ViewerClient:
         if image is None:
             return
         self.frames_received += 1
-        self.latest = Frame(image=image, sequence=video.sequence,
+        self.latest = Frame(image=np.asarray(image), sequence=video.sequence,
                             timestamp_us=video.timestamp, display_id=video.display_id,
                             keyframe=frame.keyframe, codec=codec, size=size,
                             received_ns=received, decoded_ns=time.perf_counter_ns())

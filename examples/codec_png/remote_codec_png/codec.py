@@ -115,7 +115,7 @@ class PngEncoder(Encoder):
 
     def encode(self, image: Any, *, keyframe: bool = False,
                dirty: Sequence[Rect] | None = None) -> EncodedFrame | None:
-        current = as_image(image)
+        current = np.asarray(as_image(image))
         h, w = current.shape[:2]
         previous = self._previous
         if keyframe or previous is None or previous.shape != current.shape or self._clock.due():

@@ -3,14 +3,13 @@
 With DAMAGE the source keeps one image per display and refreshes only the
 areas X reports as drawn, so a small change costs a small grab; without it
 every grab is the whole display and ``dirty`` is ``None`` (the encoder diffs).
+Images are ``memoryview`` objects shaped ``(height, width, 4)`` over mss's own
+BGRA buffer: no copy, and no numpy.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
-
-import numpy as np
 
 from remote_core.interfaces import CaptureSource
 from remote_core.types import DisplayDesc, Rect
@@ -44,7 +43,7 @@ class MssCapture(CaptureSource):
                 log.info("capture polls: %s", exc)
         self._monitors = MonitorQuery()
         self._known: list[DisplayDesc] = []
-        self._frame: np.ndarray[Any, Any] | None = None
+        self._frame: bytearray | None = None
         self._frame_display: DisplayDesc | None = None
 
     @property
@@ -77,11 +76,12 @@ class MssCapture(CaptureSource):
         raise ValueError(f"no display {display_id}; displays are "
                          f"{[d.id for d in displays]} (0 = primary)")
 
-    def _grab_area(self, x: int, y: int, width: int, height: int) -> np.ndarray[Any, Any]:
+    def _grab_area(self, x: int, y: int, width: int, height: int) -> bytearray:
+        """The BGRA pixels of an area, row after row."""
         shot = self._mss.grab({"left": x, "top": y, "width": width, "height": height})
-        return np.frombuffer(shot.raw, dtype=np.uint8).reshape(height, width, 4)
+        return shot.raw
 
-    def grab(self, display_id: int) -> tuple[np.ndarray[Any, Any], list[Rect] | None]:
+    def grab(self, display_id: int) -> tuple[memoryview, list[Rect] | None]:
         """The whole display; with DAMAGE, also the rectangles changed since the last grab.
 
         The first grab of a display (after another display, a geometry change
@@ -93,14 +93,20 @@ class MssCapture(CaptureSource):
         if self._watcher is None or frame is None or self._frame_display != display:
             frame = self._grab_area(display.x, display.y, display.width, display.height)
             self._frame, self._frame_display = frame, display
-            return frame, None
+            return _image(frame, display), None
         local = [clip(Rect(r.x - display.x, r.y - display.y, r.width, r.height),
                       display.width, display.height) for r in damaged]
         rects = merge_rects(r for r in local if r is not None)
+        stride = display.width * 4
         for rect in rects:
-            frame[rect.y:rect.y + rect.height, rect.x:rect.x + rect.width] = self._grab_area(
-                display.x + rect.x, display.y + rect.y, rect.width, rect.height)
-        return frame, rects
+            area = self._grab_area(display.x + rect.x, display.y + rect.y, rect.width,
+                                   rect.height)
+            length = rect.width * 4
+            offset = rect.y * stride + rect.x * 4
+            for row in range(0, len(area), length):
+                frame[offset:offset + length] = area[row:row + length]
+                offset += stride
+        return _image(frame, display), rects
 
     def wait_for_change(self, timeout: float) -> bool:
         if self._watcher is None:
@@ -112,3 +118,7 @@ class MssCapture(CaptureSource):
             self._watcher.close()
         self._monitors.close()
         self._mss.close()
+
+
+def _image(frame: bytearray, display: DisplayDesc) -> memoryview:
+    return memoryview(frame).cast("B", (display.height, display.width, 4))

@@ -1,10 +1,9 @@
-"""Built-in plugins ``codec_h264``, ``codec_h265`` and ``codec_vp9``: video codecs on PyAV.
+"""The PyAV machinery of the video codec plugins ``codec_h264``, ``codec_h265``, ``codec_vp9``.
 
-One distribution, because the three share every dependency (PyAV, numpy) and
-all of the FFmpeg machinery (``_base``); one plugin module each, so a
-deployment loads or blocks each codec by name. The plugin modules import
-nothing heavy: PyAV loads only when a codec is built or its availability
-is asked.
+A library, not a plugin: each codec is a distribution of its own
+(``remote-codec-h264`` ...) that depends on this one, so a packager can ship
+VP9 or H.265 without H.264. The codecs' plugin modules import nothing heavy:
+PyAV loads only when a codec is built or its availability is asked.
 """
 
 from __future__ import annotations
@@ -21,14 +20,15 @@ __all__ = ["pyav_codec"]
 
 
 def pyav_codec(name: str, *, module: str, encoder: str, decoder: str, **spec: Any) -> CodecSpec:
-    """The registration of one PyAV codec whose classes live in ``module`` (loaded lazily).
+    """The registration of one PyAV codec whose classes live in ``module`` (an absolute
+    module name, loaded lazily).
 
     The codec is available where this FFmpeg build has the encoder class's
     ``codec_name``.
     """
 
     def classes(attr: str) -> Callable[..., Any]:
-        return getattr(import_module(module, __name__), attr)  # type: ignore[no-any-return]
+        return getattr(import_module(module), attr)  # type: ignore[no-any-return]
 
     def make_encoder(config: EncoderConfig) -> Encoder:
         made: Encoder = classes(encoder)(config)
@@ -40,7 +40,7 @@ def pyav_codec(name: str, *, module: str, encoder: str, decoder: str, **spec: An
 
     @cache
     def available() -> bool:
-        from ._base import encoder_available
+        from .base import encoder_available
 
         return encoder_available(classes(encoder).codec_name)  # type: ignore[attr-defined]
 

@@ -1,7 +1,8 @@
 """Built-in plugin ``codec_raw_zstd``: raw BGRA plus Zstandard, with dirty rectangles.
 
 Lossless and cheap on CPU, heavy on bandwidth when much changes: the codec for
-a LAN (``CODEC_RAW``). numpy and zstandard load only when a codec is built.
+a LAN (``CODEC_RAW``). It needs zstandard alone (no numpy), loaded only when a
+codec is built.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ def _decoder() -> Decoder:
 
 
 def _available() -> bool:
-    return find_spec("zstandard") is not None and find_spec("numpy") is not None
+    return find_spec("zstandard") is not None
 
 
 SPEC = CodecSpec(name="raw_zstd", preference=pb.CODEC_RAW, frame_field="raw",

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
 import zstandard
 
 from remote_core.codecs import MAX_PIXELS, MAX_SIDE
 from remote_core.interfaces import Decoder
 from remote_core.types import EncodedFrame
+
+from .pixels import put_rect
 
 __all__ = ["RawZstdDecoder"]
 
@@ -25,9 +25,11 @@ class RawZstdDecoder(Decoder):
 
     def __init__(self) -> None:
         self._decompressor = zstandard.ZstdDecompressor()
-        self._framebuffer: npt.NDArray[np.uint8] | None = None
+        self._framebuffer = bytearray()
+        self._size: tuple[int, int] | None = None  # the framebuffer's width and height
 
-    def decode(self, frame: EncodedFrame) -> npt.NDArray[np.uint8] | None:
+    def decode(self, frame: EncodedFrame) -> memoryview | None:
+        """The whole picture after ``frame``, as a ``(height, width, 4)`` view of a copy."""
         w, h = frame.width, frame.height
         if not (1 <= w <= MAX_SIDE and 1 <= h <= MAX_SIDE and w * h <= MAX_PIXELS):
             raise ValueError(f"frame size {w}x{h} is outside 1..{MAX_SIDE} per side "
@@ -35,30 +37,28 @@ class RawZstdDecoder(Decoder):
         if frame.keyframe:
             if frame.rects:
                 raise ValueError("a raw keyframe must not carry dirty rectangles")
-            image = np.empty((h, w, 4), np.uint8)
-            self._fill(frame, image.data.cast("B"))
-            self._framebuffer = image
-            return image.copy()
-        framebuffer = self._framebuffer
-        if framebuffer is None or framebuffer.shape[:2] != (h, w):
+            image = bytearray(w * h * 4)
+            self._fill(frame, memoryview(image))
+            self._framebuffer, self._size = image, (w, h)
+            return _picture(image, w, h)
+        if self._size != (w, h):
             return None  # an incremental frame needs the keyframe it builds on
-        rects = [(r.x, r.y, r.width, r.height) for r in frame.rects]
-        if not rects:
+        if not frame.rects:
             raise ValueError("an incremental raw frame must carry dirty rectangles")
-        for x, y, rw, rh in rects:
-            if rw < 1 or rh < 1 or x < 0 or y < 0 or x + rw > w or y + rh > h:
-                raise ValueError(f"dirty rectangle {rw}x{rh}+{x}+{y} is outside the {w}x{h} frame")
-        area = sum(rw * rh for _, _, rw, rh in rects)
+        for r in frame.rects:
+            if r.width < 1 or r.height < 1 or r.x < 0 or r.y < 0 or r.x + r.width > w \
+                    or r.y + r.height > h:
+                raise ValueError(f"dirty rectangle {r.width}x{r.height}+{r.x}+{r.y} is outside "
+                                 f"the {w}x{h} frame")
+        area = sum(r.width * r.height for r in frame.rects)
         if area > w * h:
             raise ValueError(f"dirty rectangles cover {area} pixels, more than the frame's {w * h}")
-        payload = np.empty(area * 4, np.uint8)
-        self._fill(frame, payload.data)
+        payload = bytearray(area * 4)
+        self._fill(frame, memoryview(payload))
         offset = 0
-        for x, y, rw, rh in rects:
-            size = rw * rh * 4
-            framebuffer[y:y + rh, x:x + rw] = payload[offset:offset + size].reshape(rh, rw, 4)
-            offset += size
-        return framebuffer.copy()
+        for r in frame.rects:
+            offset = put_rect(self._framebuffer, w, r, payload, offset)
+        return _picture(self._framebuffer, w, h)
 
     def _fill(self, frame: EncodedFrame, out: memoryview) -> None:
         """Decompress (or copy) ``frame.data`` into ``out``, which it must fill exactly."""
@@ -90,3 +90,8 @@ class RawZstdDecoder(Decoder):
                 f"raw payload decompresses to {'more than ' if extra else ''}"
                 f"{filled} bytes, expected {expected}"
             )
+
+
+def _picture(framebuffer: bytearray, width: int, height: int) -> memoryview:
+    """A copy of the framebuffer, shaped as an image; the next frame may change the original."""
+    return memoryview(bytes(framebuffer)).cast("B", (height, width, 4))

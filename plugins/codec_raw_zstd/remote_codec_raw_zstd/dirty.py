@@ -1,78 +1,93 @@
 """Finding what changed between two screen images, as a few rectangles.
 
-Vectorised with numpy: one comparison pass over the frame (as 64-bit words
-where the row length allows), a row reduction that settles the unchanged case,
-then tile reduction only over the band of rows that changed. Dirty tiles are
-merged into horizontal runs, and runs that touch in consecutive tile rows
-into their bounding rectangle, so a typed word or a scrolled page is one or a few
-rectangles rather than hundreds of tiles.
+Plain byte comparisons, which run at memory speed: one comparison settles the
+unchanged frame, one per band of :data:`TILE` rows skips the bands that did
+not change, and in a band that did, the rows that differ are XOR-ed as big
+integers and OR-ed together, so one pass tells which tile columns changed.
+Dirty tiles are merged into horizontal runs, and runs that touch in
+consecutive tile rows into their bounding rectangle, so a typed word or a
+scrolled page is one or a few rectangles rather than hundreds of tiles.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-import numpy as np
-import numpy.typing as npt
-
 from remote_core.types import Rect
+
+from .pixels import Flat
 
 __all__ = ["TILE", "clip_rects", "find_dirty"]
 
 TILE = 32
 """Tile edge in pixels: small enough to keep typing updates small, large enough to merge."""
 
-
-def _words(image: npt.NDArray[np.uint8]) -> tuple[npt.NDArray[np.generic], int]:
-    """The image as a (height, words) array and the pixels per word."""
-    h, w = image.shape[:2]
-    flat = image.reshape(h, w * 4)
-    if w % 2 == 0:
-        return flat.view(np.uint64), 2
-    return flat.view(np.uint32), 1
+Runs = list[tuple[int, int]]  # [first tile, end tile) of each run of dirty tiles in a tile row
 
 
-def find_dirty(previous: npt.NDArray[np.uint8], current: npt.NDArray[np.uint8],
+def find_dirty(previous: bytearray, current: Flat, width: int, height: int,
                tile: int = TILE) -> list[Rect]:
     """Tile-aligned rectangles (clipped to the frame) covering every changed pixel.
 
-    Both images are C-contiguous ``(height, width, 4)`` uint8 of one shape.
-    An empty list means the frames are identical.
+    Both are flat BGRA frames of ``width`` x ``height``; ``previous`` is a
+    ``bytearray`` so that comparisons with it run as one ``memcmp``. An empty
+    list means the frames are identical.
     """
-    h, w = current.shape[:2]
-    old, per_word = _words(previous)
-    new, _ = _words(current)
-    changed = old != new
-    rows = changed.any(axis=1)
-    if not rows.any():
+    if previous == current:
         return []
-    changed_rows = np.flatnonzero(rows)
-    band0, band1 = int(changed_rows[0]) // tile, int(changed_rows[-1]) // tile + 1
-    band = changed[band0 * tile:band1 * tile]
-    row_starts = np.arange(0, band.shape[0], tile)
-    col_starts = np.arange(0, band.shape[1], tile // per_word)
-    tiles = np.logical_or.reduceat(np.logical_or.reduceat(band, row_starts, axis=0),
-                                   col_starts, axis=1)
-    return _merge(tiles, band0, tile, w, h)
+    stride = width * 4
+    tile_bytes = tile * 4
+    changed_rows: list[tuple[int, Runs]] = []
+    for band, y in enumerate(range(0, height, tile)):
+        start, stop = y * stride, min(height, y + tile) * stride
+        if previous[start:stop] == current[start:stop]:
+            continue
+        diff = 0
+        for row in range(start, stop, stride):
+            old = previous[row:row + stride]
+            new = current[row:row + stride]
+            if old != new:
+                diff |= int.from_bytes(old, "little") ^ int.from_bytes(new, "little")
+        changed = diff.to_bytes(stride, "little")
+        dirty = [bool(changed[x:x + tile_bytes].strip(b"\0"))
+                 for x in range(0, stride, tile_bytes)]
+        changed_rows.append((band, _runs(dirty)))
+    return _merge(changed_rows, tile, width, height)
 
 
-def _merge(tiles: npt.NDArray[np.bool_], band0: int, tile: int, width: int,
+def _runs(dirty: list[bool]) -> Runs:
+    runs: Runs = []
+    start: int | None = None
+    for index, is_dirty in enumerate(dirty):
+        if is_dirty and start is None:
+            start = index
+        elif not is_dirty and start is not None:
+            runs.append((start, index))
+            start = None
+    if start is not None:
+        runs.append((start, len(dirty)))
+    return runs
+
+
+def _merge(tile_rows: list[tuple[int, Runs]], tile: int, width: int,
            height: int) -> list[Rect]:
     """Runs of dirty tiles per tile row; a run touching an open rectangle from the row
     above joins it (their bounding box), so ragged text lines become one rectangle."""
     rects: list[Rect] = []
     open_boxes: list[tuple[int, int, int]] = []  # (first tile, end tile, first tile row)
+    last_row = -1
 
     def close(box: tuple[int, int, int], end_row: int) -> None:
         x, y = box[0] * tile, box[2] * tile
         rects.append(Rect(x, y, min(box[1] * tile, width) - x, min(end_row * tile, height) - y))
 
-    padded = np.zeros(tiles.shape[1] + 2, np.int8)
-    for r, row in enumerate(tiles, start=band0):
-        padded[1:-1] = row
-        edges = np.flatnonzero(np.diff(padded)).tolist()
+    for r, runs in tile_rows:
+        if r != last_row + 1:  # an unchanged tile row between: nothing continues across it
+            for box in open_boxes:
+                close(box, last_row + 1)
+            open_boxes = []
         continued: list[tuple[int, int, int]] = []
-        for x0, x1 in zip(edges[0::2], edges[1::2], strict=True):
+        for x0, x1 in runs:
             y0 = r
             for box in [b for b in open_boxes + continued if b[0] < x1 and x0 < b[1]]:
                 (open_boxes if box in open_boxes else continued).remove(box)
@@ -81,8 +96,9 @@ def _merge(tiles: npt.NDArray[np.bool_], band0: int, tile: int, width: int,
         for box in open_boxes:
             close(box, r)
         open_boxes = continued
+        last_row = r
     for box in open_boxes:
-        close(box, band0 + tiles.shape[0])
+        close(box, last_row + 1)
     return sorted(rects, key=lambda rect: (rect.y, rect.x))
 
 

@@ -23,14 +23,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-import numpy.typing as npt
 import zstandard
 
 from remote_core.protocol import DEFAULT_MAX_MESSAGE_BYTES
 from remote_core.types import Rect
 
 from .dirty import TILE
+from .pixels import Flat, rect_bytes
 
 __all__ = ["MESSAGE_LIMIT", "PART_BYTES", "PLACEHOLDER", "Packed", "fits", "keyframe_part",
            "pack_rects", "rotate"]
@@ -47,7 +46,7 @@ SLICE_BYTES = 256 * 1024
 """Rows compressed (and sized) at a time, in whole tile rows: a part ends at most about
 this much (or one tile row) under its budget."""
 
-PLACEHOLDER = np.array([0, 0, 0, 255], np.uint8)
+PLACEHOLDER = bytes((0, 0, 0, 255))
 """Opaque black: what a keyframe part shows where the screen has not arrived yet."""
 
 _TAIL_RESERVE = 64 * 1024  # the placeholder rows: about 4 bytes per 128 KiB block
@@ -73,37 +72,38 @@ def _slice_rows(width: int, budget: int) -> int:
     return max(TILE, min(SLICE_BYTES, budget // 4) // (width * 4) // TILE * TILE)
 
 
-def _slices(image: npt.NDArray[np.uint8], rect: Rect,
-            budget: int) -> Iterator[npt.NDArray[np.uint8]]:
+def _slices(image: Flat, width: int, rect: Rect,
+            budget: int) -> Iterator[tuple[bytes | bytearray | memoryview, int]]:
     """``rect``'s rows in slices that end on tile rows, so where a part stops is where
-    the next comparison's tile-aligned rectangles start (nothing is sent twice)."""
+    the next comparison's tile-aligned rectangles start (nothing is sent twice); each
+    slice as its pixels and its row count."""
     rows = _slice_rows(rect.width, budget)
     y, end = rect.y, rect.y + rect.height
     while y < end:
         stop = min((y // rows + 1) * rows, end)
-        yield np.ascontiguousarray(image[y:stop, rect.x:rect.x + rect.width])
+        yield rect_bytes(image, width, Rect(rect.x, y, rect.width, stop - y)), stop - y
         y = stop
 
 
-def keyframe_part(image: npt.NDArray[np.uint8], compressor: zstandard.ZstdCompressor,
+def keyframe_part(image: Flat, width: int, height: int, compressor: zstandard.ZstdCompressor,
                   budget: int = PART_BYTES) -> tuple[bytes, int]:
     """The keyframe part of ``image``: one Zstandard frame of the whole display, real
     rows from the top while they fit ``budget``, placeholder rows after; and how many
     rows are real (at least one slice)."""
-    h, w = image.shape[:2]
+    w, h = width, height
     stream = compressor.compressobj(size=h * w * 4)
     out: list[bytes] = []
     total, rows = 0, 0
-    for part in _slices(image, Rect(0, 0, w, h), budget):
-        if rows and total + _worst(part.nbytes) + _TAIL_RESERVE > budget:
+    for part, count in _slices(image, w, Rect(0, 0, w, h), budget):
+        if rows and total + _worst(len(part)) + _TAIL_RESERVE > budget:
             break
-        out += [stream.compress(part.data), stream.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)]
+        out += [stream.compress(part), stream.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)]
         total += len(out[-1]) + len(out[-2])
-        rows += part.shape[0]
+        rows += count
     step = _slice_rows(w, budget)
-    blank = np.broadcast_to(PLACEHOLDER, (step, w, 4)).copy()
+    blank = PLACEHOLDER * (step * w)
     for y in range(rows, h, step):
-        out.append(stream.compress(blank[:min(step, h - y)].data))
+        out.append(stream.compress(blank[:min(step, h - y) * w * 4]))
     out.append(stream.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH))
     return b"".join(out), rows
 
@@ -119,7 +119,7 @@ class Packed:
     rest: list[Rect]
 
 
-def pack_rects(image: npt.NDArray[np.uint8], rects: Sequence[Rect],
+def pack_rects(image: Flat, width: int, rects: Sequence[Rect],
                compressor: zstandard.ZstdCompressor, budget: int = PART_BYTES) -> Packed:
     """As many of ``rects`` as fit ``budget`` (the last one cut between rows if need be),
     compressed, or raw when that is smaller; the first slice always goes.
@@ -129,17 +129,17 @@ def pack_rects(image: npt.NDArray[np.uint8], rects: Sequence[Rect],
     """
     stream = compressor.compressobj()
     total = 0
-    raw: list[npt.NDArray[np.uint8]] = []
+    raw: list[bytes | bytearray | memoryview] = []
     taken: list[Rect] = []
     for index, rect in enumerate(rects):
         rows = 0
-        for part in _slices(image, rect, budget):
-            if raw and total + _worst(part.nbytes) > budget:
+        for part, count in _slices(image, width, rect, budget):
+            if raw and total + _worst(len(part)) > budget:
                 break
-            total += len(stream.compress(part.data))
+            total += len(stream.compress(part))
             total += len(stream.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK))
             raw.append(part)
-            rows += part.shape[0]
+            rows += count
         if rows:
             taken.append(Rect(rect.x, rect.y, rect.width, rows))
         if rows < rect.height:
@@ -148,11 +148,10 @@ def pack_rects(image: npt.NDArray[np.uint8], rects: Sequence[Rect],
             break
     else:
         rest = []
-    raw_bytes = sum(part.nbytes for part in raw)
-    final = compressor.compressobj(size=raw_bytes)
-    data = b"".join([*(final.compress(part.data) for part in raw), final.flush()])
-    if len(data) >= raw_bytes:
-        return Packed(b"".join(part.tobytes() for part in raw), False, taken, rest)
+    payload = b"".join(raw)
+    data = compressor.compress(payload)
+    if len(data) >= len(payload):
+        return Packed(payload, False, taken, rest)
     return Packed(data, True, taken, rest)
 
 

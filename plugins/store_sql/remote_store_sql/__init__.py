@@ -11,9 +11,9 @@ from remote_core import hookimpl
 from remote_core.types import StoreSpec
 
 if TYPE_CHECKING:
-    from remote_core.interfaces import Store
+    from remote_core.interfaces import Store, StoreAdmin
 
-__all__ = ["make_store", "register_stores"]
+__all__ = ["make_admin", "make_store", "register_stores"]
 
 
 def make_store(url: str) -> Store:
@@ -23,6 +23,14 @@ def make_store(url: str) -> Store:
     return SqlStore(url)
 
 
+def make_admin(url: str) -> StoreAdmin:
+    """A :class:`~remote_store_sql._admin.SqlAdmin` (backups, restores, copies) for ``url``."""
+    from ._admin import SqlAdmin
+
+    return SqlAdmin(url)
+
+
 @hookimpl
 def register_stores() -> list[StoreSpec]:
-    return [StoreSpec(name="sql", schemes=("sqlite", "postgresql"), factory=make_store)]
+    return [StoreSpec(name="sql", schemes=("sqlite", "postgresql"), factory=make_store,
+                      admin=make_admin)]

@@ -45,6 +45,7 @@ def machine_from_row(row: Any) -> Machine:
         is_persistent=bool(m["is_persistent"]),
         status=m["status"] or "offline",
         agent_version=m["agent_version"] or "",
+        plugins=tuple(m["plugins"] or ()),
         last_seen=m["last_seen"],
         created_at=m["created_at"],
         updated_at=m["updated_at"],
@@ -62,6 +63,8 @@ def _report_values(report: MachineReport) -> dict[str, Any]:
     )
     if report.tags is not None:
         values["tags"] = list(report.tags)
+    if report.plugins is not None:
+        values["plugins"] = list(report.plugins)
     return values
 
 

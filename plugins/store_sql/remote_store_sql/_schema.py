@@ -93,6 +93,7 @@ machines = sa.Table(
     sa.Column("is_persistent", sa.Boolean, nullable=True),
     sa.Column("status", sa.String(16), nullable=True),
     sa.Column("agent_version", sa.Text, nullable=True),
+    sa.Column("plugins", Tags(), nullable=True),
     sa.Column("last_seen", UTCDateTime, nullable=True),
     sa.Column("created_at", UTCDateTime, nullable=True),
     sa.Column("updated_at", UTCDateTime, nullable=True),

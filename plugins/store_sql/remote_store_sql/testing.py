@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from remote_core.testing.services import POSTGRES_ADMIN_URL, require_service, unique_name
 
-__all__ = ["Database", "postgres_database", "require_postgres", "sqlite_database"]
+__all__ = ["Database", "all_rows", "postgres_database", "require_postgres", "sqlite_database"]
 
 ADMIN = make_url(POSTGRES_ADMIN_URL)
 
@@ -81,3 +82,20 @@ def postgres_database(prefix: str = "store") -> Iterator[Database]:
 def sqlite_database(directory: Path, name: str = "store.db") -> Database:
     """A SQLite database file (created on first use) in ``directory``."""
     return Database("sqlite", f"sqlite:///{directory / name}")
+
+
+def all_rows(url: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table, ordered by primary key, read through the schema's types,
+    so a SQLite database and a PostgreSQL one holding the same records compare equal."""
+    from ._schema import metadata
+
+    parsed = make_url(url)
+    driver = "sqlite+pysqlite" if parsed.get_backend_name() == "sqlite" else "postgresql+psycopg"
+    engine = sa.create_engine(parsed.set(drivername=driver))
+    try:
+        with engine.connect() as conn:
+            return {table.name: [tuple(row) for row in conn.execute(
+                        sa.select(table).order_by(*table.primary_key.columns))]
+                    for table in metadata.sorted_tables}
+    finally:
+        engine.dispose()

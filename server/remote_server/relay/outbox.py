@@ -24,6 +24,8 @@ import anyio
 
 from remote_core.protocol import is_keyframe
 
+from ..observe.counters import RELAY
+
 __all__ = ["Close", "Outbox"]
 
 
@@ -74,16 +76,19 @@ class Outbox:
             return False
         if not decodable:
             self.dropped_frames += 1
+            RELAY.frames_dropped += 1
             self.skipping = True
             return False
         if self.skipping:
             if not is_keyframe(data, offset):
                 self.dropped_frames += 1
+                RELAY.frames_dropped += 1
                 return True
             self.skipping = False
             self._discard_video()
         elif self._items and self.queued_bytes + len(data) > self.budget:
             self.dropped_frames += 1
+            RELAY.frames_dropped += 1
             self.skipping = True
             return True
         self._append(data, True)
@@ -126,8 +131,11 @@ class Outbox:
                 return self._close
             self._wakeup = anyio.Event()
             await self._wakeup.wait()
-        data, _ = self._items.popleft()
+        data, is_video = self._items.popleft()
         self.queued_bytes -= len(data)
+        if is_video:
+            RELAY.frames_out += 1
+            RELAY.bytes_out += len(data)
         return data
 
     def _append(self, data: bytes, is_video: bool) -> None:
@@ -144,5 +152,6 @@ class Outbox:
     def _discard_video(self) -> None:
         kept = deque(item for item in self._items if not item[1])
         self.dropped_frames += len(self._items) - len(kept)
+        RELAY.frames_dropped += len(self._items) - len(kept)
         self._items = kept
         self.queued_bytes = sum(len(data) for data, _ in kept)

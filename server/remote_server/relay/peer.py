@@ -32,6 +32,8 @@ from remote_core.protocol import (
 )
 from remote_core.records import AuditEvent
 
+from ..observe.counters import auth_failed
+from ..observe.logs import bind_peer
 from .auth import Unavailable, looks_like_support_code
 from .link import Link
 from .outbox import Close
@@ -177,7 +179,9 @@ async def _run(transport: Transport, link: Link, silence: float,
         reason = await read()
         if not link.closed:
             group.cancel_scope.cancel()  # the peer left: nothing more to send
-    return reason or link.close_reason or "connection closed"
+    reason = reason or link.close_reason or "connection closed"
+    log.debug("socket of %s ended: %s", link.id, reason)
+    return reason
 
 
 async def _read_loop(transport: Transport, link: Link,
@@ -252,6 +256,8 @@ async def serve_agent(transport: Transport, registry: Registry, limiter: CodeLim
                 await registry.audit.record(AuditEvent(
                     kind="support_code.lockout", client_ip=client_ip,
                     detail={"via": "agent socket"}))
+            if not isinstance(exc, Unavailable):
+                auth_failed("support_code" if limited else "agent_credential")
             log.info("agent from %s refused: %s", client_ip, exc)
             await _reject(transport, first, str(exc))
             return
@@ -261,6 +267,7 @@ async def serve_agent(transport: Transport, registry: Registry, limiter: CodeLim
             return
         if limited:
             await limiter.record_code_result(client_ip, True)
+        bind_peer(session_id=session.session_id, agent_id=session.agent_id)
         await _serve_session_agent(transport, registry, session)
     finally:
         registry.socket_closed()
@@ -303,7 +310,11 @@ async def serve_viewer(transport: Transport, registry: Registry, verify: ViewerV
         if request is None:
             return
         try:
-            user_id, session_id, minted_for = verify(request.session_token, session_hint)
+            try:
+                user_id, session_id, minted_for = verify(request.session_token, session_hint)
+            except SessionRefused:
+                auth_failed("viewer_token")
+                raise
             session, link = await registry.join_viewer(
                 session_id=session_id, user_id=user_id, password_version=minted_for,
                 request=request, client_ip=client_ip)
@@ -315,6 +326,8 @@ async def serve_viewer(transport: Transport, registry: Registry, verify: ViewerV
             log.exception("could not admit the viewer from %s", client_ip)
             await _reject(transport, first, "the server could not admit the viewer")
             return
+
+        bind_peer(session_id=session.session_id, agent_id=session.agent_id, viewer_id=link.id)
 
         async def handle(event: Inbound) -> str | None:
             return await registry.on_viewer_message(session, link, event)

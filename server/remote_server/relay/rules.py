@@ -134,10 +134,15 @@ def status_report(agent_id: str, status: Any) -> tuple[MachineReport, list[str]]
     if tags is not None and (len(tags) > MAX_TAGS or not all(map(acceptable, tags))):
         refused.append("tags")
         tags = None
+    plugins: tuple[str, ...] | None = tuple(status.plugins) if status.plugins else None
+    if plugins is not None and (len(plugins) > MAX_TAGS or not all(map(acceptable, plugins))):
+        refused.append("plugins")
+        plugins = None
     report = MachineReport(
         agent_id=agent_id, hostname=kept["hostname"], os_version=kept["os_version"],
         agent_version=kept["agent_version"], organization=kept["organization"],
-        site=kept["site"], tags=tags, is_elevated=status.is_elevated, status="online")
+        site=kept["site"], tags=tags, is_elevated=status.is_elevated, status="online",
+        plugins=plugins)
     return report, refused
 
 

@@ -19,6 +19,7 @@ import anyio
 from remote_core.protocol import ROUTES, Inbound, Role, To, codec_of, pb
 from remote_core.records import CONSENT_PENDING, MachineReport
 
+from ..observe.counters import RELAY
 from .consent import Ask, ConsentBook, Standing
 from .link import Link
 
@@ -152,6 +153,8 @@ class Session:
         """Queue one ``VideoFrame`` for every viewer that decodes its codec; ask for a
         keyframe for one that lags or was passed over (at most once per
         ``KEYFRAME_REQUEST_INTERVAL`` while it waits)."""
+        RELAY.frames_in += 1
+        RELAY.bytes_in += len(data)
         if not self.viewers:
             return
         codec = codec_of(data, offset)  # read once, from the tags only

@@ -63,6 +63,11 @@ DEVIATIONS: dict[str, str] = {
     "block_plugins": "only the tests of plugin loading itself and of a deployment that "
                      "blocks a built-in to replace it",
     "autoload_plugins": "only the tests of plugin loading itself",
+    "metrics": "the metrics tests switch /metrics on (off by default)",
+    "metrics_token": "the metrics tests: the bearer token their Prometheus sends",
+    "metrics_networks": "only the tests of the metrics access setting",
+    "log_format": "the structured-log test reads JSON lines (text by default)",
+    "log_level": "the structured-log test logs at debug, where most could leak",
     **{name: "shortened with the others by one factor (shortened_timeouts), keeping the "
              "shipped ratios, so a test of silence or consent takes seconds, not minutes"
        for name in TIMEOUTS},

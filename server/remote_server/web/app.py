@@ -21,6 +21,8 @@ from starlette.routing import Mount, Route
 
 from remote_core.plugins import Plugins, get_plugin_manager
 
+from ..observe.logs import RequestIds, set_node
+from ..observe.metrics import Metrics, TimedStore
 from ..relay.audit import Audit
 from ..relay.writes import WriteQueue
 from ..settings import ServerSettings
@@ -28,6 +30,7 @@ from .api import routes as api_routes
 from .codecs import CODECS_PATH, codec_modules
 from .context import ServerContext, open_store
 from .headerbounds import HeaderBounds
+from .metrics import metrics_route
 from .origin import accepted_origins_text
 from .pending import PendingSockets
 from .problem import exception_handlers
@@ -54,7 +57,8 @@ def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
 
     plugins = plugins or get_plugin_manager(settings)
     routes: list[Any] = [*api_routes(), *ws_routes(),
-                         Mount(CODECS_PATH, app=codec_modules(plugins.codecs()), name="codecs")]
+                         Mount(CODECS_PATH, app=codec_modules(plugins.codecs()), name="codecs"),
+                         metrics_route()]
     web_paths = []
     for spec in plugins.web_apps():
         if spec.factory is not None:
@@ -68,6 +72,10 @@ def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         store = open_store(settings, plugins)
+        metrics = None
+        if settings.metrics:
+            metrics = app.state.metrics = Metrics(lambda: registry.index.sessions())
+            store = TimedStore.wrap(store, metrics)
         await store.open()
         try:
             password = await ensure_first_admin(store, settings.admin_password)
@@ -97,6 +105,9 @@ def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
                     limiter_in_use: RateLimiter = limiter or shared
                     cluster = await stack.enter_async_context(
                         ClusterNode.running(settings, registry, viewer_verifier(tokens)))
+                    set_node(cluster.id)
+                    if metrics is not None:
+                        metrics.node = cluster.id
                 else:
                     limiter_in_use = limiter or MemoryRateLimiter()
                 app.state.ctx = ServerContext(
@@ -110,6 +121,8 @@ def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
                     writes.start(group)
                     group.start_soon(keep_fresh, tokens, settings, store)
                     group.start_soon(registry.keep_seen)
+                    if metrics is not None:
+                        group.start_soon(metrics.watch_loop)
                     try:
                         yield
                     finally:
@@ -120,7 +133,7 @@ def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
             await store.close()
 
     app = Starlette(routes=routes, lifespan=lifespan, exception_handlers=exception_handlers,
-                    middleware=[Middleware(HeaderBounds)])
+                    middleware=[Middleware(RequestIds), Middleware(HeaderBounds)])
     relative_slash_redirects(app.router)
     app.state.settings = settings
     app.state.plugins = plugins

@@ -22,7 +22,7 @@ from typing import Any
 from ..settings import ServerSettings
 from .logonce import Once
 
-__all__ = ["TRUSTED_PROXIES_SETTING", "client_ip"]
+__all__ = ["TRUSTED_PROXIES_SETTING", "client_ip", "in_networks"]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,11 @@ def _trusted(address: str, networks: tuple[Network, ...]) -> bool:
     except ValueError:
         return False
     return any(ip in net for net in networks)
+
+
+def in_networks(address: str, entries: tuple[str, ...]) -> bool:
+    """Whether ``address`` is in one of the networks ``entries`` lists (settings' text)."""
+    return _trusted(address, _networks(entries))
 
 
 def _forwarded_for(scope: Mapping[str, Any]) -> list[str]:

@@ -13,6 +13,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..observe.counters import rate_limited
+
 __all__ = ["MemoryRateLimiter", "RateLimiter"]
 
 Clock = Callable[[], float]
@@ -57,22 +59,25 @@ class RateLimiter(ABC):
 
     # -- the policy (SPEC 8) --------------------------------------------------
     async def check_login(self, client_ip: str) -> float | None:
-        return await self.hit(*self._split(self.LOGIN, client_ip))
+        return rate_limited("login", await self.hit(*self._split(self.LOGIN, client_ip)))
 
     async def check_change_password(self, client_ip: str) -> float | None:
-        return await self.hit(*self._split(self.CHANGE_PASSWORD, client_ip))
+        return rate_limited("change_password",
+                            await self.hit(*self._split(self.CHANGE_PASSWORD, client_ip)))
 
     async def check_csp_report(self, client_ip: str) -> float | None:
         """Browsers' policy-violation reports: public, so capped per client."""
-        return await self.hit(*self._split(self.CSP_REPORT, client_ip))
+        return rate_limited("csp_report",
+                            await self.hit(*self._split(self.CSP_REPORT, client_ip)))
 
     async def check_code_attempt(self, client_ip: str) -> float | None:
         """``None`` = allowed (and counted against 15/min/IP); else seconds to wait."""
         bucket = self.CODE_VALIDATION[0]
         locked = await self.locked_for(bucket, client_ip)
         if locked is not None:
-            return locked
-        return await self.hit(*self._split(self.CODE_VALIDATION, client_ip))
+            return rate_limited("support_code_lockout", locked)
+        return rate_limited("support_code",
+                            await self.hit(*self._split(self.CODE_VALIDATION, client_ip)))
 
     async def record_code_result(self, client_ip: str, ok: bool) -> bool:
         """10 failures from one IP within 15 minutes lock it out for 15 minutes, whatever

@@ -23,6 +23,7 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from ..observe.logs import ContextFilter, JsonFormatter
 from ..settings import ServerSettings
 from .problem import PROBLEM_MEDIA_TYPE
 from .problem_types import BY_SLUG
@@ -130,14 +131,19 @@ class BoundedH11Protocol(H11Protocol):
         self.transport.close()
 
 
-def log_config() -> dict[str, Any]:
-    """uvicorn's own logging configuration, with :class:`HideQueryStrings` on its handlers."""
+def log_config(log_format: str = "text") -> dict[str, Any]:
+    """uvicorn's own logging configuration, with :class:`HideQueryStrings`, the log
+    context and :class:`QuietStartup` on its handlers, its lines as JSON when
+    ``log_format`` says so."""
     config: dict[str, Any] = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
     config["filters"] = {"hide_query_strings": {"()": HideQueryStrings},
+                         "log_context": {"()": ContextFilter},
                          "quiet_startup": {"()": QuietStartup}}
     for handler in config["handlers"].values():
-        handler["filters"] = [*handler.get("filters", []), "hide_query_strings",
+        handler["filters"] = [*handler.get("filters", []), "hide_query_strings", "log_context",
                               "quiet_startup"]
+    if log_format == "json":
+        config["formatters"] = {name: {"()": JsonFormatter} for name in config["formatters"]}
     return config
 
 
@@ -156,7 +162,7 @@ def uvicorn_config(app: Any, settings: ServerSettings, **overrides: Any) -> uvic
         "ws_per_message_deflate": False,  # video is already compressed (see README)
         "ws_ping_interval": None,  # the protocol has its own heartbeat
         "log_level": settings.log_level,
-        "log_config": log_config(),
+        "log_config": log_config(settings.log_format),
         "proxy_headers": False,  # client IP: trusted proxies only, handled by the app
         "lifespan": "on",
     }

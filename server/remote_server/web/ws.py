@@ -20,6 +20,7 @@ from starlette.websockets import WebSocket
 from remote_core.logsafe import peer_text
 from remote_core.protocol import CloseCode
 
+from ..observe.counters import rate_limited
 from ..relay.peer import serve_agent, serve_viewer
 from .clientip import client_ip
 from .context import ServerContext
@@ -88,6 +89,7 @@ async def _pending(websocket: WebSocket, ctx: ServerContext,
     """
     slot = ctx.pending.admit(address)
     if slot is None:
+        rate_limited("pending_sockets", 0.0)
         try:
             await websocket.accept()
             await websocket.close(CloseCode.TRY_AGAIN_LATER, "too many connections awaiting their "

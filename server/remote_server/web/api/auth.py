@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from remote_core.records import AuditEvent
 
+from ...observe.counters import auth_failed, rate_limited
 from ..problem import Problem
 from ..ratelimit import RateLimiter
 from ..users import authenticate, check_password, hash_password
@@ -38,10 +39,12 @@ async def login(call: Call) -> s.TokenOut:
         raise Problem.rate_limited(wait, "too many login attempts; try again later")
     wait = await _guarded_out(call, body.username)
     if wait is not None:
+        rate_limited("login_account", wait)
         raise Problem.rate_limited(wait, "too many failed logins to this account; try "
                                          "again later, or from where you logged in before")
     user = await authenticate(call.ctx.store, body.username, body.password)
     if user is None:
+        auth_failed("password")
         await call.ctx.audit.record(AuditEvent(kind="auth.login_failed", target=body.username,
                                                client_ip=call.ip))
         if await limiter.record_account_failure(body.username):

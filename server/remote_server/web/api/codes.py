@@ -9,6 +9,7 @@ from remote_core.errors import ConflictError
 from remote_core.records import AuditEvent, Keyset, SupportCode, utcnow
 from remote_core.supportcode import generate_support_code, masked, normalize_support_code
 
+from ...observe.counters import auth_failed
 from ..problem import Problem
 from . import schemas as s
 from .endpoint import Call, Endpoint
@@ -85,6 +86,7 @@ async def validate_code(call: Call) -> s.CodeValidOut:
             kind="support_code.lockout", client_ip=call.ip,
             detail={"seconds": limiter.CODE_LOCKOUT_SECONDS, "via": "rest"}))
     if not ok or code is None:
+        auth_failed("support_code")
         raise Problem(404, "unknown, used or expired support code")
     return s.CodeValidOut(technician=code.technician_name, expires_at=code.expires_at)
 

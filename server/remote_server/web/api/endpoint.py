@@ -19,6 +19,7 @@ from starlette.routing import Route
 
 from remote_core.records import User
 
+from ...observe.counters import auth_failed
 from ..bodies import parse_json, read_body
 from ..clientip import client_ip
 from ..context import ServerContext
@@ -112,9 +113,11 @@ async def _caller(request: Request, ctx: ServerContext) -> User:
     try:
         claims = ctx.tokens.verify_login(token.strip())
     except TokenError as exc:
+        auth_failed("login_token")
         raise Problem.unauthorized(str(exc)) from None
     user = await ctx.store.get_user(claims.user_id)
     if user is None or user.disabled or claims.password_version != user.password_fingerprint:
+        auth_failed("login_token")
         raise Problem.unauthorized("token is no longer valid for this account")
     return user
 

@@ -257,6 +257,8 @@ class MachineOut(Out):
     is_persistent: bool
     status: MachineStatus
     agent_version: str
+    plugins: list[str] = Field(description='The loaded plugins the agent last reported, '
+                               'each "name version" (empty until it reports them).')
     last_seen: datetime | None
     session_id: str | None
 

@@ -88,6 +88,7 @@ def machine_out(machine: Machine, registry: SessionDirectory) -> dict[str, Any]:
         "is_persistent": machine.is_persistent,
         "status": "online" if registry.is_online(machine.agent_id) else "offline",
         "agent_version": machine.agent_version,
+        "plugins": list(machine.plugins),
         "last_seen": _timestamp(machine.last_seen),
         "session_id": live.session_id if live else None,
     }

@@ -121,7 +121,7 @@ class PyAVEncoder(Encoder):
 
     def encode(self, image: Any, *, keyframe: bool = False,
                dirty: Sequence[Rect] | None = None) -> EncodedFrame | None:
-        current = as_image(image)
+        current = np.asarray(as_image(image))
         h, w = current.shape[:2]
         if self._size != (w, h):
             self._open(w, h)

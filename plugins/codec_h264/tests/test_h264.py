@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from remote_codec_pyav._h264 import H264Decoder, H264Encoder
+from remote_codec_h264 import SPEC
+from remote_codec_h264.codec import H264Decoder, H264Encoder
 from remote_codec_pyav.annexb import H264_SEI_HEADER, find_size, size_sei
-from remote_codec_pyav.h264 import SPEC
 
 from remote_core.codecs import KeyframeClock, encoder_config
 from remote_core.protocol import pb
@@ -87,7 +87,7 @@ def test_the_fastest_preset_takes_over_above_720p60() -> None:
 
 
 def test_a_stream_larger_than_the_pixel_limit_is_refused(monkeypatch) -> None:
-    import remote_codec_pyav._base as pyav
+    import remote_codec_pyav.base as pyav
 
     frame = H264Encoder(encoder_config(320, 200)).encode(Desktop(320, 200).image)
     monkeypatch.setattr(pyav, "MAX_PIXELS", 320 * 200 - 1)

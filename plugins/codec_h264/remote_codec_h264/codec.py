@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from remote_codec_pyav.annexb import H264_SEI_HEADER
+from remote_codec_pyav.base import PyAVDecoder, PyAVEncoder, vbv_cap
+
 from remote_core.codecs import profile_for
 from remote_core.types import EncoderConfig
-
-from ._base import PyAVDecoder, PyAVEncoder, vbv_cap
-from .annexb import H264_SEI_HEADER
 
 __all__ = ["ENCODER", "FAST_PIXEL_RATE", "H264Decoder", "H264Encoder"]
 

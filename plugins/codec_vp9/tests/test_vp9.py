@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from remote_codec_pyav._vp9 import VP9Decoder, VP9Encoder, vp9_crf
-from remote_codec_pyav.vp9 import SPEC
+from remote_codec_vp9 import SPEC
+from remote_codec_vp9.codec import VP9Decoder, VP9Encoder, vp9_crf
 
 from remote_core.codecs import KeyframeClock, encoder_config
 from remote_core.testing.codec_contract import CodecContract, Desktop, psnr

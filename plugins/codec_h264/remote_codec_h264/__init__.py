@@ -5,15 +5,16 @@ The default of ``CODEC_AUTO``: fast to encode, decoded by every browser.
 
 from __future__ import annotations
 
+from remote_codec_pyav import pyav_codec
+
 from remote_core import hookimpl
 from remote_core.protocol import pb
 from remote_core.types import CodecSpec
 
-from . import pyav_codec
-
 __all__ = ["SPEC", "register_codecs"]
 
-SPEC = pyav_codec("h264", module="._h264", encoder="H264Encoder", decoder="H264Decoder",
+SPEC = pyav_codec("h264", module="remote_codec_h264.codec",
+                  encoder="H264Encoder", decoder="H264Decoder",
                   preference=pb.CODEC_H264, frame_field="h264", auto_rank=40)
 
 

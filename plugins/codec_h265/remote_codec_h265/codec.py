@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from remote_codec_pyav.annexb import H265_SEI_HEADER
+from remote_codec_pyav.base import PyAVDecoder, PyAVEncoder, vbv_cap
+
 from remote_core.codecs import profile_for
 from remote_core.types import EncoderConfig
-
-from ._base import PyAVDecoder, PyAVEncoder, vbv_cap
-from .annexb import H265_SEI_HEADER
 
 __all__ = ["ENCODER", "H265Decoder", "H265Encoder"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 
+from remote_codec_pyav.base import PyAVDecoder, PyAVEncoder, vbv_cap
+
 from remote_core.codecs import profile_for
 from remote_core.types import EncoderConfig
-
-from ._base import PyAVDecoder, PyAVEncoder, vbv_cap
 
 __all__ = ["ENCODER", "VP9Decoder", "VP9Encoder", "vp9_crf"]
 

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from remote_codec_pyav._h265 import H265Decoder, H265Encoder
+from remote_codec_h265 import SPEC
+from remote_codec_h265.codec import H265Decoder, H265Encoder
 from remote_codec_pyav.annexb import find_size
-from remote_codec_pyav.h265 import SPEC
 
 from remote_core.codecs import encoder_config
 from remote_core.testing.codec_contract import CodecContract, Desktop, psnr

@@ -6,15 +6,16 @@ as they are.
 
 from __future__ import annotations
 
+from remote_codec_pyav import pyav_codec
+
 from remote_core import hookimpl
 from remote_core.protocol import pb
 from remote_core.types import CodecSpec
 
-from . import pyav_codec
-
 __all__ = ["SPEC", "register_codecs"]
 
-SPEC = pyav_codec("vp9", module="._vp9", encoder="VP9Encoder", decoder="VP9Decoder",
+SPEC = pyav_codec("vp9", module="remote_codec_vp9.codec",
+                  encoder="VP9Encoder", decoder="VP9Decoder",
                   preference=pb.CODEC_VP9, frame_field="vp9", auto_rank=30)
 
 

@@ -6,15 +6,16 @@ the platform has a decoder, so ``CODEC_AUTO`` ranks it below H.264 and VP9.
 
 from __future__ import annotations
 
+from remote_codec_pyav import pyav_codec
+
 from remote_core import hookimpl
 from remote_core.protocol import pb
 from remote_core.types import CodecSpec
 
-from . import pyav_codec
-
 __all__ = ["SPEC", "register_codecs"]
 
-SPEC = pyav_codec("h265", module="._h265", encoder="H265Encoder", decoder="H265Decoder",
+SPEC = pyav_codec("h265", module="remote_codec_h265.codec",
+                  encoder="H265Encoder", decoder="H265Decoder",
                   preference=pb.CODEC_H265, frame_field="h265", auto_rank=20)
 
 
