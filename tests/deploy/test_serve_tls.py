@@ -227,3 +227,31 @@ def test_sighup_without_tls_leaves_the_server_running(tmp_path: Path) -> None:
         assert httpx.get(f"{plain.url}/healthz", timeout=5).status_code == 200
     finally:
         plain.stop()
+
+
+@pytest.mark.browser
+@pytest.mark.xvfb
+def test_the_console_and_the_viewer_over_the_servers_own_tls(
+        server: TlsServerProcess, api: Api, ca: TestCA, agent: tuple[str, AgentProcess],
+        tmp_path: Path) -> None:
+    """Chromium trusting the test authority (its own NSS database) and nothing else."""
+    pytest.importorskip("playwright.sync_api")
+    from remote_server.testing.processes import ADMIN_PASSWORD
+
+    from remote_core.testing.browser import chromium, wait_until, watched_context
+
+    session = api.live_session(agent[0], within=30)
+    home = ca.browser_home(tmp_path / "chromium-home")
+    with chromium(env={**os.environ, "HOME": str(home)}) as browser, \
+            watched_context(browser, viewport={"width": 1280, "height": 800}) as context:
+        page = context.new_page()
+        page.goto(f"{server.url}/console/")
+        page.fill("input[name=username]", "admin")
+        page.fill("input[name=password]", ADMIN_PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_selector("nav .who")
+        page.goto(f"{server.url}/console/viewer.html?session={session['id']}")
+        state = page.locator("#state")
+        wait_until(lambda: state.get_attribute("data-state") == "connected", timeout=30,
+                   what=lambda: f"the viewer to connect over wss; #state is "
+                                f"{state.get_attribute('data-state')}")
