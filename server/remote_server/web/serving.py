@@ -182,15 +182,14 @@ class Server(uvicorn.Server):
             config.ssl = tls.context
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        if self.should_exit:
-            return
-        log_listeners(self.servers, secure=self.config.ssl is not None)
-        if hasattr(signal, "SIGHUP"):
+        if hasattr(signal, "SIGHUP"):  # before the migrations: a reload then must not kill
             try:
                 asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.reload)
             except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
                 log.debug("SIGHUP is not handled in this process")
+        await super().startup(sockets)
+        if not self.should_exit:
+            log_listeners(self.servers, secure=self.config.ssl is not None)
 
     def reload(self) -> None:
         """SIGHUP (``systemctl reload``): read the TLS certificate again; without TLS there
