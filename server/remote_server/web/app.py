@@ -31,8 +31,8 @@ from .headerbounds import HeaderBounds
 from .origin import accepted_origins_text
 from .pending import PendingSockets
 from .problem import exception_handlers
-from .services import start_services
 from .ratelimit import MemoryRateLimiter, RateLimiter
+from .services import start_services
 from .signing import keep_fresh, load_key_ring
 from .slashes import relative_slash_redirects
 from .tokens import VIEWER_TOKEN_TTL, TokenService
