@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from remote_webhooks.config import WebhookConfig
 from remote_webhooks.events import EventMapper
-from remote_webhooks.guard import AddressPolicy, TargetRefused
+from remote_webhooks.guard import AddressPolicy, GuardedBackend, TargetRefused
 from remote_webhooks.service import backoff_delay
 from remote_webhooks.signing import sign, verify
 
@@ -134,3 +134,13 @@ def test_events_are_renamed_and_failed_logins_counted() -> None:
     assert mapper.map(failed) == [("auth.login_failures",
                                    {"failures": 3, "window_seconds": 60})]
     assert mapper.map(failed) == []  # counting starts again
+
+
+@pytest.mark.anyio
+async def test_a_name_is_checked_by_what_it_resolves_to() -> None:
+    """No address in the URL: ``localhost`` resolves to loopback, refused at connect time."""
+    backend = GuardedBackend(AddressPolicy())
+    with pytest.raises(TargetRefused, match="localhost resolves to .*not a global address"):
+        await backend.connect_tcp("localhost", 443, timeout=5)
+    with pytest.raises(TargetRefused):
+        await backend.connect_unix_socket("/run/remote-support.sock")
