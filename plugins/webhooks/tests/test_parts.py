@@ -140,7 +140,7 @@ def test_events_are_renamed_and_failed_logins_counted() -> None:
 async def test_a_name_is_checked_by_what_it_resolves_to() -> None:
     """No address in the URL: ``localhost`` resolves to loopback, refused at connect time."""
     backend = GuardedBackend(AddressPolicy())
-    with pytest.raises(TargetRefused, match="localhost resolves to .*not a global address"):
+    with pytest.raises(TargetRefused, match=r"localhost resolves to .*not a global address"):
         await backend.connect_tcp("localhost", 443, timeout=5)
     with pytest.raises(TargetRefused):
         await backend.connect_unix_socket("/run/remote-support.sock")
