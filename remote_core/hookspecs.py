@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         ConsentDecision,
         ConsentPromptSpec,
         InputSpec,
+        ServiceSpec,
         StoreSpec,
         WebAppSpec,
     )
@@ -47,6 +48,7 @@ __all__ = [
     "register_codecs",
     "register_consent_prompts",
     "register_input_sinks",
+    "register_services",
     "register_stores",
     "register_web_apps",
     "session_closed",
@@ -168,6 +170,19 @@ def register_web_apps() -> list[WebAppSpec]:
     """Return ASGI apps to mount into the server (the browser console ...).
 
     Example: ``return [WebAppSpec(name="console", path="/console", factory=make_app)]``
+    """
+
+
+@hookspec
+def register_services() -> list[ServiceSpec]:
+    """Return background services the server runs for its whole life (server).
+
+    Each factory gets its plugin's options at start-up (before the server listens, so a
+    bad option stops it with a clear error); the service's ``run(store)`` then works
+    until shutdown and its ``audit_event(event)`` hears every audit event as it is
+    written (the webhooks plugin delivers them).
+
+    Example: ``return [ServiceSpec(name="webhooks", factory=WebhookService.from_options)]``
     """
 
 

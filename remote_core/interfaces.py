@@ -28,6 +28,7 @@ from .records import (
     SigningKey,
     SupportCode,
     User,
+    WebhookDelivery,
 )
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ __all__ = [
     "Decoder",
     "Encoder",
     "InputSink",
+    "Service",
     "Store",
     "StoreAdmin",
 ]
@@ -433,6 +435,37 @@ class Store(ABC):
         """Newest first (creation time, then id, both descending): up to ``limit`` of
         those past ``after``."""
 
+    # -- webhook delivery log ----------------------------------------------------------------
+    @abstractmethod
+    async def add_webhook_delivery(self, delivery: WebhookDelivery) -> None:
+        """Append one delivery attempt to the webhook delivery log."""
+
+    @abstractmethod
+    async def list_webhook_deliveries(self, limit: int = 100, *, after: Keyset | None = None,
+                                      failed_only: bool = False) -> list[WebhookDelivery]:
+        """Newest first (creation time, then id, both descending): up to ``limit`` of
+        those past ``after``; ``failed_only`` keeps the attempts that did not deliver."""
+
+    @abstractmethod
+    async def prune_webhook_deliveries(self, before: datetime) -> int:
+        """Delete the attempts logged before ``before``; return how many went."""
+
+
+class Service(ABC):
+    """A background service a plugin runs inside the server (webhook delivery ...).
+
+    Built at start-up from the plugin's options (bad options raise
+    :class:`~remote_core.errors.ConfigError` then, before the server listens); runs
+    for the server's whole life; hears every audit event as it is written.
+    """
+
+    @abstractmethod
+    async def run(self, store: Store) -> None:
+        """Work until cancelled, with the server's store at hand."""
+
+    @abstractmethod
+    def audit_event(self, event: AuditEvent) -> None:
+        """One audit event was written. Called on the server's event loop; must not block."""
 
 class StoreAdmin(ABC):
     """An operator's tools for one store's database, for the command line: backups,

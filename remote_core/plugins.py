@@ -36,6 +36,7 @@ from .types import (
     ConsentPromptSpec,
     InputSpec,
     Registration,
+    ServiceSpec,
     StoreSpec,
     WebAppSpec,
 )
@@ -67,6 +68,7 @@ BUILTIN_PLUGINS = (
     "input_pynput",
     "consent_dialog",
     "web_console",
+    "webhooks",
 )
 """Every plugin this project ships, by entry-point name."""
 
@@ -283,6 +285,9 @@ class Plugins:
 
     def web_apps(self) -> list[WebAppSpec]:
         return self._collect("register_web_apps", WebAppSpec)
+
+    def services(self) -> list[ServiceSpec]:
+        return self._collect("register_services", ServiceSpec)
 
     def select(self, items: Sequence[R], name: str, what: str) -> R:
         """The registration called ``name``; a miss lists the choices."""

@@ -31,6 +31,7 @@ __all__ = [
     "SupportCode",
     "User",
     "UserRole",
+    "WebhookDelivery",
     "utcnow",
 ]
 
@@ -250,3 +251,25 @@ class AuditEvent:
     created_at: datetime | None = None
     id: int | None = None
     tenant_id: str | None = DEFAULT_TENANT_ID
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookDelivery:
+    """One attempt to deliver one event to one webhook target, for the delivery log.
+
+    Every attempt of one delivery shares ``delivery_id`` (also sent to the receiver,
+    so it can drop a repeat). ``outcome`` is ``delivered``, ``retrying`` (this attempt
+    failed and another follows), ``failed`` (the last attempt failed) or ``refused``
+    (the target's address or scheme is not allowed; nothing was sent).
+    """
+
+    delivery_id: str
+    target: str
+    url: str
+    event: str
+    attempt: int
+    outcome: str
+    status_code: int | None = None
+    error: str = ""
+    created_at: datetime | None = None
+    id: int | None = None

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         Decoder,
         Encoder,
         InputSink,
+        Service,
         Store,
         StoreAdmin,
     )
@@ -44,6 +45,7 @@ __all__ = [
     "InputSpec",
     "Rect",
     "Registration",
+    "ServiceSpec",
     "StoreSpec",
     "WebAppSpec",
 ]
@@ -330,3 +332,14 @@ class WebAppSpec(Registration):
 
     path: str = "/"
     factory: Callable[[Mapping[str, Any]], Any] | None = None
+
+
+@dataclass(frozen=True)
+class ServiceSpec(Registration):
+    """A background service the server runs for its whole life (webhook delivery ...).
+
+    ``factory(options)`` returns a :class:`~remote_core.interfaces.Service`, given its
+    plugin's options; it raises :class:`~remote_core.errors.ConfigError` on bad ones.
+    """
+
+    factory: Callable[[Mapping[str, Any]], Service] | None = None

@@ -53,6 +53,7 @@ from ..records import (
     SigningKey,
     SupportCode,
     User,
+    WebhookDelivery,
     utcnow,
 )
 from ..types import AgentCredential, AgentIdentity, AuthMethod, AuthRejected
@@ -143,6 +144,7 @@ class MemoryStore(Store):
         self._login_addresses: dict[tuple[str, str], datetime] = {}
         self._releases: dict[str, Release] = {}
         self._events: list[AuditEvent] = []
+        self._deliveries: list[WebhookDelivery] = []
 
     # -- outages -------------------------------------------------------------------------
     def down(self, *methods: str) -> None:
@@ -609,6 +611,26 @@ class MemoryStore(Store):
                  and (agent_id is None or e.agent_id == agent_id))
         return _page(found, lambda e: (e.created_at or _EPOCH, e.id or 0), after=after,
                      limit=limit, newest_first=True)
+
+    # -- webhook delivery log ------------------------------------------------------------
+    @_operation
+    async def add_webhook_delivery(self, delivery: WebhookDelivery) -> None:
+        self._deliveries.append(replace(delivery, id=len(self._deliveries) + 1,
+                                        created_at=_utc(delivery.created_at or utcnow())))
+
+    @_operation
+    async def list_webhook_deliveries(self, limit: int = 100, *, after: Keyset | None = None,
+                                      failed_only: bool = False) -> list[WebhookDelivery]:
+        found = (d for d in self._deliveries if not failed_only or d.outcome != "delivered")
+        return _page(found, lambda d: (d.created_at or _EPOCH, d.id or 0), after=after,
+                     limit=limit, newest_first=True)
+
+    @_operation
+    async def prune_webhook_deliveries(self, before: datetime) -> int:
+        kept = [d for d in self._deliveries if (d.created_at or _EPOCH) >= _utc(before)]
+        gone = len(self._deliveries) - len(kept)
+        self._deliveries = kept
+        return gone
 
 
 def _matches(machine: Machine, where: MachineFilter) -> bool:

@@ -44,6 +44,7 @@ from ..records import (
     SigningKey,
     SupportCode,
     User,
+    WebhookDelivery,
     utcnow,
 )
 
@@ -760,6 +761,32 @@ class StoreContract:
 
         seen = await _walk(fetch, lambda r: Keyset(r.created_at, r.version), insert)
         assert [r.version for r in seen] == sorted(made, reverse=True)
+
+    async def test_webhook_deliveries(self, store: Store) -> None:
+        moment = utcnow()
+        for attempt, outcome, status in ((1, "retrying", 500), (2, "delivered", 200)):
+            await store.add_webhook_delivery(WebhookDelivery(
+                delivery_id="d-1", target="ticketing", url="https://hooks.example/in",
+                event="session.opened", attempt=attempt, outcome=outcome, status_code=status,
+                error="HTTP 500" if status == 500 else "",
+                created_at=moment + timedelta(seconds=attempt)))
+        await store.add_webhook_delivery(WebhookDelivery(
+            delivery_id="d-2", target="ticketing", url="https://10.0.0.1/in",
+            event="session.closed", attempt=1, outcome="refused",
+            error="address 10.0.0.1 is not allowed", created_at=moment + timedelta(seconds=3)))
+        newest = await store.list_webhook_deliveries()
+        assert [(d.delivery_id, d.attempt, d.outcome) for d in newest] == [
+            ("d-2", 1, "refused"), ("d-1", 2, "delivered"), ("d-1", 1, "retrying")]
+        assert newest[1].status_code == 200 and newest[1].id is not None
+        assert newest[2].error == "HTTP 500" and newest[2].created_at is not None
+        assert newest[2].created_at.tzinfo is not None
+        failed = await store.list_webhook_deliveries(failed_only=True)
+        assert [d.outcome for d in failed] == ["refused", "retrying"]
+        page = await store.list_webhook_deliveries(
+            limit=1, after=Keyset(newest[0].created_at or moment, newest[0].id or 0))
+        assert [d.outcome for d in page] == ["delivered"]
+        assert await store.prune_webhook_deliveries(moment + timedelta(seconds=2)) == 1
+        assert len(await store.list_webhook_deliveries()) == 2
 
     async def test_events_page_newest_first(self, store: Store) -> None:
         moment = utcnow()

@@ -26,7 +26,8 @@ class ServerSettings(PluginSettings):
         "SHARED_AGENT_KEY": ("auth_sharedkey", "key"),  # CONTRACT 4
     }
     DEFAULT_PLUGINS: ClassVar[tuple[str, ...] | None] = (
-        "store_sql", "auth_agentkey", "auth_supportcode", "auth_sharedkey", "web_console")
+        "store_sql", "auth_agentkey", "auth_supportcode", "auth_sharedkey", "web_console",
+        "webhooks")
     """Codecs run on agents and viewers: a server loads one only to serve its browser
     decoder, added with ``EXTRA_PLUGINS``."""
 

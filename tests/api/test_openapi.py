@@ -103,7 +103,7 @@ def test_answers_are_described_as_sent(anon: ApiClient) -> None:
 def test_every_status_and_every_list_is_documented(anon: ApiClient) -> None:
     document = anon.get("/api/openapi.json").json()
     lists = {"/api/machines", "/api/sessions", "/api/codes", "/api/users", "/api/releases",
-             "/api/machines/{agent_id}/keys", "/api/events",
+             "/api/machines/{agent_id}/keys", "/api/events", "/api/webhooks/deliveries",
              "/api/machines/{agent_id}/history"}
     for ep in ENDPOINTS:
         operation = document["paths"][ep.path][ep.method.lower()]

@@ -12,6 +12,7 @@ still admits it, and its operators, whose passwords still work.
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import closing, contextmanager
 from pathlib import Path
@@ -28,6 +29,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xvfb]
 
 OPERATOR = ("kept", "kept-password-0123")
 ATTEMPTS = 5
+WEBHOOK = "https://10.20.30.40/hook"
 
 
 def cli(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:
@@ -38,6 +40,10 @@ def cli(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:
 
 @contextmanager
 def running(server: ServerProcess) -> Iterator[ServerProcess]:
+    # A webhook target on a private address: every event is refused and logged, so the
+    # delivery log holds rows too (no request leaves the machine).
+    server.env.update({"REMOTE_SUPPORT_PLUGIN_WEBHOOKS_URL": WEBHOOK,
+                       "REMOTE_SUPPORT_PLUGIN_WEBHOOKS_SECRET": "backup-test-secret-0123"})
     server.start()
     try:
         yield server
@@ -59,6 +65,10 @@ def populate(server: ServerProcess, home: Path) -> tuple[str, AgentProcess]:
         agent_id, key = api.machine_with_key(organization="acme", tags=["kept"])
         agent = AgentProcess(home, shared_xvfb().display, "--server", server.url, "--key", key)
         api.live_session(agent_id, within=60)
+        deadline = time.monotonic() + 30
+        while not api.get("/api/webhooks/deliveries").json():
+            assert time.monotonic() < deadline, "no webhook delivery was logged"
+            time.sleep(0.2)
     login(server.url, *OPERATOR)
     return agent_id, agent
 

@@ -32,6 +32,7 @@ __all__ = [
     "user_client_access",
     "user_permissions",
     "users",
+    "webhook_deliveries",
 ]
 
 DEFAULT_TENANT_NAME = "default"
@@ -228,4 +229,20 @@ login_addresses = sa.Table(
               primary_key=True),
     sa.Column("client_ip", sa.String(64), primary_key=True),
     sa.Column("last_login_at", UTCDateTime, nullable=False),
+)
+
+webhook_deliveries = sa.Table(
+    "webhook_deliveries", metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True,
+              autoincrement=True),
+    sa.Column("delivery_id", sa.String(36), nullable=False),
+    sa.Column("target", sa.String(64), nullable=False),
+    sa.Column("url", sa.Text, nullable=False),
+    sa.Column("event", sa.String(64), nullable=False),
+    sa.Column("attempt", sa.Integer, nullable=False),
+    sa.Column("outcome", sa.String(16), nullable=False),
+    sa.Column("status_code", sa.Integer, nullable=True),
+    sa.Column("error", sa.Text, nullable=False, server_default=""),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Index("ix_webhook_deliveries_created_at_id", "created_at", "id"),
 )

@@ -30,10 +30,11 @@ from remote_core.records import (
     SigningKey,
     SupportCode,
     User,
+    WebhookDelivery,
     utcnow,
 )
 
-from . import _accounts, _machines, _migrate, _records
+from . import _accounts, _machines, _migrate, _records, _webhooks
 from ._engine import Runner, make_runner
 from ._sql import values_given
 
@@ -272,6 +273,18 @@ class SqlStore(Store):
                           ) -> list[AuditEvent]:
         return await self._runner.read(_records.list_events, session_id, agent_id, limit,
                                        after)
+
+    # -- webhook delivery log -------------------------------------------------------
+    async def add_webhook_delivery(self, delivery: WebhookDelivery) -> None:
+        await self._runner.write(_webhooks.add_webhook_delivery, delivery, utcnow())
+
+    async def list_webhook_deliveries(self, limit: int = 100, *, after: Keyset | None = None,
+                                      failed_only: bool = False) -> list[WebhookDelivery]:
+        return await self._runner.read(_webhooks.list_webhook_deliveries, limit, after,
+                                       failed_only)
+
+    async def prune_webhook_deliveries(self, before: datetime) -> int:
+        return await self._runner.write(_webhooks.prune_webhook_deliveries, before)
 
 
 def _select_one(conn: Connection) -> bool:

@@ -358,7 +358,8 @@ def test_every_view_renders_and_admin_forms_work(server: ServerProcess, browser:
     with watched_context(browser) as context:
         page = context.new_page()
         log_in(page, server, "admin", ADMIN_PASSWORD)
-        for title in ("Machines", "Support codes", "Sessions", "Releases", "Users", "Audit log"):
+        for title in ("Machines", "Support codes", "Sessions", "Releases", "Users", "Audit log",
+                      "Webhooks"):
             page.click(f"nav >> text={title}")
             page.wait_for_selector(f"main h1:has-text('{title.split()[0]}')")
         # Releases: the form creates one, the table shows it.

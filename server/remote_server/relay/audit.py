@@ -1,11 +1,13 @@
-"""The audit log: every event goes to the store and to the ``audit_event`` hook."""
+"""The audit log: every event goes to the store, to the ``audit_event`` hook and to the
+plugins' services (webhook delivery ...)."""
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Sequence
 
-from remote_core.interfaces import Store
+from remote_core.interfaces import Service, Store
 from remote_core.plugins import Plugins
 from remote_core.records import AuditEvent, utcnow
 
@@ -23,9 +25,11 @@ class Audit:
     """Writes audit events; a failing write is retried by the write queue (the database is
     away) or logged, never raised into the caller's path."""
 
-    def __init__(self, store: Store, plugins: Plugins, writes: WriteQueue | None = None) -> None:
+    def __init__(self, store: Store, plugins: Plugins, writes: WriteQueue | None = None,
+                 services: Sequence[Service] = ()) -> None:
         self._store = store
         self._plugins = plugins
+        self._services = tuple(services)
         self.writes = writes or WriteQueue()
 
     async def record(self, event: AuditEvent) -> None:
@@ -37,3 +41,8 @@ class Audit:
 
         await self.writes.submit(AUDIT_KEY, f"audit event {event.kind}", write)
         self._plugins.audit_event(event)
+        for service in self._services:
+            try:
+                service.audit_event(event)
+            except Exception:
+                log.exception("a plugin service failed to take audit event %s", event.kind)

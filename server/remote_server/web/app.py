@@ -35,6 +35,7 @@ from .origin import accepted_origins_text
 from .pending import PendingSockets
 from .problem import exception_handlers
 from .ratelimit import MemoryRateLimiter, RateLimiter
+from .services import start_services
 from .signing import keep_fresh, load_key_ring
 from .slashes import relative_slash_redirects
 from .tokens import VIEWER_TOKEN_TTL, TokenService
@@ -56,6 +57,7 @@ def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
     from .ws import routes as ws_routes
 
     plugins = plugins or get_plugin_manager(settings)
+    services = start_services(plugins)  # bad plugin options stop start-up here
     routes: list[Any] = [*api_routes(), *ws_routes(),
                          Mount(CODECS_PATH, app=codec_modules(plugins.codecs()), name="codecs"),
                          metrics_route()]
@@ -84,7 +86,7 @@ def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
                 print(f"first start: created user {FIRST_ADMIN_NAME!r} with password "
                       f"{password}  (change it after logging in)", flush=True)
             writes = WriteQueue()
-            audit = Audit(store, plugins, writes)
+            audit = Audit(store, plugins, writes, services)
             registry = Registry(settings=settings, store=store, plugins=plugins, audit=audit)
             clustered = settings.bus_url is not None
             await registry.restore(sole=not clustered)
@@ -123,6 +125,8 @@ def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
                     group.start_soon(registry.keep_seen)
                     if metrics is not None:
                         group.start_soon(metrics.watch_loop)
+                    for service in services:
+                        group.start_soon(service.run, store)
                     try:
                         yield
                     finally:

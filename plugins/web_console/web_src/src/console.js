@@ -1,6 +1,7 @@
 // The operators' console: a small single-page app over the REST API.
 import { ApiError, api, apiAll, token } from "./api.js";
 import { badge, h, items, when } from "./dom.js";
+import { webhooksView } from "./webhooks.js";
 
 const app = document.getElementById("app");
 let me = null;
@@ -15,6 +16,7 @@ const VIEWS = {
   releases: { title: "Releases", render: releasesView },
   users: { title: "Users", render: usersView, admin: true },
   audit: { title: "Audit log", render: auditView, admin: true },
+  webhooks: { title: "Webhooks", render: (main) => webhooksView(main, { guarded, errorLine, every }), admin: true },
 };
 
 function isAdmin() {

@@ -22,6 +22,7 @@ from . import (
     releases,
     sessions,
     users,
+    webhooks,
 )
 from .endpoint import Endpoint, route
 from .openapi import build_document
@@ -38,6 +39,7 @@ ENDPOINTS: list[Endpoint] = [
     *codes.ENDPOINTS,
     *releases.ENDPOINTS,
     *events.ENDPOINTS,
+    *webhooks.ENDPOINTS,
     *csp.ENDPOINTS,
     *origin.ENDPOINTS,
     *problems.ENDPOINTS,

@@ -37,6 +37,7 @@ TAGS = {
     "codes": "One-time support codes for attended sessions",
     "releases": "Agent releases and the version agents poll",
     "audit": "The audit log (administrators)",
+    "webhooks": "The webhook delivery log (administrators)",
     "console": "What the browser console needs from the server",
     "meta": "This document and the problem types",
 }

@@ -509,6 +509,38 @@ class EventQuery(PageQuery):
     agent_id: Text | None = None
 
 
+class WebhookDeliveryQuery(PageQuery):
+    failed: bool = Field(default=False, description="only the attempts that did not deliver "
+                                                    "(retrying, failed, refused)")
+
+
+class DeliveryOutcome(StrEnum):
+    DELIVERED = "delivered"
+    RETRYING = "retrying"
+    FAILED = "failed"
+    REFUSED = "refused"
+
+
+class WebhookDeliveryOut(Out):
+    """One attempt to deliver one event to one webhook target."""
+
+    id: int
+    delivery_id: str = Field(description="shared by every attempt of one delivery, and sent "
+                                         "to the receiver as X-Remote-Support-Delivery")
+    target: str = Field(description="the target's configured name")
+    url: str = Field(description="the target's scheme, host and port (its path is not shown)")
+    event: str
+    attempt: int
+    outcome: DeliveryOutcome = Field(description=(
+        "delivered (2xx); retrying (failed, another attempt follows); failed (the last "
+        "attempt, or an answer a retry cannot change); refused (the target's address is not "
+        "allowed: nothing was sent)"))
+    status_code: int | None = Field(description="the receiver's HTTP status; null when none "
+                                                "came")
+    error: str
+    created_at: datetime
+
+
 class HealthOut(Out):
     status: str
     version: str
