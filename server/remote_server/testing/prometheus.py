@@ -69,6 +69,10 @@ class Prometheus:
                 seen = self.query(expression)
             except httpx.TransportError:
                 seen = "not answering yet"
+            except httpx.HTTPStatusError as exc:
+                if exc.response.status_code != 503:  # 503: still starting (not ready)
+                    raise
+                seen = "not ready yet"
             else:
                 if len(seen) == 1 and float(seen[0]["value"][1]) == value:
                     return
