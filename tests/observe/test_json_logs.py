@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from remote_server.testing.processes import ADMIN_PASSWORD, Api, ServerProcess
+from remote_server.testing.processes import ADMIN_PASSWORD, Api, ServerProcess, next_message
 from websockets.sync.client import ClientConnection, connect
 
 from remote_core.protocol import pb, wrap
@@ -67,22 +67,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         process.stop()
 
 
-def ws_url(server: ServerProcess, path: str) -> str:
-    return server.url.replace("http://", "ws://") + path
-
-
-def receive(ws: ClientConnection, kind: str) -> pb.Message:
-    """The next message of ``kind`` (others, such as heartbeat acks, pass)."""
-    while True:
-        message = pb.Message()
-        message.ParseFromString(ws.recv(timeout=10))
-        if message.WhichOneof("payload") == kind:
-            return message
 
 
 def handshake(ws: ClientConnection, token: str, agent_id: str = "") -> pb.SessionResponse:
     ws.send(wrap("session_request", pb.SessionRequest(agent_id=agent_id, session_token=token)))
-    return receive(ws, "session_response").session_response
+    return next_message(ws, "session_response").session_response
 
 
 def test_a_full_session_logs_json_lines_without_a_secret(server: ServerProcess) -> None:
@@ -94,22 +83,22 @@ def test_a_full_session_logs_json_lines_without_a_secret(server: ServerProcess) 
     code = api.support_code()
     agent_id, key = api.machine_with_key()
     wrong_key = "cak_" + uuid.uuid4().hex * 2
-    with connect(ws_url(server, "/ws/agent")) as attended:
+    with connect(server.ws_url("/ws/agent")) as attended:
         assert handshake(attended, code, str(uuid.uuid4())).success
-        asked = receive(attended, "consent_request").consent_request
+        asked = next_message(attended, "consent_request").consent_request
         attended.send(wrap("consent_response", pb.ConsentResponse(
             session_id=asked.session_id, granted=True)))
         session_id = api.live_session(consent="granted")["id"]
         viewer_token = api.viewer_token(session_id)
-        with connect(ws_url(server, "/ws/viewer")) as viewer:
+        with connect(server.ws_url("/ws/viewer")) as viewer:
             assert handshake(viewer, viewer_token).success
             viewer.send(wrap("heartbeat", pb.Heartbeat(timestamp=1)))
-            receive(viewer, "heartbeat_ack")
-        with connect(ws_url(server, "/ws/agent")) as keyed:
+            next_message(viewer, "heartbeat_ack")
+        with connect(server.ws_url("/ws/agent")) as keyed:
             assert handshake(keyed, key, agent_id).success
-        with connect(ws_url(server, "/ws/agent")) as refused:
+        with connect(server.ws_url("/ws/agent")) as refused:
             assert not handshake(refused, wrong_key, agent_id).success
-        with connect(ws_url(server, "/ws/viewer")) as refused:
+        with connect(server.ws_url("/ws/viewer")) as refused:
             assert not handshake(refused, login_token).success
     assert api.get("/api/auth/me").status_code == 200
     api.close()

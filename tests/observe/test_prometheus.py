@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 from remote_server.testing.liveserver import assert_problem
-from remote_server.testing.processes import Api, ServerProcess
+from remote_server.testing.processes import Api, ServerProcess, next_message
 from remote_server.testing.prometheus import Prometheus
 from websockets.sync.client import ClientConnection, connect
 
@@ -32,23 +32,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
         process.stop()
 
 
-def ws_url(server: ServerProcess, path: str) -> str:
-    return server.url.replace("http://", "ws://") + path
-
-
-def receive(ws: ClientConnection, kind: str) -> pb.Message:
-    """The next message of ``kind`` (others pass)."""
-    while True:
-        message = pb.Message()
-        message.ParseFromString(ws.recv(timeout=10))
-        if message.WhichOneof("payload") == kind:
-            return message
 
 
 def handshake(ws: ClientConnection, token: str, agent_id: str) -> None:
     """Open a session as an agent (``agent_id`` and its key) or a viewer (its token)."""
     ws.send(wrap("session_request", pb.SessionRequest(agent_id=agent_id, session_token=token)))
-    response = receive(ws, "session_response").session_response
+    response = next_message(ws, "session_response").session_response
     assert response.success, response
 
 
@@ -60,13 +49,13 @@ def test_prometheus_scrapes_agents_online_and_refused_credentials(
                       json={"username": "admin", "password": "not-it"}).status_code == 401
     prometheus = Prometheus(tmp_path / "prometheus", f"127.0.0.1:{server.port}", TOKEN)
     try:
-        with connect(ws_url(server, "/ws/agent")) as agent:
+        with connect(server.ws_url("/ws/agent")) as agent:
             handshake(agent, key, agent_id)
             session_id = api.live_session(agent_id)["id"]
-            with connect(ws_url(server, "/ws/viewer")) as viewer:
+            with connect(server.ws_url("/ws/viewer")) as viewer:
                 handshake(viewer, api.viewer_token(session_id), "")
                 agent.send(wrap("video_frame", KEYFRAME))
-                receive(viewer, "video_frame")
+                next_message(viewer, "video_frame")
                 prometheus.wait_for("remote_support_viewers", 1)
             prometheus.wait_for('up{job="remote-support"}', 1)
             prometheus.wait_for("remote_support_agents_online", 1)

@@ -33,9 +33,6 @@ def process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]
         server.stop()
 
 
-def ws_url(server: ServerProcess, path: str) -> str:
-    return server.url.replace("http://", "ws://") + path
-
 
 def handshake(ws: ClientConnection, token: str, agent_id: str = "") -> bool:
     """Send ``SessionRequest``; True when the server accepts it."""
@@ -53,26 +50,26 @@ def test_t25_no_credential_reaches_a_log(process: ServerProcess) -> None:
     code = api.support_code()
     login_token = api.headers["Authorization"].split(" ", 1)[1]
     unknown = {"wrong key": "cak_" + uuid.uuid4().hex * 2, "wrong code": "ZZZ-ZZZ-Z22"}
-    with connect(ws_url(process, "/ws/agent")) as agent:
+    with connect(process.ws_url("/ws/agent")) as agent:
         assert handshake(agent, key, agent_id)
         session_id = api.live_session(agent_id)["id"]
         viewer_token = api.viewer_token(session_id)
         secrets = {"agent key": key, "support code": code, "login token": login_token,
                    "viewer token": viewer_token, **unknown}
         # Where credentials belong: accepted and refused ones alike.
-        with connect(ws_url(process, "/ws/viewer")) as viewer:
+        with connect(process.ws_url("/ws/viewer")) as viewer:
             assert handshake(viewer, viewer_token)
         for token in (code, *unknown.values(), login_token, viewer_token):
-            with connect(ws_url(process, "/ws/agent")) as other:
+            with connect(process.ws_url("/ws/agent")) as other:
                 handshake(other, token, str(uuid.uuid4()))
-        with connect(ws_url(process, "/ws/viewer")) as viewer:
+        with connect(process.ws_url("/ws/viewer")) as viewer:
             assert not handshake(viewer, login_token)
         # Where they do not belong: the URL, on an upgrade that is refused and one that is not.
         for token in secrets.values():
             target = f"/ws/viewer?session_id={session_id}&token={token}"
             with pytest.raises(InvalidStatus):
-                connect(ws_url(process, target), origin="https://evil.example")
-            with connect(ws_url(process, f"/ws/agent?key={token}")) as other:
+                connect(process.ws_url(target), origin="https://evil.example")
+            with connect(process.ws_url(f"/ws/agent?key={token}")) as other:
                 assert not handshake(other, "")
             httpx.get(f"{process.url}/api/version?token={token}", timeout=10)
     events = api.get("/api/events", params={"limit": 500}).text
@@ -90,10 +87,10 @@ def test_t25_a_token_in_the_url_is_never_taken_for_one(process: ServerProcess) -
     """The server reads credentials from the first message only: a URL token opens nothing."""
     api = Api(process)
     agent_id, key = api.machine_with_key()
-    with connect(ws_url(process, "/ws/agent")) as agent:
+    with connect(process.ws_url("/ws/agent")) as agent:
         assert handshake(agent, key, agent_id)
         session_id = api.live_session(agent_id)["id"]
         token = api.viewer_token(session_id)
-        with connect(ws_url(process, f"/ws/viewer?session_id={session_id}&token={token}")) as ws:
+        with connect(process.ws_url(f"/ws/viewer?session_id={session_id}&token={token}")) as ws:
             assert not handshake(ws, "")
     api.close()

@@ -82,6 +82,10 @@ class ServerProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    def ws_url(self, path: str) -> str:
+        """The WebSocket URL of ``path`` (``/ws/agent``, ``/ws/viewer``) on this server."""
+        return self.url.replace("http", "ws", 1) + path  # https -> wss
+
     def start(self) -> ServerProcess:
         with self.log.open("ab") as log:
             self.process = subprocess.Popen([str(self.bin_dir / "remote-support"), "serve"],
@@ -189,3 +193,15 @@ class AgentProcess:
 
     def stop(self) -> None:
         stop_process(self.process)
+
+
+def next_message(ws: Any, kind: str, within: float = 10.0) -> Any:
+    """The next ``Message`` of ``kind`` on a blocking WebSocket (``websockets.sync``);
+    others (heartbeat acks, status) pass."""
+    from remote_core.protocol import pb
+
+    while True:
+        message = pb.Message()
+        message.ParseFromString(ws.recv(timeout=within))
+        if message.WhichOneof("payload") == kind:
+            return message

@@ -138,10 +138,6 @@ class TlsServerProcess(ServerProcess):
     def url(self) -> str:
         return f"https://{HOSTNAME}:{self.port}"
 
-    @property
-    def ws_url(self) -> str:
-        return f"wss://{HOSTNAME}:{self.port}"
-
     def presented_certificate(self) -> bytes:
         """The DER certificate a new connection is shown now (verified against ``ca``)."""
         with socket.create_connection(("127.0.0.1", self.port), timeout=10) as raw, \
