@@ -253,9 +253,7 @@ async def _drain(settings: ServerSettings, node: str) -> int:
 def cmd_serve(settings: ServerSettings) -> int:
     from .web import create_app
     from .web.serving import serve
-    from .web.startup import quiet_libraries
 
-    quiet_libraries()  # `migrate` keeps Alembic's step-by-step lines
     serve(create_app(settings, plugin_set(settings)), settings)
     return 0
 
@@ -264,12 +262,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command != "migrate":  # `migrate` keeps Alembic's step-by-step lines
+        from .web.startup import quiet_libraries
+
+        quiet_libraries()
     try:
         if args.command == "release":
             return cmd_release(args)
         if args.command == "doctor":
             from .doctor import doctor
 
+            logging.getLogger().setLevel(logging.WARNING)  # its report is the output
             return doctor(vars(args))
         settings = _settings(args)
         logs.configure(settings.log_level, settings.log_format)
