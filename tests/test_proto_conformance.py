@@ -94,6 +94,7 @@ CONTRACT_FIELDS: dict[str, list[tuple[str, int, str, str]]] = {
     "QualitySettings": [("codec_name", 100, S, "")],
     "StartStream": [("codecs", 100, S, REP)],
     "AgentStatus": [("plugins", 100, S, REP)],
+    "ConsentRequest": [("organization", 100, S, ""), ("recorded", 101, B, "")],
 }
 
 SPEC_ENUMS: dict[str, list[tuple[str, int]]] = {

@@ -478,16 +478,20 @@ class AdminCommand(_message.Message):
     def __init__(self, command: _Optional[_Union[AdminCommandType, str]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ConsentRequest(_message.Message):
-    __slots__ = ("session_id", "technician_name", "access_mode", "timeout_secs")
+    __slots__ = ("session_id", "technician_name", "access_mode", "timeout_secs", "organization", "recorded")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TECHNICIAN_NAME_FIELD_NUMBER: _ClassVar[int]
     ACCESS_MODE_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_SECS_FIELD_NUMBER: _ClassVar[int]
+    ORGANIZATION_FIELD_NUMBER: _ClassVar[int]
+    RECORDED_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     technician_name: str
     access_mode: ConsentAccessMode
     timeout_secs: int
-    def __init__(self, session_id: _Optional[str] = ..., technician_name: _Optional[str] = ..., access_mode: _Optional[_Union[ConsentAccessMode, str]] = ..., timeout_secs: _Optional[int] = ...) -> None: ...
+    organization: str
+    recorded: bool
+    def __init__(self, session_id: _Optional[str] = ..., technician_name: _Optional[str] = ..., access_mode: _Optional[_Union[ConsentAccessMode, str]] = ..., timeout_secs: _Optional[int] = ..., organization: _Optional[str] = ..., recorded: bool = ...) -> None: ...
 
 class ConsentResponse(_message.Message):
     __slots__ = ("session_id", "granted", "reason")

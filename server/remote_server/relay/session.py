@@ -65,6 +65,8 @@ class Session:
         self.organization = organization
         self.technician_id = technician_id
         self.technician_name = technician_name
+        self.recorded = False
+        """Whether the session is recorded: the end user's consent dialog says so."""
         self.control_consented = control_consented
         self.key_id = key_id
         self.machine_uid = machine_uid
@@ -125,7 +127,8 @@ class Session:
         self.agent.send("consent_request", pb.ConsentRequest(
             session_id=self.session_id, technician_name=ask.name,
             access_mode=pb.CONSENT_CONTROL if ask.control else pb.CONSENT_VIEW,
-            timeout_secs=dialog_secs))
+            timeout_secs=dialog_secs, organization=self.organization,
+            recorded=self.recorded))
         self.consent_asked.set()
 
     def tell_participants(self) -> None:
