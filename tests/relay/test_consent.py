@@ -39,6 +39,7 @@ async def test_consent_granted_makes_the_session_live(server, admin: Admin) -> N
     assert admin.ok("GET", f"/api/sessions/{session_id}")["consent_state"] == "granted"
     viewer = await Peer.viewer(server, admin.viewer_token(session_id))
     await viewer.accepted()
+    await agent.expect("participants")  # the end user hears who joins first
     assert (await agent.expect("start_stream")).display_id == 0
     assert "session.consent_granted" in admin.events(session_id)
 
@@ -232,8 +233,9 @@ async def joined(server, tech: Admin, session_id: str, agent: Peer) -> tuple[Pee
     """``tech`` joins as a viewer: (viewer, the Participants the agent was told)."""
     viewer = await Peer.viewer(server, tech.viewer_token(session_id))
     await viewer.accepted()
+    told = await agent.expect("participants")  # before the picture starts
     await agent.expect("start_stream")
-    return viewer, await agent.expect("participants")
+    return viewer, told
 
 
 def decided(tech: Admin, session_id: str) -> Any:

@@ -154,7 +154,7 @@ def _heartbeat(link: Link, event: Inbound) -> str | None:
 
 
 def _goodbye(link: Link, event: Inbound) -> str | None:
-    reason = event.payload().reason[:200]
+    reason: str = event.payload().reason[:200]
     link.close("goodbye", notify=False)
     if reason == ENDED_BY_END_USER:  # the end user's End session, audited as such
         return reason
