@@ -92,7 +92,8 @@ def _run(config: AgentConfig, config_path: Path, token: str, attended: bool,
     def make_session() -> AgentSession:
         session = AgentSession(config, token, devices, machine_uid=uid, timing=timing,
                                chat=chat, updater=updater, presence=presence,
-                               plugins=plugin_set)
+                               plugins=plugin_set,
+                               session_panel=settings.session_panel_managed and not attended)
         current[:] = [session]
         return session
 

@@ -85,10 +85,12 @@ class AgentSession:
                  machine_uid: str | None = None, timing: Timing | None = None,
                  chat: ChatChannel | None = None, window: int = 3,
                  updater: Updater | None = None, presence: Presence | None = None,
-                 local_host: str | None = None, plugins: Sequence[str] = ()) -> None:
+                 local_host: str | None = None, plugins: Sequence[str] = (),
+                 session_panel: bool = False) -> None:
         self.config = config
         self.plugins = tuple(plugins)  # "name version" each, reported in AgentStatus
         self.local_host = local_host
+        self.session_panel = session_panel  # a managed agent's panel wants Participants
         self.token = token
         self.devices = devices
         self.machine_uid = machine_uid
@@ -481,7 +483,8 @@ class AgentSession:
 
     async def _report_status(self) -> None:
         await self.send("agent_status", agent_status(self.config, self.displays,
-                                                     self.state.active, self.plugins))
+                                                     self.state.active, self.plugins,
+                                                     self.session_panel))
 
     async def _status_reports(self) -> None:
         while True:

@@ -365,6 +365,21 @@ async def test_the_agent_hears_who_is_connected_as_it_changes(server, admin: Adm
     assert who(await agent.expect("participants")) == []
 
 
+async def test_a_managed_agent_showing_its_session_panel_is_told_who_is_connected(
+        server, admin: Admin) -> None:
+    _, key = admin.keyed_machine()
+    agent = await Peer.agent(server, key)
+    session_id = await agent.accepted()
+    await agent.send("agent_status", pb.AgentStatus(hostname="panel", session_panel=True))
+    viewer = await Peer.viewer(server, admin.viewer_token(session_id))
+    await viewer.accepted()
+    assert who(await agent.expect("participants")) == [(admin.username, pb.CONSENT_CONTROL)]
+    await agent.expect("start_stream")
+    await viewer.close()
+    await agent.expect("stop_stream")
+    assert who(await agent.expect("participants")) == []
+
+
 async def test_managed_agents_are_never_asked_nor_told(server, admin: Admin) -> None:
     _, key = admin.keyed_machine()
     agent = await Peer.agent(server, key)
