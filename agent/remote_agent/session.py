@@ -342,7 +342,7 @@ class AgentSession:
                                  control=request.access_mode == pb.CONSENT_CONTROL,
                                  timeout_secs=max(1, request.timeout_secs or 60),
                                  connected=tuple(map(str, self.presence.connected)),
-                                 organization=request.organization,
+                                 organization=escaped(request.organization, 64),
                                  recorded=request.recorded)
                 granted, reason = await anyio.to_thread.run_sync(prompt.ask, ask)
         finally:
