@@ -188,14 +188,20 @@ class ConsentDecision(enum.Enum):
     ASK = "ask"
 
 
+ENDED_BY_END_USER = "ended by the end user"
+"""The ``Disconnect`` reason of an agent whose user pressed End session; the server
+records it as the session's end reason as it is."""
+
+
 @dataclass(frozen=True, slots=True)
 class ConsentAsk:
     """A technician asks to view (``control=False``) or control a session: what the
     server's consent policy decides on and what the agent's prompt shows the end user.
 
     ``agent_id``, ``method`` (the auth method that opened the session) and
-    ``attended`` are the server's to fill; ``timeout_secs`` and ``connected`` (the
-    technicians already connected, ``"techa (view and control)"``) the agent's.
+    ``attended`` are the server's to fill; ``timeout_secs``, ``connected`` (the
+    technicians already connected, ``"techa (view and control)"``), ``organization``
+    and ``recorded`` the agent's, from the server's ``ConsentRequest``.
     """
 
     session_id: str
@@ -206,6 +212,8 @@ class ConsentAsk:
     agent_id: str = ""
     method: str = ""
     attended: bool = True
+    organization: str = ""
+    recorded: bool = False
 
 
 @dataclass(frozen=True)

@@ -93,7 +93,8 @@ CONTRACT_FIELDS: dict[str, list[tuple[str, int, str, str]]] = {
     "VideoFrame": [("plugin", 100, "PluginFrame", "")],
     "QualitySettings": [("codec_name", 100, S, "")],
     "StartStream": [("codecs", 100, S, REP)],
-    "AgentStatus": [("plugins", 100, S, REP)],
+    "AgentStatus": [("plugins", 100, S, REP), ("session_panel", 101, B, "")],
+    "ConsentRequest": [("organization", 100, S, ""), ("recorded", 101, B, "")],
 }
 
 SPEC_ENUMS: dict[str, list[tuple[str, int]]] = {

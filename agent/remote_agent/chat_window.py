@@ -77,6 +77,17 @@ class ChatWindow:
 
         self._tk.call(show, wait=False)
 
+    def open(self) -> None:
+        """Show the window without a new message: the session panel's Chat button."""
+        def show(_root: Any) -> None:
+            window = self._widgets["window"]
+            self._tk.tick = ACTIVE_TICK
+            window.deiconify()
+            window.lift()
+            self._widgets["line"].focus_set()
+
+        self._tk.call(show, wait=False)
+
     def _hide(self) -> None:
         self._widgets["window"].withdraw()
         self._tk.tick = IDLE_TICK

@@ -24,8 +24,8 @@ from .chat_window import open_chat_window
 from .config import AgentConfig, default_config_path, machine_uid
 from .devices import open_devices
 from .install import install, uninstall, updates_apply
+from .panel_window import open_session_panel
 from .presence import Presence, describe
-from .presence_window import open_presence_window
 from .runner import LOST, run_agent
 from .session import AgentSession, Ending
 from .settings import AgentSettings
@@ -87,9 +87,20 @@ def _run(config: AgentConfig, config_path: Path, token: str, attended: bool,
     timing = settings.timing()
     updater = Updater.for_this_process(config, attended=attended, post_update=post_update)
 
+    current: list[AgentSession] = []
+
     def make_session() -> AgentSession:
-        return AgentSession(config, token, devices, machine_uid=uid, timing=timing, chat=chat,
-                            updater=updater, presence=presence, plugins=plugin_set)
+        session = AgentSession(config, token, devices, machine_uid=uid, timing=timing,
+                               chat=chat, updater=updater, presence=presence,
+                               plugins=plugin_set,
+                               session_panel=settings.session_panel_managed and not attended)
+        current[:] = [session]
+        return session
+
+    def end_session() -> None:
+        """End session in the panel: the live session ends, on the event loop."""
+        if current:
+            current[0].end_by_user()
 
     async def serve() -> Ending:
         token = anyio.lowlevel.current_token()
@@ -97,13 +108,18 @@ def _run(config: AgentConfig, config_path: Path, token: str, attended: bool,
             lambda text: anyio.from_thread.run(chat.reply, text, token=token))
         if window is not None:
             chat.listen(window.show)
-        indicator = open_presence_window() if attended else None
-        if indicator is not None:
-            presence.listen(indicator.show)
+        panel = None
+        if attended or settings.session_panel_managed:
+            panel = open_session_panel(
+                lambda: anyio.from_thread.run_sync(end_session, token=token),
+                window.open if window is not None else None, always=attended)
+        if panel is not None:
+            presence.listen(panel.show)
+            presence.listen_session(panel.session)
         try:
             return await run_agent(make_session, attended=attended)
         finally:
-            for opened in (window, indicator):
+            for opened in (window, panel):
                 if opened is not None:
                     opened.close()
 

@@ -42,6 +42,9 @@ def describe(connected: tuple[Connected, ...]) -> str:
 Listener = Callable[[tuple[Connected, ...]], None]
 """Called on the event loop with everyone connected now; must not block."""
 
+SessionListener = Callable[[bool], None]
+"""Called on the event loop when a session goes live (``True``) or ends; must not block."""
+
 
 class Presence:
     """The technicians connected now; listeners hear every change."""
@@ -49,9 +52,29 @@ class Presence:
     def __init__(self) -> None:
         self.connected: tuple[Connected, ...] = ()
         self._listeners: list[Listener] = []
+        self._session_listeners: list[SessionListener] = []
 
     def listen(self, listener: Listener) -> None:
         self._listeners.append(listener)
+
+    def listen_session(self, listener: SessionListener) -> None:
+        """Hear when a session goes live and when it ends (the session panel shows then)."""
+        self._session_listeners.append(listener)
+
+    def opened(self) -> None:
+        """A session is live (authenticated); nobody need be connected yet."""
+        self._tell_session(True)
+
+    def closed(self) -> None:
+        """The session's connection ended."""
+        self._tell_session(False)
+
+    def _tell_session(self, live: bool) -> None:
+        for listener in self._session_listeners:
+            try:
+                listener(live)
+            except Exception:
+                log.exception("a session listener failed")
 
     def told(self, message: Any) -> None:
         """A ``Participants`` message arrived from the server."""

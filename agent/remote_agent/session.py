@@ -23,7 +23,7 @@ import anyio.abc
 from remote_core.errors import SessionRefused
 from remote_core.protocol import Connection, Dropped, Inbound, RemoteProtocolError, Role, pb
 from remote_core.textrules import escaped
-from remote_core.types import ConsentAsk, DisplayDesc
+from remote_core.types import ENDED_BY_END_USER, ConsentAsk, DisplayDesc
 from remote_core.wsclient import WebSocketClient, connect, ws_url
 
 from . import __version__
@@ -85,10 +85,12 @@ class AgentSession:
                  machine_uid: str | None = None, timing: Timing | None = None,
                  chat: ChatChannel | None = None, window: int = 3,
                  updater: Updater | None = None, presence: Presence | None = None,
-                 local_host: str | None = None, plugins: Sequence[str] = ()) -> None:
+                 local_host: str | None = None, plugins: Sequence[str] = (),
+                 session_panel: bool = False) -> None:
         self.config = config
         self.plugins = tuple(plugins)  # "name version" each, reported in AgentStatus
         self.local_host = local_host
+        self.session_panel = session_panel  # a managed agent's panel wants Participants
         self.token = token
         self.devices = devices
         self.machine_uid = machine_uid
@@ -114,6 +116,8 @@ class AgentSession:
         self._clipboard_text: str | None = None
         self._group: anyio.abc.TaskGroup | None = None
         self._asking = False
+        self.ended_by_user = False
+        """End session was pressed: no more picture or input, the goodbye is on its way."""
 
     # -- sending -------------------------------------------------------------------------
     async def _send_bytes(self, data: bytes) -> None:
@@ -145,6 +149,7 @@ class AgentSession:
                     self.ending = Ending.UPDATE
                     return self.ending
             self.chat.attach(self._send_chat)
+            self.presence.opened()
             try:
                 async with anyio.create_task_group() as group:
                     self._group = group
@@ -159,6 +164,7 @@ class AgentSession:
         finally:
             self.chat.detach()
             self.presence.clear()
+            self.presence.closed()
             with anyio.CancelScope(shield=True):
                 await ws.close()
         return self.ending
@@ -199,9 +205,30 @@ class AgentSession:
             if await self._handle(event.kind, event.payload()):
                 return
 
+    def end_by_user(self) -> None:
+        """The end user pressed End session (call on the event loop): capture and input
+        stop here and now, then the server is told, which ends the session for every
+        viewer and audits it as ended by the end user."""
+        if self._group is None or self.ended_by_user:
+            return
+        self.ended_by_user = True
+        self.state.viewers.clear()
+        self.state.choose()
+        self.streamer.poke()
+        log.warning("session %s ended by the end user", self.session_id)
+        self._group.start_soon(self._goodbye)
+
+    async def _goodbye(self) -> None:
+        with anyio.move_on_after(2):
+            await self.send("disconnect", pb.Disconnect(reason=ENDED_BY_END_USER))
+        assert self._group is not None
+        self._group.cancel_scope.cancel()
+
     # -- handlers ------------------------------------------------------------------------
     async def _handle(self, kind: str, message: Any) -> bool:
         """Act on one message by the handler table; ``True`` ends the session."""
+        if self.ended_by_user:  # nothing more is shown or applied
+            return False
         handler = HANDLERS.get(kind)
         if handler is None:
             log.debug("%s from the server is not acted on by this agent", kind)
@@ -263,7 +290,7 @@ class AgentSession:
 
     async def _inject(self, kind: str, message: Any) -> None:
         sink = self.devices.input
-        if sink is None:
+        if sink is None or self.ended_by_user:
             return
         display = self.streamer.streaming_display or self.devices.display(
             self.state.display_id, self.displays)
@@ -314,7 +341,9 @@ class AgentSession:
                                  technician_name=request.technician_name,
                                  control=request.access_mode == pb.CONSENT_CONTROL,
                                  timeout_secs=max(1, request.timeout_secs or 60),
-                                 connected=tuple(map(str, self.presence.connected)))
+                                 connected=tuple(map(str, self.presence.connected)),
+                                 organization=escaped(request.organization, 64),
+                                 recorded=request.recorded)
                 granted, reason = await anyio.to_thread.run_sync(prompt.ask, ask)
         finally:
             self._asking = False
@@ -454,7 +483,8 @@ class AgentSession:
 
     async def _report_status(self) -> None:
         await self.send("agent_status", agent_status(self.config, self.displays,
-                                                     self.state.active, self.plugins))
+                                                     self.state.active, self.plugins,
+                                                     self.session_panel))
 
     async def _status_reports(self) -> None:
         while True:

@@ -444,7 +444,7 @@ class StopStream(_message.Message):
     def __init__(self, viewer_id: _Optional[str] = ...) -> None: ...
 
 class AgentStatus(_message.Message):
-    __slots__ = ("hostname", "os_version", "is_elevated", "uptime_secs", "display_count", "is_streaming", "agent_version", "organization", "site", "tags", "plugins")
+    __slots__ = ("hostname", "os_version", "is_elevated", "uptime_secs", "display_count", "is_streaming", "agent_version", "organization", "site", "tags", "plugins", "session_panel")
     HOSTNAME_FIELD_NUMBER: _ClassVar[int]
     OS_VERSION_FIELD_NUMBER: _ClassVar[int]
     IS_ELEVATED_FIELD_NUMBER: _ClassVar[int]
@@ -456,6 +456,7 @@ class AgentStatus(_message.Message):
     SITE_FIELD_NUMBER: _ClassVar[int]
     TAGS_FIELD_NUMBER: _ClassVar[int]
     PLUGINS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_PANEL_FIELD_NUMBER: _ClassVar[int]
     hostname: str
     os_version: str
     is_elevated: bool
@@ -467,7 +468,8 @@ class AgentStatus(_message.Message):
     site: str
     tags: _containers.RepeatedScalarFieldContainer[str]
     plugins: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, hostname: _Optional[str] = ..., os_version: _Optional[str] = ..., is_elevated: bool = ..., uptime_secs: _Optional[int] = ..., display_count: _Optional[int] = ..., is_streaming: bool = ..., agent_version: _Optional[str] = ..., organization: _Optional[str] = ..., site: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., plugins: _Optional[_Iterable[str]] = ...) -> None: ...
+    session_panel: bool
+    def __init__(self, hostname: _Optional[str] = ..., os_version: _Optional[str] = ..., is_elevated: bool = ..., uptime_secs: _Optional[int] = ..., display_count: _Optional[int] = ..., is_streaming: bool = ..., agent_version: _Optional[str] = ..., organization: _Optional[str] = ..., site: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., plugins: _Optional[_Iterable[str]] = ..., session_panel: bool = ...) -> None: ...
 
 class AdminCommand(_message.Message):
     __slots__ = ("command", "reason")
@@ -478,16 +480,20 @@ class AdminCommand(_message.Message):
     def __init__(self, command: _Optional[_Union[AdminCommandType, str]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ConsentRequest(_message.Message):
-    __slots__ = ("session_id", "technician_name", "access_mode", "timeout_secs")
+    __slots__ = ("session_id", "technician_name", "access_mode", "timeout_secs", "organization", "recorded")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TECHNICIAN_NAME_FIELD_NUMBER: _ClassVar[int]
     ACCESS_MODE_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_SECS_FIELD_NUMBER: _ClassVar[int]
+    ORGANIZATION_FIELD_NUMBER: _ClassVar[int]
+    RECORDED_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     technician_name: str
     access_mode: ConsentAccessMode
     timeout_secs: int
-    def __init__(self, session_id: _Optional[str] = ..., technician_name: _Optional[str] = ..., access_mode: _Optional[_Union[ConsentAccessMode, str]] = ..., timeout_secs: _Optional[int] = ...) -> None: ...
+    organization: str
+    recorded: bool
+    def __init__(self, session_id: _Optional[str] = ..., technician_name: _Optional[str] = ..., access_mode: _Optional[_Union[ConsentAccessMode, str]] = ..., timeout_secs: _Optional[int] = ..., organization: _Optional[str] = ..., recorded: bool = ...) -> None: ...
 
 class ConsentResponse(_message.Message):
     __slots__ = ("session_id", "granted", "reason")

@@ -39,6 +39,7 @@ async def test_consent_granted_makes_the_session_live(server, admin: Admin) -> N
     assert admin.ok("GET", f"/api/sessions/{session_id}")["consent_state"] == "granted"
     viewer = await Peer.viewer(server, admin.viewer_token(session_id))
     await viewer.accepted()
+    await agent.expect("participants")  # the end user hears who joins first
     assert (await agent.expect("start_stream")).display_id == 0
     assert "session.consent_granted" in admin.events(session_id)
 
@@ -232,8 +233,9 @@ async def joined(server, tech: Admin, session_id: str, agent: Peer) -> tuple[Pee
     """``tech`` joins as a viewer: (viewer, the Participants the agent was told)."""
     viewer = await Peer.viewer(server, tech.viewer_token(session_id))
     await viewer.accepted()
+    told = await agent.expect("participants")  # before the picture starts
     await agent.expect("start_stream")
-    return viewer, await agent.expect("participants")
+    return viewer, told
 
 
 def decided(tech: Admin, session_id: str) -> Any:
@@ -359,6 +361,21 @@ async def test_the_agent_hears_who_is_connected_as_it_changes(server, admin: Adm
     admin.ok("PUT", f"/api/users/{user_a.id}/permissions", json={"permissions": ["view"]})
     assert who(await agent.expect("participants")) == [(techa.username, pb.CONSENT_VIEW)]
     await first.close()
+    await agent.expect("stop_stream")
+    assert who(await agent.expect("participants")) == []
+
+
+async def test_a_managed_agent_showing_its_session_panel_is_told_who_is_connected(
+        server, admin: Admin) -> None:
+    _, key = admin.keyed_machine()
+    agent = await Peer.agent(server, key)
+    session_id = await agent.accepted()
+    await agent.send("agent_status", pb.AgentStatus(hostname="panel", session_panel=True))
+    viewer = await Peer.viewer(server, admin.viewer_token(session_id))
+    await viewer.accepted()
+    assert who(await agent.expect("participants")) == [(admin.username, pb.CONSENT_CONTROL)]
+    await agent.expect("start_stream")
+    await viewer.close()
     await agent.expect("stop_stream")
     assert who(await agent.expect("participants")) == []
 

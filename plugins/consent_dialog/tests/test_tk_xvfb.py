@@ -67,6 +67,9 @@ def _close_like_a_window_manager(display: str, window_id: int) -> None:
     (("key", "alt+d"), (False, "denied by the user")),
     (("key", "Escape"), (False, "denied by the user")),
     (("key", "space"), (False, "denied by the user")),  # Deny has the focus
+    (("key", "Return"), (False, "denied by the user")),  # Enter presses the focused one
+    (("key", "Tab", "Return"), (True, "")),  # Tab moves to Allow
+    (("key", "Tab", "Tab", "space"), (False, "denied by the user")),  # and back to Deny
 ])
 def test_keyboard_answers(x_display, keys, expected):
     thread, result = _ask_in_thread()
@@ -105,3 +108,19 @@ def test_timeout_denies(x_display):
     thread.join(10)
     assert result["answer"] == (False, "timeout")
     assert 1 <= time.monotonic() - started < 5
+
+
+def test_german_mnemonics_follow_the_translated_labels(x_display, monkeypatch):
+    """Under LANG=de_DE.UTF-8 the buttons read Erlauben / Ablehnen: Alt+E allows."""
+    for name in ("LANGUAGE", "LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LANG", "de_DE.UTF-8")
+    thread, result = _ask_in_thread()
+    env = x_display.env()
+    out = subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--name",
+                          "^Anfrage f.*r Fernwartung$"], env=env, check=True,
+                         capture_output=True, text=True, timeout=10)
+    subprocess.run(["xdotool", "windowfocus", "--sync", out.stdout.split()[0], "key", "alt+e"],
+                   env=env, check=True, timeout=10)
+    thread.join(10)
+    assert result["answer"] == (True, "")

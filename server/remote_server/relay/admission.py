@@ -263,8 +263,8 @@ class Admission:
         link.outbox.put(conn.accept(session_id, session.display_info, view_only=view_only))
         session.viewers[viewer_id] = link
         self._index.touch(session)
+        session.tell_participants()  # the end user's panel names them before any picture
         session.start_stream(link)
-        session.tell_participants()
         await self._audit.record(AuditEvent(
             "viewer.joined", session_id=session_id, agent_id=session.agent_id,
             actor=user.username, client_ip=client_ip,

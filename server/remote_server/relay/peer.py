@@ -31,6 +31,7 @@ from remote_core.protocol import (
     pb,
 )
 from remote_core.records import AuditEvent
+from remote_core.types import ENDED_BY_END_USER
 
 from ..observe.counters import auth_failed
 from ..observe.logs import bind_peer
@@ -153,8 +154,10 @@ def _heartbeat(link: Link, event: Inbound) -> str | None:
 
 
 def _goodbye(link: Link, event: Inbound) -> str | None:
-    reason = event.payload().reason[:200]
+    reason: str = event.payload().reason[:200]
     link.close("goodbye", notify=False)
+    if reason == ENDED_BY_END_USER:  # the end user's End session, audited as such
+        return reason
     return "peer said goodbye" + (f": {reason}" if reason else "")
 
 

@@ -177,6 +177,9 @@ class Registry:
 
         Through the write queue: a report the database cannot take now is written when it
         can, the machine's newest report replacing older ones still waiting."""
+        if status.session_panel and not session.wants_participants:
+            session.wants_participants = True  # its end user's panel names who is connected
+            session.tell_participants()
         report, refused = status_report(session.agent_id, status)
         if refused:
             log.warning("agent %s reported %s breaking the text rule (control characters, "

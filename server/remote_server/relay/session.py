@@ -65,6 +65,10 @@ class Session:
         self.organization = organization
         self.technician_id = technician_id
         self.technician_name = technician_name
+        self.recorded = False
+        self.wants_participants = False
+        """A managed agent whose session panel shows asked to be told who is connected."""
+        """Whether the session is recorded: the end user's consent dialog says so."""
         self.control_consented = control_consented
         self.key_id = key_id
         self.machine_uid = machine_uid
@@ -125,16 +129,18 @@ class Session:
         self.agent.send("consent_request", pb.ConsentRequest(
             session_id=self.session_id, technician_name=ask.name,
             access_mode=pb.CONSENT_CONTROL if ask.control else pb.CONSENT_VIEW,
-            timeout_secs=dialog_secs))
+            timeout_secs=dialog_secs, organization=self.organization,
+            recorded=self.recorded))
         self.consent_asked.set()
 
     def tell_participants(self) -> None:
-        """Tell an attended session's agent who is connected now, if that changed.
+        """Tell an attended session's agent who is connected now, if that changed (a
+        managed agent too when its session panel shows: ``AgentStatus.session_panel``).
 
         One entry per technician (a technician with two viewers is one participant,
         controlling if either may); viewers never receive this.
         """
-        if self.is_managed or self.ended:
+        if (self.is_managed and not self.wants_participants) or self.ended:
             return
         control: dict[str, bool] = {}
         for viewer in self.viewers.values():
