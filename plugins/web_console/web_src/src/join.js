@@ -80,7 +80,7 @@ function offer(code, answer) {
       "Download the support program");
     button.addEventListener("click", () => download(code, button));
     agent.replaceChildren(
-      h("p", {}, "Download the support program, then run it. It needs no installation and removes itself when the session ends. You will be asked to allow the session."),
+      h("p", {}, "Download the support program, then run it. It needs no installation or administrator rights, and when the session ends it removes everything it unpacked (delete the downloaded file itself when you like). You will be asked to allow the session first."),
       button);
   }
   found.hidden = false;
