@@ -142,7 +142,7 @@ def attended(archive, join):
             (work / "ca.pem").write_text(join["ca_pem"])
             lines.append("ca_bundle = " + json.dumps(str(work / "ca.pem")))
         config = work / "agent.toml"
-        config.write_text("\n".join(lines) + "\n")
+        config.write_text("\\n".join(lines) + "\\n")
         for name in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
             os.environ[name] = str(work / name.lower())
         sys.path[:] = [str(work / "site")] + [p for p in sys.path if not p.endswith(
