@@ -9,20 +9,25 @@ empty temporary directory, ``PATH=/usr/local/bin:/usr/bin:/bin`` and no project
 environment. Consent is given in the agent's dialog through the X display, a
 technician's viewer draws, the technician ends the session through the API,
 and the agent exits leaving nothing in ``HOME``, the temporary directory or
-beside the downloaded file.
+beside the downloaded file. Once over plain HTTP, once behind HAProxy with a
+private CA: the download carries the public URL and the CA, and the agent
+verifies the server's certificate with it.
 """
 
 from __future__ import annotations
 
 import shutil
+import ssl
 import subprocess
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 from remote_server.cli import main as remote_support
 from remote_server.testing.processes import Api, ServerProcess, stop_process
+from remote_server.testing.tls_terminator import Terminator, TestCA
 from remote_viewer.client import open_viewer
 
 pytestmark = [pytest.mark.xvfb, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -45,12 +50,39 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-@pytest.fixture
-def joining_server(tmp_path: Path, release: Path) -> Iterator[ServerProcess]:
+@dataclass
+class Joining:
+    """The server, and the URL end users reach it at (a TLS terminator's, or its own)."""
+
+    server: ServerProcess
+    url: str
+    verify: ssl.SSLContext | bool = True
+
+
+@pytest.fixture(params=["plain", "haproxy-tcp"])
+def joining(request: pytest.FixtureRequest, tmp_path: Path,
+            release: Path) -> Iterator[Joining]:
+    """The shipped server handing out ``release``; behind HAProxy with a private CA, the
+    public URL and that CA are configured for the download, as README says."""
     process = ServerProcess(tmp_path / "server")
     process.env["REMOTE_SUPPORT_JOIN_AGENT_FILE"] = str(release)
-    yield process.start()
-    process.stop()
+    if request.param == "plain":
+        yield Joining(process.start(), process.url)
+        process.stop()
+        return
+    ca = TestCA(tmp_path / "ca")
+    terminator = Terminator("haproxy-tcp", ca, process.port, tmp_path / "haproxy")
+    process.env["REMOTE_SUPPORT_JOIN_SERVER_URL"] = terminator.url
+    process.env["REMOTE_SUPPORT_JOIN_CA_BUNDLE"] = str(ca.ca_pem)
+    process.start()
+    try:
+        terminator.start()
+        try:
+            yield Joining(process, terminator.url, ca.client_context())
+        finally:
+            terminator.stop()
+    finally:
+        process.stop()
 
 
 def _everything(folder: Path) -> list[str]:
@@ -64,26 +96,37 @@ def _allow(env: dict[str, str]) -> None:
                     "alt+a"], env=env, check=True, timeout=10)
 
 
+def _download(joining: Joining, code: str, folder: Path) -> Path:
+    """What the join page's button fetches, saved under the name the server gives."""
+    r = httpx.post(f"{joining.url}/api/codes/agent", json={"code": code}, timeout=60,
+                   verify=joining.verify)
+    assert r.status_code == 200, r.text
+    download = folder / f"remote-support-{code}.pyz"
+    assert f'filename="{download.name}"' in r.headers["content-disposition"]
+    download.write_bytes(r.content)
+    return download
+
+
+def _run(download: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """``python3 remote-support-CODE.pyz`` in the download's folder, as the page says."""
+    with log.open("ab") as out:
+        return subprocess.Popen(["python3", download.name], env=env, cwd=download.parent,
+                                stdout=out, stderr=out)
+
+
 @pytest.mark.anyio
 async def test_the_downloaded_agent_joins_and_leaves_nothing_behind(
-        tmp_path: Path, joining_server: ServerProcess, x_display) -> None:
-    server = joining_server
+        tmp_path: Path, joining: Joining, x_display) -> None:
+    server = joining.server
     api = Api(server)
     home, temp, downloads = tmp_path / "home", tmp_path / "tmp", tmp_path / "Downloads"
     for folder in (home, temp, downloads):
         folder.mkdir()
-    code = api.support_code()
-    r = httpx.post(f"{server.url}/api/codes/agent", json={"code": code}, timeout=60)
-    assert r.status_code == 200, r.text
-    download = downloads / f"remote-support-{code}.pyz"
-    assert f'filename="{download.name}"' in r.headers["content-disposition"]
-    download.write_bytes(r.content)
+    download = _download(joining, api.support_code(), downloads)
     env = {"HOME": str(home), "PATH": FRESH_PATH, "DISPLAY": x_display.display,
            "LANG": "C.UTF-8", "TMPDIR": str(temp)}
     log = tmp_path / "agent.log"
-    with log.open("ab") as out:
-        process = subprocess.Popen(["python3", download.name], env=env, cwd=downloads,
-                                   stdout=out, stderr=out)
+    process = _run(download, env, log)
     try:
         pending = api.live_session(consent="pending", within=60)
         _allow(x_display.env())
@@ -101,4 +144,4 @@ async def test_the_downloaded_agent_joins_and_leaves_nothing_behind(
     assert _everything(home) == []
     assert _everything(temp) == []
     assert _everything(downloads) == [download.name]
-    assert "joining " + server.url in log.read_text()
+    assert "joining " + joining.url in log.read_text()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import zipfile
+
 import anyio
 from starlette.responses import Response
 
@@ -12,6 +15,8 @@ from .codes import pending_code
 from .endpoint import Call, Endpoint
 
 __all__ = ["ENDPOINTS"]
+
+log = logging.getLogger(__name__)
 
 
 def _server_url(call: Call) -> str:
@@ -30,8 +35,13 @@ async def download_agent(call: Call) -> Response:
     if release is None:
         raise Problem(404, "this server has no agent to hand out (setting join_agent_file)",
                       kind="no-join-agent")
-    data = await anyio.to_thread.run_sync(attended_agent, release, _server_url(call),
-                                          code.code, call.ctx.settings.join_ca_bundle)
+    try:
+        data = await anyio.to_thread.run_sync(attended_agent, release, _server_url(call),
+                                              code.code, call.ctx.settings.join_ca_bundle)
+    except (OSError, ValueError, zipfile.BadZipFile) as exc:
+        log.warning("join_agent_file cannot be handed out: %s", exc)
+        raise Problem(404, "this server's agent for end users is misconfigured; tell the "
+                           "technician", kind="no-join-agent") from None
     name = download_name(code.code)
     return Response(data, media_type="application/octet-stream", headers={
         "content-disposition": f'attachment; filename="{name}"'})
