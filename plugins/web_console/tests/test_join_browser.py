@@ -10,6 +10,8 @@ download must be that release with the server's URL and the code inside.
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +19,7 @@ from typing import Any
 
 import pytest
 from remote_server.cli import main as remote_support
-from remote_server.testing.processes import Api, ServerProcess
+from remote_server.testing.processes import ADMIN_PASSWORD, Api, ServerProcess
 
 from remote_core.testing.browser import chromium, watched_context
 
@@ -154,3 +156,28 @@ def test_without_an_agent_the_page_says_so(browser: Any, tmp_path: Path) -> None
             assert page.is_hidden("#join-download")
     finally:
         server.stop()
+
+
+def test_the_codes_page_shows_the_join_link_and_its_qr_code(
+        browser: Any, server: ServerProcess, tmp_path: Path) -> None:
+    zbarimg = shutil.which("zbarimg")
+    assert zbarimg, "zbarimg reads the QR code back: scripts/bootstrap installs zbar-tools"
+    with watched_context(browser, viewport={"width": 1280, "height": 900}) as context:
+        page = context.new_page()
+        page.goto(f"{server.url}/console/")
+        page.fill("input[name=username]", "admin")
+        page.fill("input[name=password]", ADMIN_PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_selector("nav .who")
+        page.click("nav >> text=Support codes")
+        page.click("#create-code")
+        page.wait_for_selector("#join-link")
+        code = page.text_content("#big-code")
+        link = f"{server.url}/join/{code}"
+        assert page.text_content("#join-link") == link
+        assert page.get_attribute("#join-link", "href") == link
+        assert page.get_attribute("svg.qr", "aria-label") == f"QR code of the join link {link}"
+        page.locator("svg.qr").screenshot(path=str(tmp_path / "qr.png"))
+    read = subprocess.run([zbarimg, "--quiet", "--raw", str(tmp_path / "qr.png")],
+                          capture_output=True, text=True, timeout=30, check=True)
+    assert read.stdout.strip() == link
