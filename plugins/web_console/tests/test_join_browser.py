@@ -21,6 +21,7 @@ import pytest
 from remote_server.cli import main as remote_support
 from remote_server.testing.processes import ADMIN_PASSWORD, Api, ServerProcess
 
+from remote_core.supportcode import masked
 from remote_core.testing.browser import chromium, watched_context
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -110,6 +111,9 @@ def test_the_join_link_carries_the_code(browser: Any, server: ServerProcess) -> 
         assert page.input_value("#join-code") == code
         assert page.text_content("#join-technician") == "admin"
         assert page.is_visible("#join-download")
+        assert page.evaluate("location.pathname") == "/join"
+    logged = server.log.read_text()
+    assert f"/join/{masked(code)}" in logged and code not in logged
 
 
 def test_an_unknown_code_gets_a_clear_message(browser: Any, server: ServerProcess) -> None:

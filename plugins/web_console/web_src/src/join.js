@@ -120,6 +120,7 @@ form.addEventListener("submit", (event) => {
 
 const fromLink = decodeURIComponent(location.pathname.replace(/^\/join\/?/, ""));
 if (fromLink) {
+  history.replaceState(null, "", "/join"); // the code stays out of the browser's history
   input.value = fromLink;
   check(fromLink);
 } else {
