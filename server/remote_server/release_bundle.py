@@ -47,8 +47,10 @@ build's venv) and what records the build's own paths (so equal wheels make equal
 
 _MAIN = '''"""Start the self-contained agent: unpack its libraries once, then run it."""
 
+import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import zipfile
@@ -100,11 +102,72 @@ def tidy(base, archive):
             shutil.rmtree(entry, ignore_errors=True)
 
 
+def joining(archive):
+    """The server and code a join-page download carries inside (``attended.json``)."""
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            join = json.loads(zf.read("attended.json").decode("utf-8"))
+    except KeyError:
+        return None
+    except (OSError, zipfile.BadZipFile, UnicodeDecodeError, ValueError):
+        fail("this download is damaged; download the agent again from the join page")
+    if not (isinstance(join, dict) and isinstance(join.get("server"), str)
+            and isinstance(join.get("code"), str)):
+        fail("this download is damaged; download the agent again from the join page")
+    return join
+
+
+def _leave(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+def attended(archive, join):
+    """Run one attended session from a temporary directory, then remove all of it.
+
+    Nothing is written beside the file or in the user's home: libraries, the
+    configuration (server, CA bundle, the agent's id) and every cache go under one
+    private temporary directory, removed when the agent stops (session ended,
+    refused, Ctrl-C or SIGTERM). Nothing is registered for start-up.
+    """
+    sys.dont_write_bytecode = True
+    os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _leave)
+    work = Path(tempfile.mkdtemp(prefix="remote-agent-"))
+    try:
+        with zipfile.ZipFile(archive) as zf:
+            zf.extractall(work, [n for n in zf.namelist() if n.startswith("site/")])
+        lines = ["server = " + json.dumps(join["server"])]
+        if join.get("ca_pem"):
+            (work / "ca.pem").write_text(join["ca_pem"])
+            lines.append("ca_bundle = " + json.dumps(str(work / "ca.pem")))
+        config = work / "agent.toml"
+        config.write_text("\\n".join(lines) + "\\n")
+        for name in ("XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"):
+            os.environ[name] = str(work / name.lower())
+        sys.path[:] = [str(work / "site")] + [p for p in sys.path if not p.endswith(
+            ("site-packages", "dist-packages")) and not p.startswith(str(archive))]
+        if EXTRA_PLUGINS:
+            os.environ.setdefault("REMOTE_AGENT_EXTRA_PLUGINS", ",".join(EXTRA_PLUGINS))
+        from remote_agent.cli import main as agent
+
+        print("remote-agent: joining " + join["server"] + " with the support code; close "
+              "this window or press Ctrl-C to leave", file=sys.stderr)
+        return agent(["--config", str(config), "--code", join["code"], *sys.argv[1:]])
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main():
     if tuple(sys.version_info[:2]) != tuple(PYTHON):
         fail("this release needs Python %d.%d (its compiled libraries are built for it); "
              "%s is %d.%d" % (*PYTHON, sys.executable, *sys.version_info[:2]))
     archive = Path(__file__).resolve().parent
+    join = joining(archive) if "--version" not in sys.argv[1:] else None
+    if join is not None:
+        sys.exit(attended(archive, join))
     # An update's start-up check runs the staging copy (.NAME.staging): it unpacks where
     # the installed NAME will look, so the restart after the swap finds it ready.
     name = archive.name

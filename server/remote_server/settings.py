@@ -78,6 +78,19 @@ class ServerSettings(PluginSettings):
     limits_url: str | None = option(
         None, "shared rate limits and lockouts (redis://host:6379/0); required in cluster "
               "mode, so every node counts the same attempts")
+    # -- the join page (/join): what end users are shown and given --------------------
+    join_agent_file: str | None = option(
+        None, "the self-contained agent release (remote-support release build) the join "
+              "page hands out, with the server URL and the code inside; unset, the page "
+              "says no agent is available")
+    join_server_url: str | None = option(
+        None, "the base URL a joining agent connects to (default: the URL the end user's "
+              "browser reached the join page at)")
+    join_ca_bundle: str | None = option(
+        None, "PEM file of the private CA behind the server's certificate, put inside the "
+              "joining agent's download (the system's authorities always count too)")
+    join_organization: str = option(
+        "", "the organization named to end users beside the technician on the join page")
     # -- watching it run: GET /metrics and the log format ------------------------------
     metrics: bool = option(
         False, "serve Prometheus metrics at /metrics, to holders of metrics_token and/or "

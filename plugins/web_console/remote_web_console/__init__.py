@@ -16,10 +16,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from remote_core import hookimpl
 from remote_core.types import WebAppSpec
 
-__all__ = ["CONSOLE_PATH", "CSP_REPORT_PATH", "POLICY", "STATIC_DIR", "register_web_apps"]
+__all__ = ["CONSOLE_PATH", "CSP_REPORT_PATH", "JOIN_PATH", "POLICY", "STATIC_DIR",
+           "register_web_apps"]
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 CONSOLE_PATH = "/console"
+JOIN_PATH = "/join"
+JOIN_ASSETS = frozenset({"join.js", "console.css", "favicon.svg"})
+"""What the join page loads; every other path under /join is the page itself."""
 
 # Scripts only from this origin and never from strings (no 'unsafe-eval'), no
 # inline code, no plugins, no framing, no <base> tricks, and DOM sinks that
@@ -65,6 +69,22 @@ def make_console_app(_options: Mapping[str, Any] | None = None) -> ASGIApp:
     return _SecurityHeaders(StaticFiles(directory=STATIC_DIR, html=True))
 
 
+def make_join_app(_options: Mapping[str, Any] | None = None) -> ASGIApp:
+    """The end user's join page: ``/join`` and ``/join/ABC-DEF-GHJ`` are the same page,
+    which reads the code from its address; no login, the console's headers."""
+    files = StaticFiles(directory=STATIC_DIR)
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            name = scope["path"].rsplit("/", 1)[-1]
+            if name not in JOIN_ASSETS:
+                scope = {**scope, "path": scope.get("root_path", "") + "/join.html"}
+        await files(scope, receive, send)
+
+    return _SecurityHeaders(app)
+
+
 @hookimpl
 def register_web_apps() -> list[WebAppSpec]:
-    return [WebAppSpec(name="console", path=CONSOLE_PATH, factory=make_console_app)]
+    return [WebAppSpec(name="console", path=CONSOLE_PATH, factory=make_console_app),
+            WebAppSpec(name="join", path=JOIN_PATH, factory=make_join_app)]

@@ -30,7 +30,8 @@ execFileSync(bin("buf"), ["generate", protoDir, "--template", JSON.stringify({
 })], { stdio: "inherit" });
 
 await build({
-  entryPoints: [join(here, "src", "console.js"), join(here, "src", "viewer.js")],
+  entryPoints: [join(here, "src", "console.js"), join(here, "src", "viewer.js"),
+    join(here, "src", "join.js")],
   bundle: true,
   minify: true,
   format: "esm",

@@ -68,6 +68,10 @@ DEVIATIONS: dict[str, str] = {
     "metrics_networks": "only the tests of the metrics access setting",
     "log_format": "the structured-log test reads JSON lines (text by default)",
     "log_level": "the structured-log test logs at debug, where most could leak",
+    "join_agent_file": "the join tests hand out a release they built (none by default)",
+    "join_server_url": "the join API test names a public URL other than its own",
+    "join_ca_bundle": "the join API test puts a private CA into the download",
+    "join_organization": "the join tests name an organization (empty by default)",
     **{name: "shortened with the others by one factor (shortened_timeouts), keeping the "
              "shipped ratios, so a test of silence or consent takes seconds, not minutes"
        for name in TIMEOUTS},

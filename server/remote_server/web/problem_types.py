@@ -50,6 +50,9 @@ PROBLEM_TYPES: tuple[ProblemType, ...] = (
                 "technician or let the question time out (see the consent member)"),
     ProblemType("not-found", 404, "Not found",
                 "no such resource, or one the caller may not see"),
+    ProblemType("no-join-agent", 404, "No agent to hand out",
+                "a join-page download from a server whose join_agent_file is unset or "
+                "unreadable"),
     ProblemType("method-not-allowed", 405, "Method not allowed",
                 "the path exists but not with this method (see the Allow header)"),
     ProblemType("body-timeout", 408, "Request body too slow",

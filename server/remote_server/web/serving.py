@@ -23,6 +23,8 @@ import h11
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from remote_core.supportcode import masked
+
 from ..observe.logs import ContextFilter, JsonFormatter
 from ..settings import ServerSettings
 from .problem import PROBLEM_MEDIA_TYPE
@@ -87,10 +89,21 @@ class HideQueryStrings(logging.Filter):
 
 
 def _without_query(value: object) -> object:
+    if isinstance(value, str) and value.startswith("/join/"):
+        value = _join_link_masked(value)
     if isinstance(value, str) and value.startswith("/") and "?" in value:
         path, _, query = value.partition("?")
         return f"{path}?[{len(query)} characters not logged]"
     return value
+
+
+def _join_link_masked(path: str) -> str:
+    """A join link (``/join/ABC-DEF-GHJ``) carries a support code: logged masked, as the
+    audit log names codes; the page's own assets are logged as they are."""
+    rest, mark, query = path[len("/join/"):].partition("?")
+    if not rest or rest.endswith((".js", ".css", ".svg")):
+        return path
+    return f"/join/{masked(rest)}{mark}{query}"
 
 
 class _Connection(h11.Connection):

@@ -1,6 +1,7 @@
 // The operators' console: a small single-page app over the REST API.
 import { ApiError, api, apiAll, token } from "./api.js";
 import { badge, h, items, when } from "./dom.js";
+import { qrSvg } from "./qr.js";
 import { webhooksView } from "./webhooks.js";
 
 const app = document.getElementById("app");
@@ -232,8 +233,11 @@ function codesView(main) {
       text = code.status;
       kind = "offline";
     }
+    const joinUrl = `${location.origin}/join/${code.code}`;
     current.replaceChildren(h("div", { className: "card" },
       h("p", {}, "Read this code to the user:"), h("div", { className: "code-big", id: "big-code" }, code.code),
+      h("p", {}, "or send them the join link: ", h("a", { id: "join-link", href: joinUrl, target: "_blank", rel: "noopener" }, joinUrl)),
+      qrSvg(joinUrl, `QR code of the join link ${joinUrl}`),
       h("p", {}, h("span", { id: "code-state" }, badge(text, kind)), " ", link)));
   }
   main.append(h("h1", {}, "Support codes"),

@@ -9,6 +9,7 @@ from remote_core.errors import ConflictError
 from remote_core.records import AuditEvent, Keyset, SupportCode, utcnow
 from remote_core.supportcode import generate_support_code, masked, normalize_support_code
 
+from ...join_agent import join_agent_file
 from ...observe.counters import auth_failed
 from ..problem import Problem
 from . import schemas as s
@@ -74,11 +75,20 @@ async def cancel_code(call: Call) -> None:
 
 async def validate_code(call: Call) -> s.CodeValidOut:
     body: s.CodeValidateIn = call.body
+    code = await pending_code(call, body.code)
+    return s.CodeValidOut(technician=code.technician_name, expires_at=code.expires_at,
+                          organization=call.ctx.settings.join_organization,
+                          agent_available=join_agent_file(call.ctx.settings) is not None)
+
+
+async def pending_code(call: Call, given: str) -> SupportCode:
+    """The pending code ``given`` names, counted against the caller's attempt limit and
+    lockout; 404 for any other, saying nothing about why."""
     limiter = call.ctx.limiter
     wait = await limiter.check_code_attempt(call.ip)
     if wait is not None:
         raise Problem.rate_limited(wait, "too many support-code attempts; try again later")
-    text = normalize_support_code(body.code)
+    text = normalize_support_code(given)
     code = await call.ctx.store.get_support_code(text) if text else None
     ok = code is not None and code_status(code, time.time()) == "pending"
     if await limiter.record_code_result(call.ip, ok):
@@ -88,7 +98,7 @@ async def validate_code(call: Call) -> s.CodeValidOut:
     if not ok or code is None:
         auth_failed("support_code")
         raise Problem(404, "unknown, used or expired support code")
-    return s.CodeValidOut(technician=code.technician_name, expires_at=code.expires_at)
+    return code
 
 
 ENDPOINTS = [

@@ -462,6 +462,12 @@ class CodeValidOut(Out):
     valid: Literal[True] = True
     technician: str
     expires_at: datetime
+    organization: str = Field(
+        "", description="the organization named beside the technician (setting "
+                        "join_organization; empty when unset)")
+    agent_available: bool = Field(
+        False, description="whether POST /api/codes/agent has an agent to hand out "
+                           "(setting join_agent_file)")
 
 
 # -- releases --------------------------------------------------------------------------------

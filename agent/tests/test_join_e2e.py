@@ -1,0 +1,147 @@
+"""The join page's one-file agent on a machine with nothing but its own python3.
+
+A self-contained release is built from the project's wheels (``remote-support
+release build --wheels``) and set as the server's ``join_agent_file``. The
+download for a support code (``POST /api/codes/agent``, what the join page's
+button fetches) is saved alone in a folder and run the way the page tells the
+end user, ``python3 remote-support-CODE.pyz``, with an empty ``HOME``, its own
+empty temporary directory, ``PATH=/usr/local/bin:/usr/bin:/bin`` and no project
+environment. Consent is given in the agent's dialog through the X display, a
+technician's viewer draws, the technician ends the session through the API,
+and the agent exits leaving nothing in ``HOME``, the temporary directory or
+beside the downloaded file. Once over plain HTTP, once behind HAProxy with a
+private CA: the download carries the public URL and the CA, and the agent
+verifies the server's certificate with it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import ssl
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from remote_server.cli import main as remote_support
+from remote_server.testing.processes import Api, ServerProcess, stop_process
+from remote_server.testing.tls_terminator import Terminator, TestCA
+from remote_viewer.client import open_viewer
+
+pytestmark = [pytest.mark.xvfb, pytest.mark.slow, pytest.mark.timeout(900)]
+
+ROOT = Path(__file__).resolve().parents[2]
+FRESH_PATH = "/usr/local/bin:/usr/bin:/bin"
+DIALOG = "Remote support request"
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    uv = shutil.which("uv")
+    assert uv, "uv is on PATH under scripts/test"
+    where = tmp_path_factory.mktemp("join-release")
+    subprocess.run([uv, "build", "--all-packages", "--quiet", "-o", str(where / "wheels")],
+                   cwd=ROOT, check=True, timeout=600)
+    target = where / "remote-agent.pyz"
+    assert remote_support(["release", "build", "--wheels", str(where / "wheels"),
+                           "--version", "1.0.0", "--output", str(target)]) == 0
+    return target
+
+
+@dataclass
+class Joining:
+    """The server, and the URL end users reach it at (a TLS terminator's, or its own)."""
+
+    server: ServerProcess
+    url: str
+    verify: ssl.SSLContext | bool = True
+
+
+@pytest.fixture(params=["plain", "haproxy-tcp"])
+def joining(request: pytest.FixtureRequest, tmp_path: Path,
+            release: Path) -> Iterator[Joining]:
+    """The shipped server handing out ``release``; behind HAProxy with a private CA, the
+    public URL and that CA are configured for the download, as README says."""
+    process = ServerProcess(tmp_path / "server")
+    process.env["REMOTE_SUPPORT_JOIN_AGENT_FILE"] = str(release)
+    if request.param == "plain":
+        yield Joining(process.start(), process.url)
+        process.stop()
+        return
+    ca = TestCA(tmp_path / "ca")
+    terminator = Terminator("haproxy-tcp", ca, process.port, tmp_path / "haproxy")
+    process.env["REMOTE_SUPPORT_JOIN_SERVER_URL"] = terminator.url
+    process.env["REMOTE_SUPPORT_JOIN_CA_BUNDLE"] = str(ca.ca_pem)
+    process.start()
+    try:
+        terminator.start()
+        try:
+            yield Joining(process, terminator.url, ca.client_context())
+        finally:
+            terminator.stop()
+    finally:
+        process.stop()
+
+
+def _everything(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+def _allow(env: dict[str, str]) -> None:
+    found = subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--name", DIALOG],
+                           env=env, check=True, capture_output=True, text=True, timeout=60)
+    subprocess.run(["xdotool", "windowfocus", "--sync", found.stdout.split()[0], "key",
+                    "alt+a"], env=env, check=True, timeout=10)
+
+
+def _download(joining: Joining, code: str, folder: Path) -> Path:
+    """What the join page's button fetches, saved under the name the server gives."""
+    r = httpx.post(f"{joining.url}/api/codes/agent", json={"code": code}, timeout=60,
+                   verify=joining.verify)
+    assert r.status_code == 200, r.text
+    download = folder / f"remote-support-{code}.pyz"
+    assert f'filename="{download.name}"' in r.headers["content-disposition"]
+    download.write_bytes(r.content)
+    return download
+
+
+def _run(download: Path, env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    """``python3 remote-support-CODE.pyz`` in the download's folder, as the page says."""
+    with log.open("ab") as out:
+        return subprocess.Popen(["python3", download.name], env=env, cwd=download.parent,
+                                stdout=out, stderr=out)
+
+
+@pytest.mark.anyio
+async def test_the_downloaded_agent_joins_and_leaves_nothing_behind(
+        tmp_path: Path, joining: Joining, x_display) -> None:
+    server = joining.server
+    api = Api(server)
+    home, temp, downloads = tmp_path / "home", tmp_path / "tmp", tmp_path / "Downloads"
+    for folder in (home, temp, downloads):
+        folder.mkdir()
+    download = _download(joining, api.support_code(), downloads)
+    env = {"HOME": str(home), "PATH": FRESH_PATH, "DISPLAY": x_display.display,
+           "LANG": "C.UTF-8", "TMPDIR": str(temp)}
+    log = tmp_path / "agent.log"
+    process = _run(download, env, log)
+    try:
+        pending = api.live_session(consent="pending", within=60)
+        _allow(x_display.env())
+        live = api.live_session(pending["agent_id"], consent="granted")
+        async with open_viewer(server.url, api.viewer_token(live["id"])) as viewer:
+            frame = await viewer.next_frame(15)
+            assert frame.image.shape == (600, 800, 4)
+            r = api.delete(f"/api/sessions/{live['id']}")
+            assert r.status_code == 200, r.text
+        assert process.wait(30) == 0, log.read_text(errors="replace")[-4000:]
+    finally:
+        stop_process(process)
+        api.close()
+        print(log.read_text(errors="replace")[-4000:])  # shown when the test fails
+    assert _everything(home) == []
+    assert _everything(temp) == []
+    assert _everything(downloads) == [download.name]
+    assert "joining " + joining.url in log.read_text()
