@@ -11,18 +11,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from starlette.routing import Router
-
 from remote_core import hookimpl
 from remote_core.types import WebAppSpec
 
-from .app import make_router
+from .app import OidcRouter, make_router
 from .config import OidcConfig
 
 __all__ = ["OidcConfig", "make_app", "register_web_apps"]
 
 
-def make_app(options: Mapping[str, Any]) -> Router:
+def make_app(options: Mapping[str, Any]) -> OidcRouter:
     """The login routes for the plugin's options (ConfigError on a bad one)."""
     return make_router(OidcConfig.from_options(options))
 

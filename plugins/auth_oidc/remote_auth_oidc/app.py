@@ -12,15 +12,10 @@ import html
 import logging
 import secrets
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from starlette.routing import Route, Router
-
-from remote_core.errors import ConflictError
-from remote_core.records import AuditEvent, User, utcnow
 from remote_server.observe.counters import auth_failed
 from remote_server.web.api.auth import KNOWN_ADDRESSES_PER_USER
 from remote_server.web.bodies import parse_json, read_body
@@ -28,13 +23,19 @@ from remote_server.web.clientip import client_ip
 from remote_server.web.context import ServerContext
 from remote_server.web.problem import Problem
 from remote_server.web.users import hash_password
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route, Router
+
+from remote_core.errors import ConflictError
+from remote_core.records import AuditEvent, User, utcnow
 
 from .config import OidcConfig
 from .mapping import Grant, grant_for
 from .pending import OneTime
 from .provider import OidcError, Provider, pkce_pair
 
-__all__ = ["COOKIE", "make_router"]
+__all__ = ["COOKIE", "OidcRouter", "make_router"]
 
 log = logging.getLogger(__name__)
 
@@ -71,11 +72,6 @@ class OidcLogin:
         self.provider = Provider(config)
         self.started: OneTime[_Started] = OneTime(LOGIN_SECONDS)
         self.handoff: OneTime[tuple[str, int]] = OneTime(HANDOFF_SECONDS)
-
-    async def info(self, _request: Request) -> Response:
-        return JSONResponse({"provider_name": self.config.provider_name,
-                             "start": "/auth/oidc/start"},
-                            headers={"cache-control": "no-store"})
 
     async def start(self, request: Request) -> Response:
         ctx = _ctx(request)
@@ -222,13 +218,21 @@ def _page(status: int, title: str, message: str) -> HTMLResponse:
                                  "cache-control": "no-store"})
 
 
-def make_router(config: OidcConfig) -> Router:
+class OidcRouter(Router):
+    """The plugin's routes, with the offer the console's login page shows as a button
+    (``GET /api/auth/sign-in-offers``)."""
+
+    sign_in_offer: Mapping[str, str]
+
+
+def make_router(config: OidcConfig) -> OidcRouter:
     """The routes, mounted at ``/auth/oidc``; a plain router, so ``request.app`` stays the
     server's app and its context."""
     login = OidcLogin(config)
-    return Router(routes=[
-        Route("/config", login.info, methods=["GET"]),
+    router = OidcRouter(routes=[
         Route("/start", login.start, methods=["GET"]),
         Route("/callback", login.callback, methods=["GET"]),
         Route("/exchange", login.exchange, methods=["POST"]),
     ])
+    router.sign_in_offer = {"name": config.provider_name, "start": "/auth/oidc/start"}
+    return router

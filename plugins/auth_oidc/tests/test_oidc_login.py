@@ -152,9 +152,9 @@ def _audit(server: ServerProcess, kind: str) -> list[dict[str, object]]:
 
 def test_the_console_learns_the_provider_name(shipped: Sso) -> None:
     with _client(shipped.server) as client:
-        r = client.get("/auth/oidc/config")
+        r = client.get("/api/auth/sign-in-offers")
     assert r.status_code == 200
-    assert r.json()["provider_name"] == "Test IdP"
+    assert r.json() == [{"name": "Test IdP", "start": "/auth/oidc/start"}]
 
 
 def test_an_existing_account_signs_in_with_its_own_role(shipped: Sso) -> None:
@@ -168,7 +168,7 @@ def test_an_existing_account_signs_in_with_its_own_role(shipped: Sso) -> None:
 
 
 def test_an_unknown_user_is_refused_without_just_in_time_accounts(shipped: Sso) -> None:
-    _client_, landing = _sign_in(shipped.server, "bob")
+    _, landing = _sign_in(shipped.server, "bob")
     assert landing.status_code == 403
     assert "no account named &#x27;bob&#x27;" in landing.text
     assert "script" not in landing.headers["content-security-policy"]
@@ -178,7 +178,7 @@ def test_an_unknown_user_is_refused_without_just_in_time_accounts(shipped: Sso) 
 
 
 def test_a_user_in_no_mapped_group_is_refused(jit: Sso) -> None:
-    _client_, landing = _sign_in(jit.server, "carol")
+    _, landing = _sign_in(jit.server, "carol")
     assert landing.status_code == 403
     assert "no group allowed" in landing.text
     names = [u["username"] for u in _admin(jit.server).get("/api/users").json()]
@@ -197,7 +197,7 @@ def test_just_in_time_accounts_take_the_mapped_role(jit: Sso) -> None:
 
 
 def test_a_callback_from_another_browser_is_refused(shipped: Sso) -> None:
-    client, _landing = _sign_in(shipped.server, "alice")  # consumes its own state
+    _sign_in(shipped.server, "alice")  # a real login under way elsewhere
     with _client(shipped.server) as stranger:
         r = stranger.get("/auth/oidc/callback", params={"code": "x", "state": "y"})
     assert r.status_code == 403
@@ -213,3 +213,10 @@ def test_no_secret_reaches_the_log(shipped: Sso, jit: Sso) -> None:
         log = sso.server.log.read_text()
         assert sso.client_secret not in log
         assert not re.search(r"eyJ[A-Za-z0-9_-]{10,}\.", log)  # no JWT of any kind
+
+
+def test_the_bare_address_still_opens_the_console(shipped: Sso) -> None:
+    with _client(shipped.server) as client:
+        r = client.get("/")
+    assert r.status_code in (302, 303, 307)
+    assert r.headers["location"].endswith("/console/")

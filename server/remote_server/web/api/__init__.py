@@ -21,6 +21,7 @@ from . import (
     problems,
     releases,
     sessions,
+    signin,
     users,
     webhooks,
 )
@@ -32,6 +33,7 @@ __all__ = ["ENDPOINTS", "routes"]
 ENDPOINTS: list[Endpoint] = [
     *health.ENDPOINTS,
     *auth.ENDPOINTS,
+    *signin.ENDPOINTS,
     *users.ENDPOINTS,
     *machines.ENDPOINTS,
     *keys.ENDPOINTS,
