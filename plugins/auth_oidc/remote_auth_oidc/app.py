@@ -45,7 +45,8 @@ HANDOFF_SECONDS = 60
 """How long the console has to trade its one-time code for the token."""
 COOKIE = "remote_support_oidc"
 """Binds a callback to the browser that started the login (against login CSRF)."""
-PAGE_CSP = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+PAGE_CSP = ("default-src 'none'; img-src data:; base-uri 'none'; form-action 'none'; "
+            "frame-ancestors 'none'")
 
 
 @dataclass(frozen=True)
@@ -210,7 +211,8 @@ def _ctx(request: Request) -> ServerContext:
 
 def _page(status: int, title: str, message: str) -> HTMLResponse:
     body = (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{html.escape(title)}</title></head><body><main>"
+            f"<link rel=\"icon\" href=\"data:,\"><title>{html.escape(title)}</title>"
+            f"</head><body><main>"
             f"<h1>{html.escape(title)}</h1><p id=\"reason\">{html.escape(message)}</p>"
             f"<p><a href=\"/console/\">Back to the console</a></p></main></body></html>")
     return HTMLResponse(body, status_code=status,

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -20,55 +18,12 @@ from remote_server.testing.liveserver import fresh_ip
 from remote_server.testing.processes import ADMIN_PASSWORD, ServerProcess
 
 from .provider import OpenIdProvider
-
-USERS = [
-    {"sub": "alice", "preferred_username": "alice", "groups": ["techs", "acme-support"]},
-    {"sub": "bob", "preferred_username": "bob", "groups": ["techs"]},
-    {"sub": "carol", "preferred_username": "carol", "groups": ["marketing"]},
-    {"sub": "dave", "preferred_username": "dave", "groups": ["ops-admins"]},
-    {"sub": "erin", "preferred_username": "erin", "groups": ["techs", "acme-support"]},
-]
-GROUP_ROLES = '{"ops-admins": "admin", "techs": "technician", "acme-support": "technician"}'
-GROUP_PERMISSIONS = '{"techs": ["view", "control"]}'
-GROUP_CLIENT_ACCESS = '{"acme-support": ["acme"]}'
-
-
-@dataclass
-class Sso:
-    server: ServerProcess
-    client_secret: str
-
-
-@pytest.fixture(scope="module")
-def provider(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OpenIdProvider]:
-    with OpenIdProvider(tmp_path_factory.mktemp("provider"), USERS) as running:
-        yield running
-
-
-def _server(workdir: Path, provider: OpenIdProvider, *, create_users: bool) -> Sso:
-    server = ServerProcess(workdir, extra_plugins="auth_oidc", trusted_proxies="127.0.0.1")
-    redirect = f"{server.url}/auth/oidc/callback"
-    client_id, secret = provider.register(redirect)
-    server.env |= {
-        "REMOTE_SUPPORT_PLUGIN_AUTH_OIDC_ISSUER": provider.issuer,
-        "REMOTE_SUPPORT_PLUGIN_AUTH_OIDC_CLIENT_ID": client_id,
-        "REMOTE_SUPPORT_PLUGIN_AUTH_OIDC_CLIENT_SECRET": secret,
-        "REMOTE_SUPPORT_PLUGIN_AUTH_OIDC_REDIRECT_URL": redirect,
-        "REMOTE_SUPPORT_PLUGIN_AUTH_OIDC_PROVIDER_NAME": "Test IdP",
-        "REMOTE_SUPPORT_PLUGIN_AUTH_OIDC_ALLOW_HTTP_LOOPBACK": "true",
-        "REMOTE_SUPPORT_PLUGIN_AUTH_OIDC_GROUP_ROLES": GROUP_ROLES,
-        "REMOTE_SUPPORT_PLUGIN_AUTH_OIDC_GROUP_PERMISSIONS": GROUP_PERMISSIONS,
-        "REMOTE_SUPPORT_PLUGIN_AUTH_OIDC_GROUP_CLIENT_ACCESS": GROUP_CLIENT_ACCESS,
-    }
-    if create_users:
-        server.env["REMOTE_SUPPORT_PLUGIN_AUTH_OIDC_CREATE_USERS"] = "true"
-    server.start()
-    return Sso(server, secret)
+from .sso import Sso, start_server
 
 
 @pytest.fixture(scope="module")
 def shipped(tmp_path_factory: pytest.TempPathFactory, provider: OpenIdProvider) -> Iterator[Sso]:
-    sso = _server(tmp_path_factory.mktemp("shipped"), provider, create_users=False)
+    sso = start_server(tmp_path_factory.mktemp("shipped"), provider, create_users=False)
     try:
         admin = _admin(sso.server)
         r = admin.post("/api/users", json={"username": "alice", "password": "alice-local-pw-1",
@@ -81,7 +36,7 @@ def shipped(tmp_path_factory: pytest.TempPathFactory, provider: OpenIdProvider) 
 
 @pytest.fixture(scope="module")
 def jit(tmp_path_factory: pytest.TempPathFactory, provider: OpenIdProvider) -> Iterator[Sso]:
-    sso = _server(tmp_path_factory.mktemp("jit"), provider, create_users=True)
+    sso = start_server(tmp_path_factory.mktemp("jit"), provider, create_users=True)
     try:
         yield sso
     finally:
