@@ -15,10 +15,10 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 from remote_server.testing.liveserver import fresh_ip
+from remote_server.testing.oidc_provider import OpenIdProvider
 from remote_server.testing.processes import ADMIN_PASSWORD, ServerProcess
 
-from .provider import OpenIdProvider
-from .sso import Sso, start_server
+from .servers import Sso, start_server
 
 
 @pytest.fixture(scope="module")

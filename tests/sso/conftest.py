@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from remote_server.testing.oidc_provider import OpenIdProvider
 
-from .provider import OpenIdProvider
-from .sso import USERS
+from .servers import USERS
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,4 @@
-"""The login routes under ``/auth/oidc``: start, the provider's callback, the console's
+"""Single sign-on's routes under ``/auth/oidc``: start, the provider's callback, the console's
 exchange of a one-time code for its login token.
 
 No token travels in a URL: the callback hands the console a one-time code (valid
@@ -12,30 +12,30 @@ import html
 import logging
 import secrets
 import uuid
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from remote_server.observe.counters import auth_failed
-from remote_server.web.api.auth import KNOWN_ADDRESSES_PER_USER
-from remote_server.web.bodies import parse_json, read_body
-from remote_server.web.clientip import client_ip
-from remote_server.web.context import ServerContext
-from remote_server.web.problem import Problem
-from remote_server.web.users import hash_password
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from starlette.routing import Route, Router
+from starlette.routing import Route
 
 from remote_core.errors import ConflictError
 from remote_core.records import AuditEvent, User, utcnow
 
-from .config import OidcConfig
+from ...observe.counters import auth_failed
+from ...settings import ServerSettings
+from ..api.auth import KNOWN_ADDRESSES_PER_USER
+from ..bodies import parse_json, read_body
+from ..clientip import client_ip
+from ..context import ServerContext
+from ..problem import Problem
+from ..users import hash_password
+from .config import START_PATH, OidcConfig
 from .mapping import Grant, grant_for
 from .pending import OneTime
 from .provider import OidcError, Provider, pkce_pair
 
-__all__ = ["COOKIE", "OidcRouter", "make_router"]
+__all__ = ["COOKIE", "routes"]
 
 log = logging.getLogger(__name__)
 
@@ -220,21 +220,14 @@ def _page(status: int, title: str, message: str) -> HTMLResponse:
                                  "cache-control": "no-store"})
 
 
-class OidcRouter(Router):
-    """The plugin's routes, with the offer the console's login page shows as a button
-    (``GET /api/auth/sign-in-offers``)."""
-
-    sign_in_offer: Mapping[str, str]
-
-
-def make_router(config: OidcConfig) -> OidcRouter:
-    """The routes, mounted at ``/auth/oidc``; a plain router, so ``request.app`` stays the
-    server's app and its context."""
+def routes(settings: ServerSettings) -> list[Route]:
+    """The routes under ``/auth/oidc``; none while single sign-on is off."""
+    config = OidcConfig.from_settings(settings)
+    if config is None:
+        return []
     login = OidcLogin(config)
-    router = OidcRouter(routes=[
-        Route("/start", login.start, methods=["GET"]),
-        Route("/callback", login.callback, methods=["GET"]),
-        Route("/exchange", login.exchange, methods=["POST"]),
-    ])
-    router.sign_in_offer = {"name": config.provider_name, "start": "/auth/oidc/start"}
-    return router
+    return [
+        Route(START_PATH, login.start, methods=["GET"]),
+        Route("/auth/oidc/callback", login.callback, methods=["GET"]),
+        Route("/auth/oidc/exchange", login.exchange, methods=["POST"]),
+    ]

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 from remote_server.testing.liveserver import fresh_ip
+from remote_server.testing.oidc_provider import OpenIdProvider
 from remote_server.testing.processes import ADMIN_PASSWORD
 
 from remote_core.testing.browser import chromium, watched_context
 
-from .provider import OpenIdProvider
-from .sso import Sso, start_server
+from .servers import Sso, start_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 

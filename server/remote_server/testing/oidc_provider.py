@@ -3,8 +3,8 @@
 ``oidc-provider-mock`` (authlib underneath) serves discovery, a JWKS, the authorization
 endpoint with its sign-in form, and the token endpoint with PKCE; clients register
 (RFC 7591) with their exact redirect URIs, and every authorization request must carry a
-nonce. It listens on plain HTTP on 127.0.0.1, which the plugin accepts only with its
-``allow_http_loopback`` option. Its sign-in form asks for a subject, not a password:
+nonce. It listens on plain HTTP on 127.0.0.1, which the server accepts only with its
+``oidc_allow_http_loopback`` setting. Its sign-in form asks for a subject, not a password:
 the users and their claims (``groups`` ...) are fixed when it starts.
 """
 
@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from remote_server.testing.processes import free_port, stop_process
+
+from .processes import free_port, stop_process
 
 __all__ = ["OpenIdProvider"]
 
