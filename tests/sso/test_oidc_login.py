@@ -175,3 +175,14 @@ def test_the_bare_address_still_opens_the_console(shipped: Sso) -> None:
         r = client.get("/")
     assert r.status_code in (302, 303, 307)
     assert r.headers["location"].endswith("/console/")
+
+
+def test_a_callback_is_taken_once(shipped: Sso) -> None:
+    client, landing = _sign_in(shipped.server, "alice")
+    assert landing.status_code == 303
+    callback = landing.request.url
+    state = parse_qs(callback.query.decode())["state"][0]
+    client.cookies.set("remote_support_oidc", state, path="/auth/oidc")
+    replay = client.get(str(callback))
+    assert replay.status_code == 403
+    assert "already used" in replay.text
