@@ -106,6 +106,37 @@ class ServerSettings(PluginSettings):
         None, "PEM certificate chain: serve https:// and wss:// directly (reloaded on SIGHUP)")
     tls_key: str | None = option(
         None, "PEM private key of tls_cert (unset: the key is in the tls_cert file)")
+    # -- single sign-on with OpenID Connect (off while oidc_issuer is unset) ---------------
+    oidc_issuer: str | None = option(
+        None, "single sign-on: the OpenID provider's issuer URL (https://; its "
+              "/.well-known/openid-configuration is read)")
+    oidc_client_id: str | None = option(None, "single sign-on: this server's client id")
+    oidc_client_secret: str | None = option(
+        None, "single sign-on: this server's client secret", secret=True, cli=False)
+    oidc_redirect_url: str | None = option(
+        None, "single sign-on: https://<this server>/auth/oidc/callback, exactly as "
+              "registered at the provider")
+    oidc_provider_name: str = option(
+        "single sign-on", "single sign-on: the name on the console's button")
+    oidc_scopes: tuple[str, ...] = option(
+        ("openid", "profile", "email", "groups"), "single sign-on: scopes asked for")
+    oidc_username_claim: str = option(
+        "preferred_username", "single sign-on: the ID token claim naming the account")
+    oidc_groups_claim: str = option("groups", "single sign-on: the ID token claim of groups")
+    oidc_group_roles: tuple[str, ...] = option(
+        (), "single sign-on: group=role entries (admin, technician); users in none of these "
+            "groups are refused")
+    oidc_group_permissions: tuple[str, ...] = option(
+        (), "single sign-on: group=permission entries for technicians")
+    oidc_group_client_access: tuple[str, ...] = option(
+        (), "single sign-on: group=organization entries for technicians")
+    oidc_create_users: bool = option(
+        False, "single sign-on: create unknown users on first sign-in (else refused)")
+    oidc_allow_http_loopback: bool = option(
+        False, "single sign-on: accept http:// issuer and redirect URLs on a loopback "
+               "address (a provider on the same host; never anything else)")
+    oidc_ca_file: str | None = option(
+        None, "single sign-on: CA bundle trusted for the provider (default: the system's)")
     config: str | None = option(None, "TOML settings file")
 
     def validate(self) -> None:

@@ -30,7 +30,7 @@ class RelayCounts:
 RELAY = RelayCounts()
 
 AUTH_METHODS = ("password", "login_token", "viewer_token", "agent_credential", "support_code",
-                "metrics_token")
+                "metrics_token", "oidc")
 """The ``method`` label of ``remote_support_auth_failures_total``: a fixed set."""
 
 AUTH_FAILURES: Counter[str] = Counter()

@@ -63,6 +63,8 @@ DEVIATIONS: dict[str, str] = {
     "block_plugins": "only the tests of plugin loading itself and of a deployment that "
                      "blocks a built-in to replace it",
     "autoload_plugins": "only the tests of plugin loading itself",
+    "oidc_allow_http_loopback": "the single sign-on tests: their OpenID provider listens on "
+                                "plain HTTP on 127.0.0.1 (off by default; https:// only)",
     "metrics": "the metrics tests switch /metrics on (off by default)",
     "metrics_token": "the metrics tests: the bearer token their Prometheus sends",
     "metrics_networks": "only the tests of the metrics access setting",

@@ -38,6 +38,7 @@ from .ratelimit import MemoryRateLimiter, RateLimiter
 from .services import start_services
 from .signing import keep_fresh, load_key_ring
 from .slashes import relative_slash_redirects
+from .sso import routes as sso_routes
 from .tokens import VIEWER_TOKEN_TTL, TokenService
 from .users import FIRST_ADMIN_NAME, ensure_first_admin
 from .viewers import viewer_verifier
@@ -58,7 +59,8 @@ def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
 
     plugins = plugins or get_plugin_manager(settings)
     services = start_services(plugins)  # bad plugin options stop start-up here
-    routes: list[Any] = [*api_routes(), *ws_routes(),
+    sso = sso_routes(settings)  # so do bad single sign-on settings (checked once merged)
+    routes: list[Any] = [*api_routes(), *ws_routes(), *sso,
                          Mount(CODECS_PATH, app=codec_modules(plugins.codecs()), name="codecs"),
                          metrics_route()]
     web_paths = []

@@ -57,6 +57,7 @@ function showLogin(message = "") {
     h("label", {}, "Password", h("input", { name: "password", type: "password", autocomplete: "current-password", required: true })),
     error,
     h("button", { className: "primary", type: "submit" }, "Log in"));
+  singleSignOn(form);
   form.onsubmit = async (event) => {
     event.preventDefault();
     const data = new FormData(form);
@@ -73,7 +74,37 @@ function showLogin(message = "") {
   app.replaceChildren(form);
 }
 
+// Single sign-on (plugin auth_oidc): a button for each offer of the server. The login
+// ends back here with a one-time code in the fragment (never sent to a server), which
+// is traded for the login token at once and wiped from the address.
+async function singleSignOn(form) {
+  let offers = [];
+  try {
+    offers = await api("GET", "/api/auth/sign-in-offers");
+  } catch {
+    return; // an older server: password login only
+  }
+  for (const offer of offers) {
+    form.append(h("p", { className: "sso" },
+      h("a", { className: "button primary sso-login", href: offer.start }, `Sign in with ${offer.name}`)));
+  }
+}
+
+async function finishSingleSignOn() {
+  const code = location.hash.startsWith("#sso=") ? location.hash.slice(5) : "";
+  if (!code) return "";
+  history.replaceState(null, "", location.pathname + location.search);
+  try {
+    token.set((await api("POST", "/auth/oidc/exchange", { code })).access_token);
+    return "";
+  } catch (failure) {
+    return failure.message;
+  }
+}
+
 async function start() {
+  const failed = await finishSingleSignOn();
+  if (failed) return showLogin(failed);
   if (!token.get()) return showLogin();
   try {
     me = await api("GET", "/api/auth/me");

@@ -22,6 +22,7 @@ from . import (
     problems,
     releases,
     sessions,
+    signin,
     users,
     webhooks,
 )
@@ -33,6 +34,7 @@ __all__ = ["ENDPOINTS", "routes"]
 ENDPOINTS: list[Endpoint] = [
     *health.ENDPOINTS,
     *auth.ENDPOINTS,
+    *signin.ENDPOINTS,
     *users.ENDPOINTS,
     *machines.ENDPOINTS,
     *keys.ENDPOINTS,
