@@ -18,6 +18,8 @@ USERS = [
     {"sub": "carol", "preferred_username": "carol", "groups": ["marketing"]},
     {"sub": "dave", "preferred_username": "dave", "groups": ["ops-admins"]},
     {"sub": "erin", "preferred_username": "erin", "groups": ["techs", "acme-support"]},
+    # A technician at the provider whose name is the local break-glass admin's.
+    {"sub": "mallory", "preferred_username": "admin", "groups": ["techs"]},
 ]
 GROUP_ROLES = "ops-admins=admin,techs=technician,acme-support=technician"
 GROUP_PERMISSIONS = "techs=view,techs=control"

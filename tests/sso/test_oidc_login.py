@@ -140,6 +140,13 @@ def test_a_user_in_no_mapped_group_is_refused(jit: Sso) -> None:
     assert "carol" not in names
 
 
+def test_a_technician_named_like_the_local_admin_does_not_get_its_account(
+        shipped: Sso) -> None:
+    _, landing = _sign_in(shipped.server, "mallory")
+    assert landing.status_code == 403
+    assert "do not make you one" in landing.text
+
+
 def test_just_in_time_accounts_take_the_mapped_role(jit: Sso) -> None:
     client, landing = _sign_in(jit.server, "dave")
     me = _me(jit.server, _token(client, landing))

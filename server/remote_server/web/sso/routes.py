@@ -185,6 +185,13 @@ class OidcLogin:
                                               detail={"method": "oidc", "role": user.role}))
         if user.disabled:
             raise _Refused("This account is disabled.", "disabled", username)
+        if user.is_admin and grant.role != "admin":
+            # The provider's groups bound what a sign-in may reach: a user the mapping
+            # makes a technician never signs in to an administrator's account that
+            # happens to bear the same name (a local break-glass admin included).
+            raise _Refused("This account is an administrator's, and your groups at the "
+                           "identity provider do not make you one. Ask an administrator.",
+                           "role above the mapped groups", username)
         return user
 
 
