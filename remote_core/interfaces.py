@@ -24,6 +24,7 @@ from .records import (
     MachineReport,
     Release,
     RestoreResult,
+    SecondFactors,
     SessionRecord,
     SigningKey,
     SupportCode,
@@ -400,6 +401,24 @@ class Store(ABC):
     @abstractmethod
     async def is_login_address(self, user_id: str, client_ip: str) -> bool:
         """True when ``user_id`` logged in from ``client_ip`` (among the addresses kept)."""
+
+    # -- second factors and token generations ---------------------------------------------------
+    @abstractmethod
+    async def get_second_factors(self, user_id: str) -> SecondFactors:
+        """The user's second factors; an unknown user or one without any gets the empty record."""
+
+    @abstractmethod
+    async def set_totp(self, user_id: str, secret: str | None,
+                       recovery_hashes: Sequence[str] = ()) -> None:
+        """Enrol (or with ``None`` remove) the TOTP secret, replacing the recovery codes."""
+
+    @abstractmethod
+    async def consume_recovery_code(self, user_id: str, code_hash: str) -> bool:
+        """Remove one stored recovery hash; False when it was not there (used once only)."""
+
+    @abstractmethod
+    async def bump_token_generation(self, user_id: str) -> int:
+        """Raise the user's token generation by one and answer the new value."""
 
     # -- releases ----------------------------------------------------------------------------
     @abstractmethod

@@ -225,6 +225,22 @@ class SigningKey:
 
 
 @dataclass(frozen=True, slots=True)
+class SecondFactors:
+    """A user's second factor and token generation.
+
+    ``totp_secret`` is the base32 TOTP secret (None when none is enrolled);
+    ``recovery_hashes`` the Argon2id hashes of the unused recovery codes;
+    ``token_generation`` rises on logout, second-factor reset and the like, and a
+    token minted under an older generation stops working at once.
+    """
+
+    user_id: str
+    totp_secret: str | None = field(default=None, repr=False)
+    recovery_hashes: tuple[str, ...] = field(default=(), repr=False)
+    token_generation: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Release:
     """An available agent version (SPEC 2.4, CONTRACT 2)."""
 

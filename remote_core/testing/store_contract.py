@@ -568,6 +568,30 @@ class StoreContract:
         assert not await store.is_login_address(alice.id, "192.0.2.1")
         assert await store.is_login_address(bob.id, "192.0.2.1")
 
+    async def test_second_factors_and_token_generations(self, store: Store) -> None:
+        alice = await store.create_user(make_user("alice"))
+        bob = await store.create_user(make_user("bob"))
+        empty = await store.get_second_factors(alice.id)
+        assert (empty.totp_secret, empty.recovery_hashes, empty.token_generation) == (
+            None, (), 0)
+        await store.set_totp(alice.id, "JBSWY3DPEHPK3PXP", ["h1", "h2"])
+        got = await store.get_second_factors(alice.id)
+        assert got.totp_secret == "JBSWY3DPEHPK3PXP" and set(got.recovery_hashes) == {"h1", "h2"}
+        assert await store.consume_recovery_code(alice.id, "h1")
+        assert not await store.consume_recovery_code(alice.id, "h1")  # once only
+        assert not await store.consume_recovery_code(bob.id, "h2")  # another user's
+        assert (await store.get_second_factors(alice.id)).recovery_hashes == ("h2",)
+        assert await store.bump_token_generation(alice.id) == 1
+        assert await store.bump_token_generation(alice.id) == 2
+        assert (await store.get_second_factors(bob.id)).token_generation == 0
+        await store.set_totp(alice.id, None)  # a reset keeps the generation
+        got = await store.get_second_factors(alice.id)
+        assert (got.totp_secret, got.recovery_hashes, got.token_generation) == (None, (), 2)
+        with pytest.raises(ConflictError):
+            await store.set_totp("nobody", "JBSWY3DPEHPK3PXP")
+        assert await store.delete_user(alice.id)
+        assert (await store.get_second_factors(alice.id)).token_generation == 0
+
     async def test_users(self, store: Store) -> None:
         alice = await store.create_user(make_user(
             "alice", role="admin", permissions=("view", "control"), client_access=("*",)))

@@ -22,6 +22,7 @@ __all__ = [
     "login_addresses",
     "machines",
     "metadata",
+    "recovery_codes",
     "releases",
     "secrets",
     "session_events",
@@ -30,6 +31,7 @@ __all__ = [
     "support_codes",
     "tenants",
     "user_client_access",
+    "user_factors",
     "user_permissions",
     "users",
     "webhook_deliveries",
@@ -229,6 +231,21 @@ login_addresses = sa.Table(
               primary_key=True),
     sa.Column("client_ip", sa.String(64), primary_key=True),
     sa.Column("last_login_at", UTCDateTime, nullable=False),
+)
+
+user_factors = sa.Table(
+    "user_factors", metadata,
+    sa.Column("user_id", sa.String(36), sa.ForeignKey("users.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("totp_secret", sa.Text, nullable=True),
+    sa.Column("token_generation", sa.Integer, nullable=False, server_default="0"),
+)
+
+recovery_codes = sa.Table(
+    "recovery_codes", metadata,
+    sa.Column("user_id", sa.String(36), sa.ForeignKey("users.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("code_hash", sa.String(255), primary_key=True),
 )
 
 webhook_deliveries = sa.Table(

@@ -1,0 +1,61 @@
+"""Second factors and token generations: one synchronous operation per Store method."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from remote_core.errors import ConflictError
+from remote_core.records import SecondFactors
+
+from ._schema import recovery_codes, user_factors, users
+from ._sql import insert
+
+__all__ = ["bump_token_generation", "consume_recovery_code", "get_second_factors",
+           "set_totp"]
+
+
+def get_second_factors(conn: Connection, user_id: str) -> SecondFactors:
+    row = conn.execute(sa.select(user_factors).where(user_factors.c.user_id == user_id)).first()
+    hashes = conn.execute(sa.select(recovery_codes.c.code_hash)
+                          .where(recovery_codes.c.user_id == user_id)
+                          .order_by(recovery_codes.c.code_hash)).scalars().all()
+    if row is None:
+        return SecondFactors(user_id=user_id, recovery_hashes=tuple(hashes))
+    return SecondFactors(user_id=user_id, totp_secret=row.totp_secret,
+                         recovery_hashes=tuple(hashes), token_generation=row.token_generation)
+
+
+def _ensure_row(conn: Connection, user_id: str) -> None:
+    if conn.execute(sa.select(users.c.id).where(users.c.id == user_id)).first() is None:
+        raise ConflictError(f"no user {user_id!r}")
+    conn.execute(insert(conn, user_factors).values(user_id=user_id, token_generation=0)
+                 .on_conflict_do_nothing(index_elements=[user_factors.c.user_id]))
+
+
+def set_totp(conn: Connection, user_id: str, secret: str | None,
+             recovery_hashes: Sequence[str]) -> None:
+    _ensure_row(conn, user_id)
+    conn.execute(sa.update(user_factors).where(user_factors.c.user_id == user_id)
+                 .values(totp_secret=secret))
+    conn.execute(sa.delete(recovery_codes).where(recovery_codes.c.user_id == user_id))
+    if recovery_hashes:
+        conn.execute(sa.insert(recovery_codes),
+                     [{"user_id": user_id, "code_hash": h} for h in dict.fromkeys(recovery_hashes)])
+
+
+def consume_recovery_code(conn: Connection, user_id: str, code_hash: str) -> bool:
+    deleted = conn.execute(sa.delete(recovery_codes).where(
+        recovery_codes.c.user_id == user_id, recovery_codes.c.code_hash == code_hash))
+    return deleted.rowcount == 1
+
+
+def bump_token_generation(conn: Connection, user_id: str) -> int:
+    _ensure_row(conn, user_id)
+    conn.execute(sa.update(user_factors).where(user_factors.c.user_id == user_id)
+                 .values(token_generation=user_factors.c.token_generation + 1))
+    generation: int = conn.execute(sa.select(user_factors.c.token_generation)
+                                   .where(user_factors.c.user_id == user_id)).scalar_one()
+    return generation
