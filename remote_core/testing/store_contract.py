@@ -574,9 +574,10 @@ class StoreContract:
         empty = await store.get_second_factors(alice.id)
         assert (empty.totp_secret, empty.recovery_hashes, empty.token_generation) == (
             None, (), 0)
-        await store.set_totp(alice.id, "JBSWY3DPEHPK3PXP", ["h1", "h2"])
+        secret = "JBSWY3DPEHPK3PXP"  # noqa: S105 - a sample TOTP secret
+        await store.set_totp(alice.id, secret, ["h1", "h2"])
         got = await store.get_second_factors(alice.id)
-        assert got.totp_secret == "JBSWY3DPEHPK3PXP" and set(got.recovery_hashes) == {"h1", "h2"}
+        assert got.totp_secret == secret and set(got.recovery_hashes) == {"h1", "h2"}
         assert await store.consume_recovery_code(alice.id, "h1")
         assert not await store.consume_recovery_code(alice.id, "h1")  # once only
         assert not await store.consume_recovery_code(bob.id, "h2")  # another user's
@@ -588,7 +589,7 @@ class StoreContract:
         got = await store.get_second_factors(alice.id)
         assert (got.totp_secret, got.recovery_hashes, got.token_generation) == (None, (), 2)
         with pytest.raises(ConflictError):
-            await store.set_totp("nobody", "JBSWY3DPEHPK3PXP")
+            await store.set_totp("nobody", secret)
         assert await store.delete_user(alice.id)
         assert (await store.get_second_factors(alice.id)).token_generation == 0
 

@@ -87,6 +87,11 @@ class ServerSettings(PluginSettings):
     metrics_networks: tuple[str, ...] = option(
         (), "client addresses/networks allowed to read /metrics")
     log_format: str = option("text", "log line format: text, or json (one object a line)")
+    # -- second factor -----------------------------------------------------------------
+    require_second_factor: str = option(
+        "none", "who must log in with a second factor (TOTP): none, admin (every "
+                "administrator) or all (every user); until then their tokens only reach "
+                "the account's own endpoints, to enrol")
     config: str | None = option(None, "TOML settings file")
 
     def validate(self) -> None:
@@ -123,6 +128,9 @@ class ServerSettings(PluginSettings):
             raise ConfigError(f"setting 'limits_url' must be a redis:// URL, got "
                               f"{self.limits_url!r}")
         self._validate_observing()
+        if self.require_second_factor not in {"none", "admin", "all"}:
+            raise ConfigError("setting 'require_second_factor' must be none, admin or all, "
+                              f"got {self.require_second_factor!r}")
         if self.ws_impl not in {"auto", "websockets", "websockets-sansio", "wsproto"}:
             raise ConfigError(
                 "setting 'ws_impl' must be auto, websockets, websockets-sansio or wsproto, "

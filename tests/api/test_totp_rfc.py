@@ -6,7 +6,6 @@ from __future__ import annotations
 import base64
 
 import pytest
-
 from remote_server.web import totp
 
 RFC_SECRET = b"12345678901234567890"
@@ -34,7 +33,7 @@ def test_verify_accepts_one_step_of_drift_and_nothing_else() -> None:
     assert totp.verify(secret, totp.totp(secret, at - 30), at) == step - 1
     assert totp.verify(secret, totp.totp(secret, at + 30), at) == step + 1
     assert totp.verify(secret, totp.totp(secret, at - 90), at) is None
-    for bad in ("", "12345", "1234567", "abcdef", "１２３４５６"):
+    for bad in ("", "12345", "1234567", "abcdef", "\uff11\uff12\uff13\uff14\uff15\uff16"):
         assert totp.verify(secret, bad, at) is None
 
 

@@ -14,6 +14,7 @@ from . import (
     codes,
     csp,
     events,
+    factors,
     health,
     keys,
     machines,
@@ -32,6 +33,7 @@ __all__ = ["ENDPOINTS", "routes"]
 ENDPOINTS: list[Endpoint] = [
     *health.ENDPOINTS,
     *auth.ENDPOINTS,
+    *factors.ENDPOINTS,
     *users.ENDPOINTS,
     *machines.ENDPOINTS,
     *keys.ENDPOINTS,
