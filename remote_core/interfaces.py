@@ -413,6 +413,12 @@ class Store(ABC):
         """Enrol (or with ``None`` remove) the TOTP secret, replacing the recovery codes."""
 
     @abstractmethod
+    async def use_totp_step(self, user_id: str, step: int) -> bool:
+        """Record that a TOTP code of time ``step`` logged in; False when that step or a
+        later one was used already (a code works once, even on two nodes at once), or the
+        user has no TOTP."""
+
+    @abstractmethod
     async def consume_recovery_code(self, user_id: str, code_hash: str) -> bool:
         """Remove one stored recovery hash; False when it was not there (used once only)."""
 

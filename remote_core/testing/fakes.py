@@ -144,6 +144,7 @@ class MemoryStore(Store):
         self._users: dict[str, User] = {}
         self._login_addresses: dict[tuple[str, str], datetime] = {}
         self._factors: dict[str, SecondFactors] = {}
+        self._totp_steps: dict[str, int] = {}
         self._releases: dict[str, Release] = {}
         self._events: list[AuditEvent] = []
         self._deliveries: list[WebhookDelivery] = []
@@ -542,6 +543,7 @@ class MemoryStore(Store):
         self._login_addresses = {k: v for k, v in self._login_addresses.items()
                                  if k[0] != user_id}
         self._factors.pop(user_id, None)
+        self._totp_steps.pop(user_id, None)
         return self._users.pop(user_id, None) is not None
 
     @_operation
@@ -573,6 +575,17 @@ class MemoryStore(Store):
                        recovery_hashes: Sequence[str] = ()) -> None:
         self._factors[user_id] = replace(self._factors_of(user_id), totp_secret=secret,
                                          recovery_hashes=tuple(recovery_hashes))
+        self._totp_steps.pop(user_id, None)
+
+    @_operation
+    async def use_totp_step(self, user_id: str, step: int) -> bool:
+        last = self._totp_steps.get(user_id)
+        factors = self._factors.get(user_id)
+        if factors is None or factors.totp_secret is None or (last is not None
+                                                               and last >= step):
+            return False
+        self._totp_steps[user_id] = step
+        return True
 
     @_operation
     async def consume_recovery_code(self, user_id: str, code_hash: str) -> bool:

@@ -582,6 +582,13 @@ class StoreContract:
         assert not await store.consume_recovery_code(alice.id, "h1")  # once only
         assert not await store.consume_recovery_code(bob.id, "h2")  # another user's
         assert (await store.get_second_factors(alice.id)).recovery_hashes == ("h2",)
+        assert await store.use_totp_step(alice.id, 100)
+        assert not await store.use_totp_step(alice.id, 100)  # a code works once
+        assert not await store.use_totp_step(alice.id, 99)  # nor an older one after it
+        assert await store.use_totp_step(alice.id, 101)
+        assert not await store.use_totp_step(bob.id, 5)  # bob has no TOTP
+        await store.set_totp(alice.id, secret, ["h2"])  # a new enrolment starts afresh
+        assert await store.use_totp_step(alice.id, 50)
         assert await store.bump_token_generation(alice.id) == 1
         assert await store.bump_token_generation(alice.id) == 2
         assert (await store.get_second_factors(bob.id)).token_generation == 0

@@ -4,6 +4,7 @@ of its administrators refusing their password-only tokens with a clear problem."
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -30,14 +31,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
 
 
 def enrol(client: ApiClient) -> tuple[str, dict[str, Any]]:
-    """Enrol TOTP for ``client``'s account: (secret, the enrolment's answer)."""
+    """Enrol TOTP for ``client``'s account: (secret, the enrolment's answer, with the code
+    that confirmed it as ``code``)."""
     fresh = client.post("/api/auth/totp/secret")
     assert fresh.status_code == 200, fresh.text
     secret = fresh.json()["secret"]
     assert fresh.json()["otpauth_uri"].startswith("otpauth://totp/")
-    r = client.post("/api/auth/totp", json={"secret": secret, "code": totp.totp(secret)})
+    code = totp.totp(secret)
+    r = client.post("/api/auth/totp", json={"secret": secret, "code": code})
     assert r.status_code == 201, r.text
-    return secret, r.json()
+    return secret, {**r.json(), "code": code}
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +90,7 @@ def test_totp_login_needs_the_code_and_refuses_a_wrong_one(
     name = technician(admin)
     client = ApiClient(server, login(server, name).json()["access_token"])
     assert client.get("/api/machines").status_code == 200  # technicians are not required
-    secret, _ = enrol(client)
+    secret, enrolled = enrol(client)
     again = assert_problem(ApiClient(server).post("/api/auth/totp", headers=client.headers,
                                                   json={"secret": secret,
                                                         "code": totp.totp(secret)}), 409)
@@ -97,8 +100,12 @@ def test_totp_login_needs_the_code_and_refuses_a_wrong_one(
     wrong = str((int(totp.totp(secret)) + 1) % 1_000_000).zfill(6)
     bad = assert_problem(login(server, name, otp=wrong), 401)
     assert bad["type"] == "/api/problems/bad-second-factor"
-    good = login(server, name, otp=totp.totp(secret))
+    replayed = assert_problem(login(server, name, otp=enrolled["code"]), 401)
+    assert replayed["type"] == "/api/problems/bad-second-factor"  # it confirmed enrolment
+    next_code = totp.totp(secret, time.time() + totp.STEP)  # within the drift window
+    good = login(server, name, otp=next_code)
     assert good.status_code == 200
+    assert_problem(login(server, name, otp=next_code), 401)  # a code works once
     assert ApiClient(server, good.json()["access_token"]).get(
         "/api/auth/second-factor").json()["token_has_second_factor"]
     events = admin.get("/api/events", params={"limit": 100}).json()

@@ -14,7 +14,7 @@ from ._schema import recovery_codes, user_factors, users
 from ._sql import insert
 
 __all__ = ["bump_token_generation", "consume_recovery_code", "get_second_factors",
-           "set_totp"]
+           "set_totp", "use_totp_step"]
 
 
 def get_second_factors(conn: Connection, user_id: str) -> SecondFactors:
@@ -39,11 +39,20 @@ def set_totp(conn: Connection, user_id: str, secret: str | None,
              recovery_hashes: Sequence[str]) -> None:
     _ensure_row(conn, user_id)
     conn.execute(sa.update(user_factors).where(user_factors.c.user_id == user_id)
-                 .values(totp_secret=secret))
+                 .values(totp_secret=secret, totp_last_step=None))
     conn.execute(sa.delete(recovery_codes).where(recovery_codes.c.user_id == user_id))
     if recovery_hashes:
         conn.execute(sa.insert(recovery_codes),
                      [{"user_id": user_id, "code_hash": h} for h in dict.fromkeys(recovery_hashes)])
+
+
+def use_totp_step(conn: Connection, user_id: str, step: int) -> bool:
+    """One conditional UPDATE: of two logins with one code, only one changes the row."""
+    changed = conn.execute(sa.update(user_factors).where(
+        user_factors.c.user_id == user_id, user_factors.c.totp_secret.is_not(None),
+        sa.or_(user_factors.c.totp_last_step.is_(None), user_factors.c.totp_last_step < step),
+    ).values(totp_last_step=step))
+    return changed.rowcount == 1
 
 
 def consume_recovery_code(conn: Connection, user_id: str, code_hash: str) -> bool:

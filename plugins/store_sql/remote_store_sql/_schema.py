@@ -239,6 +239,7 @@ user_factors = sa.Table(
               primary_key=True),
     sa.Column("totp_secret", sa.Text, nullable=True),
     sa.Column("token_generation", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("totp_last_step", sa.BigInteger, nullable=True),
 )
 
 recovery_codes = sa.Table(

@@ -252,6 +252,9 @@ class SqlStore(Store):
                        recovery_hashes: Sequence[str] = ()) -> None:
         await self._runner.write(_factors.set_totp, user_id, secret, tuple(recovery_hashes))
 
+    async def use_totp_step(self, user_id: str, step: int) -> bool:
+        return await self._runner.write(_factors.use_totp_step, user_id, step)
+
     async def consume_recovery_code(self, user_id: str, code_hash: str) -> bool:
         return await self._runner.write(_factors.consume_recovery_code, user_id, code_hash)
 

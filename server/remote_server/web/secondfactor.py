@@ -42,12 +42,15 @@ def _normal(code: str) -> str:
 
 async def check_code(store: Store, factors: SecondFactors, *, otp: str | None,
                      recovery_code: str | None) -> str | None:
-    """The ``amr`` method a good code proves (``otp``), else None. A recovery code that
-    matches is used up here, so it works once."""
+    """The ``amr`` method a good code proves (``otp``), else None. A TOTP code's time step
+    and a recovery code are used up here, so each works once."""
     if factors.totp_secret is None:
         return None
     if otp is not None:
-        return "otp" if totp.verify(factors.totp_secret, otp) is not None else None
+        step = totp.verify(factors.totp_secret, otp)
+        if step is None or not await store.use_totp_step(factors.user_id, step):
+            return None  # wrong, or used already (a code works once)
+        return "otp"
     if recovery_code is not None:
         given = _normal(recovery_code)
         for stored in factors.recovery_hashes:

@@ -38,12 +38,14 @@ async def enrol(call: Call) -> s.TotpEnrolledOut:
     if factors.totp_secret is not None:
         raise Problem(409, "this account has TOTP already; reset it first",
                       kind="second-factor-enrolled")
-    if totp.verify(body.secret, body.code) is None:
+    step = totp.verify(body.secret, body.code)
+    if step is None:
         raise Problem(422, "body field 'code': not the current code of this secret (check "
                            "the authenticator's clock)",
                       extra={"errors": [{"field": "code", "message": "wrong code"}]})
     codes, hashes = await new_recovery_codes()
     await call.ctx.store.set_totp(call.me.id, body.secret, hashes)
+    await call.ctx.store.use_totp_step(call.me.id, step)  # the code confirmed works no more
     await call.ctx.audit.record(AuditEvent(kind="auth.totp_enrolled", actor=call.me.username,
                                            target=call.me.id, client_ip=call.ip))
     token = call.ctx.tokens.mint_login(call.me, generation=factors.token_generation,

@@ -2,7 +2,8 @@
 
 ``user_factors``: one row per user with a TOTP secret and the generation their
 tokens must carry (logout, second-factor reset and the like raise it, voiding
-every older token at once). ``recovery_codes``: the Argon2id hashes of a
+every older token at once), and the last TOTP time step used (a code works once).
+``recovery_codes``: the Argon2id hashes of a
 user's unused recovery codes; one is deleted when it is used.
 
 Revision ID: 0007
@@ -27,6 +28,7 @@ def upgrade() -> None:
                   primary_key=True),
         sa.Column("totp_secret", sa.Text, nullable=True),
         sa.Column("token_generation", sa.Integer, nullable=False, server_default="0"),
+        sa.Column("totp_last_step", sa.BigInteger, nullable=True),
     )
     op.create_table(
         "recovery_codes",
