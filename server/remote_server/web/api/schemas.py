@@ -94,7 +94,7 @@ class EventKind(StrEnum):
     AUTH_PASSWORD_CHANGED = "auth.password_changed"  # noqa: S105 - a kind
     AUTH_RECOVERY_CODE_USED = "auth.recovery_code_used"
     AUTH_SIGNING_KEY_ROTATED = "auth.signing_key_rotated"
-    AUTH_TOKENS_REVOKED = "auth.tokens_revoked"  # noqa: S105 - a kind
+    AUTH_TOKENS_REVOKED = "auth.tokens_revoked"
     AUTH_TOTP_ENROLLED = "auth.totp_enrolled"
     AUTH_TOTP_RESET = "auth.totp_reset"
     MACHINE_DELETED = "machine.deleted"
