@@ -19,6 +19,7 @@ from .records import (
     AgentKey,
     AuditEvent,
     Keyset,
+    LoginSession,
     Machine,
     MachineFilter,
     MachineReport,
@@ -425,6 +426,21 @@ class Store(ABC):
     @abstractmethod
     async def bump_token_generation(self, user_id: str) -> int:
         """Raise the user's token generation by one and answer the new value."""
+
+    @abstractmethod
+    async def add_login_session(self, session: LoginSession) -> None:
+        """Record a login; the user's expired logins are dropped here too."""
+
+    @abstractmethod
+    async def get_login_session(self, session_id: str) -> LoginSession | None: ...
+
+    @abstractmethod
+    async def list_login_sessions(self, user_id: str) -> list[LoginSession]:
+        """The user's logins, newest first (expired ones may be among them)."""
+
+    @abstractmethod
+    async def end_login_sessions(self, user_id: str, session_id: str | None = None) -> int:
+        """End one of the user's logins, or all of them; how many ended."""
 
     # -- releases ----------------------------------------------------------------------------
     @abstractmethod

@@ -241,6 +241,20 @@ class SecondFactors:
 
 
 @dataclass(frozen=True, slots=True)
+class LoginSession:
+    """One login of a user: its login token's ``jti``. The token works while the row is
+    there; the user lists their rows and ends any (or all, with logout)."""
+
+    id: str
+    user_id: str
+    created_at: datetime
+    expires_at: datetime
+    client_ip: str = ""
+    user_agent: str = ""
+    methods: tuple[str, ...] = ("pwd",)
+
+
+@dataclass(frozen=True, slots=True)
 class Release:
     """An available agent version (SPEC 2.4, CONTRACT 2)."""
 

@@ -44,6 +44,7 @@ from ..records import (
     AgentKey,
     AuditEvent,
     Keyset,
+    LoginSession,
     Machine,
     MachineFilter,
     MachineReport,
@@ -145,6 +146,7 @@ class MemoryStore(Store):
         self._login_addresses: dict[tuple[str, str], datetime] = {}
         self._factors: dict[str, SecondFactors] = {}
         self._totp_steps: dict[str, int] = {}
+        self._logins: dict[str, LoginSession] = {}
         self._releases: dict[str, Release] = {}
         self._events: list[AuditEvent] = []
         self._deliveries: list[WebhookDelivery] = []
@@ -544,6 +546,7 @@ class MemoryStore(Store):
                                  if k[0] != user_id}
         self._factors.pop(user_id, None)
         self._totp_steps.pop(user_id, None)
+        self._logins = {k: v for k, v in self._logins.items() if v.user_id != user_id}
         return self._users.pop(user_id, None) is not None
 
     @_operation
@@ -576,6 +579,34 @@ class MemoryStore(Store):
         self._factors[user_id] = replace(self._factors_of(user_id), totp_secret=secret,
                                          recovery_hashes=tuple(recovery_hashes))
         self._totp_steps.pop(user_id, None)
+
+    @_operation
+    async def add_login_session(self, session: LoginSession) -> None:
+        if session.user_id not in self._users:  # the SQL store's foreign key refuses it alike
+            raise ConflictError(f"no user {session.user_id!r}")
+        if session.id in self._logins:
+            raise ConflictError(f"login session {session.id!r} exists")
+        self._logins = {k: v for k, v in self._logins.items()
+                        if not (v.user_id == session.user_id
+                                and v.expires_at < session.created_at)}
+        self._logins[session.id] = session
+
+    @_operation
+    async def get_login_session(self, session_id: str) -> LoginSession | None:
+        return self._logins.get(session_id)
+
+    @_operation
+    async def list_login_sessions(self, user_id: str) -> list[LoginSession]:
+        mine = [v for v in self._logins.values() if v.user_id == user_id]
+        return sorted(mine, key=lambda v: (v.created_at, v.id), reverse=True)
+
+    @_operation
+    async def end_login_sessions(self, user_id: str, session_id: str | None = None) -> int:
+        ended = [k for k, v in self._logins.items()
+                 if v.user_id == user_id and session_id in (None, k)]
+        for key in ended:
+            del self._logins[key]
+        return len(ended)
 
     @_operation
     async def use_totp_step(self, user_id: str, step: int) -> bool:

@@ -24,6 +24,7 @@ import secrets
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -37,6 +38,7 @@ from ..records import (
     CONSENT_PENDING,
     AuditEvent,
     Keyset,
+    LoginSession,
     MachineFilter,
     MachineReport,
     Release,
@@ -599,6 +601,33 @@ class StoreContract:
             await store.set_totp("nobody", secret)
         assert await store.delete_user(alice.id)
         assert (await store.get_second_factors(alice.id)).token_generation == 0
+
+    async def test_login_sessions(self, store: Store) -> None:
+        alice = await store.create_user(make_user("alice"))
+        bob = await store.create_user(make_user("bob"))
+        now = utcnow()
+        old = LoginSession(id="s-old", user_id=alice.id, created_at=now - timedelta(hours=9),
+                           expires_at=now - timedelta(hours=1))
+        await store.add_login_session(old)
+        first = LoginSession(id="s-1", user_id=alice.id, created_at=now,
+                             expires_at=now + timedelta(hours=8), client_ip="192.0.2.1",
+                             user_agent="Firefox", methods=("pwd", "otp"))
+        await store.add_login_session(first)  # drops alice's expired one
+        second = replace(first, id="s-2", created_at=now + timedelta(seconds=1))
+        await store.add_login_session(second)
+        await store.add_login_session(replace(first, id="s-bob", user_id=bob.id))
+        with pytest.raises(ConflictError):
+            await store.add_login_session(first)
+        assert await store.get_login_session("s-1") == first
+        assert await store.get_login_session("s-old") is None
+        assert [s.id for s in await store.list_login_sessions(alice.id)] == ["s-2", "s-1"]
+        assert await store.end_login_sessions(bob.id, "s-1") == 0  # not bob's
+        assert await store.end_login_sessions(alice.id, "s-1") == 1
+        assert await store.get_login_session("s-1") is None
+        assert await store.end_login_sessions(alice.id) == 1
+        assert await store.list_login_sessions(alice.id) == []
+        assert await store.delete_user(bob.id)
+        assert await store.get_login_session("s-bob") is None
 
     async def test_users(self, store: Store) -> None:
         alice = await store.create_user(make_user(

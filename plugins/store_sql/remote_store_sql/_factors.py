@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from remote_core.errors import ConflictError
-from remote_core.records import SecondFactors
+from remote_core.records import LoginSession, SecondFactors
 
-from ._schema import recovery_codes, user_factors, users
+from ._schema import login_sessions, recovery_codes, user_factors, users
 from ._sql import insert
 
-__all__ = ["bump_token_generation", "consume_recovery_code", "get_second_factors",
-           "set_totp", "use_totp_step"]
+__all__ = [
+    "add_login_session",
+    "bump_token_generation",
+    "consume_recovery_code",
+    "end_login_sessions",
+    "get_login_session",
+    "get_second_factors",
+    "list_login_sessions",
+    "set_totp",
+    "use_totp_step",
+]
 
 
 def get_second_factors(conn: Connection, user_id: str) -> SecondFactors:
@@ -68,3 +78,41 @@ def bump_token_generation(conn: Connection, user_id: str) -> int:
     generation: int = conn.execute(sa.select(user_factors.c.token_generation)
                                    .where(user_factors.c.user_id == user_id)).scalar_one()
     return generation
+
+
+def _login(row: sa.Row[Any]) -> LoginSession:
+    return LoginSession(id=row.id, user_id=row.user_id, created_at=row.created_at,
+                        expires_at=row.expires_at, client_ip=row.client_ip,
+                        user_agent=row.user_agent,
+                        methods=tuple(m for m in row.methods.split(",") if m))
+
+
+def add_login_session(conn: Connection, session: LoginSession) -> None:
+    conn.execute(sa.delete(login_sessions).where(
+        login_sessions.c.user_id == session.user_id,
+        login_sessions.c.expires_at < session.created_at))
+    conn.execute(sa.insert(login_sessions).values(
+        id=session.id, user_id=session.user_id, created_at=session.created_at,
+        expires_at=session.expires_at, client_ip=session.client_ip,
+        user_agent=session.user_agent, methods=",".join(session.methods)))
+
+
+def get_login_session(conn: Connection, session_id: str) -> LoginSession | None:
+    row = conn.execute(sa.select(login_sessions)
+                       .where(login_sessions.c.id == session_id)).first()
+    return None if row is None else _login(row)
+
+
+def list_login_sessions(conn: Connection, user_id: str) -> list[LoginSession]:
+    rows = conn.execute(sa.select(login_sessions).where(login_sessions.c.user_id == user_id)
+                        .order_by(login_sessions.c.created_at.desc(),
+                                  login_sessions.c.id.desc()))
+    return [_login(row) for row in rows]
+
+
+def end_login_sessions(conn: Connection, user_id: str, session_id: str | None) -> int:
+    query = sa.delete(login_sessions).where(login_sessions.c.user_id == user_id)
+    if session_id is not None:
+        query = query.where(login_sessions.c.id == session_id)
+    ended: int = conn.execute(query).rowcount
+    return ended

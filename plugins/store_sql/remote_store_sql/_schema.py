@@ -20,6 +20,7 @@ __all__ = [
     "UTCDateTime",
     "agent_keys",
     "login_addresses",
+    "login_sessions",
     "machines",
     "metadata",
     "recovery_codes",
@@ -240,6 +241,19 @@ user_factors = sa.Table(
     sa.Column("totp_secret", sa.Text, nullable=True),
     sa.Column("token_generation", sa.Integer, nullable=False, server_default="0"),
     sa.Column("totp_last_step", sa.BigInteger, nullable=True),
+)
+
+login_sessions = sa.Table(
+    "login_sessions", metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("user_id", sa.String(36), sa.ForeignKey("users.id", ondelete="CASCADE"),
+              nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("expires_at", UTCDateTime, nullable=False),
+    sa.Column("client_ip", sa.String(64), nullable=False, server_default=""),
+    sa.Column("user_agent", sa.String(256), nullable=False, server_default=""),
+    sa.Column("methods", sa.String(64), nullable=False, server_default="pwd"),
+    sa.Index("ix_login_sessions_user", "user_id", "created_at"),
 )
 
 recovery_codes = sa.Table(

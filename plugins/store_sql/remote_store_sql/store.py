@@ -21,6 +21,7 @@ from remote_core.records import (
     AgentKey,
     AuditEvent,
     Keyset,
+    LoginSession,
     Machine,
     MachineFilter,
     MachineReport,
@@ -251,6 +252,18 @@ class SqlStore(Store):
     async def set_totp(self, user_id: str, secret: str | None,
                        recovery_hashes: Sequence[str] = ()) -> None:
         await self._runner.write(_factors.set_totp, user_id, secret, tuple(recovery_hashes))
+
+    async def add_login_session(self, session: LoginSession) -> None:
+        await self._runner.write(_factors.add_login_session, session)
+
+    async def get_login_session(self, session_id: str) -> LoginSession | None:
+        return await self._runner.read(_factors.get_login_session, session_id)
+
+    async def list_login_sessions(self, user_id: str) -> list[LoginSession]:
+        return await self._runner.read(_factors.list_login_sessions, user_id)
+
+    async def end_login_sessions(self, user_id: str, session_id: str | None = None) -> int:
+        return await self._runner.write(_factors.end_login_sessions, user_id, session_id)
 
     async def use_totp_step(self, user_id: str, step: int) -> bool:
         return await self._runner.write(_factors.use_totp_step, user_id, step)
