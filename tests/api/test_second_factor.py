@@ -91,9 +91,10 @@ def test_totp_login_needs_the_code_and_refuses_a_wrong_one(
     client = ApiClient(server, login(server, name).json()["access_token"])
     assert client.get("/api/machines").status_code == 200  # technicians are not required
     secret, enrolled = enrol(client)
-    again = assert_problem(ApiClient(server).post("/api/auth/totp", headers=client.headers,
-                                                  json={"secret": secret,
-                                                        "code": totp.totp(secret)}), 409)
+    assert_problem(client.get("/api/auth/me"), 401, "ended")  # enrolment replaced its login
+    carried = ApiClient(server, enrolled["access_token"])
+    again = assert_problem(carried.post("/api/auth/totp", json={
+        "secret": secret, "code": totp.totp(secret)}), 409)
     assert again["type"] == "/api/problems/second-factor-enrolled"
     needed = assert_problem(login(server, name), 401, "second factor")
     assert needed["type"] == "/api/problems/second-factor-needed"
@@ -149,10 +150,12 @@ def test_a_reset_removes_the_factor_and_ends_the_tokens(server: LiveServer,
     carried = ApiClient(server, answer["access_token"])
     assert_problem(carried.post("/api/auth/totp/reset", json={"password": "not-it-at-all"}),
                    403, "password")
+    other = ApiClient(server, login(server, name, otp=totp.totp(
+        secret, time.time() + totp.STEP)).json()["access_token"])
     assert carried.post("/api/auth/totp/reset",
                         json={"password": TECH_PASSWORD}).status_code == 204
     assert_problem(carried.get("/api/auth/me"), 401, "revoked")
-    assert_problem(client.get("/api/auth/me"), 401, "revoked")
+    assert_problem(other.get("/api/auth/me"), 401, "revoked")
     assert login(server, name).status_code == 200  # the password alone again
     assert secret
 
@@ -167,3 +170,18 @@ def test_logout_ends_every_token_of_the_account(server: LiveServer, admin: ApiCl
     assert ApiClient(server, login(server, name).json()["access_token"]).get(
         "/api/auth/me").status_code == 200
     assert_problem(admin.delete(f"/api/users/{uuid.uuid4()}/second-factor"), 404)
+
+
+def test_a_user_lists_their_logins_and_ends_one(server: LiveServer, admin: ApiClient) -> None:
+    name = technician(admin)
+    laptop = ApiClient(server, login(server, name).json()["access_token"])
+    phone = ApiClient(server, login(server, name).json()["access_token"])
+    listed = laptop.get("/api/auth/sessions").json()
+    assert len(listed) == 2 and [s["current"] for s in listed] == [False, True]
+    assert not any(s["second_factor"] for s in listed)
+    other = next(s["id"] for s in listed if not s["current"])
+    assert_problem(admin.delete(f"/api/auth/sessions/{other}"), 404)  # not the admin's
+    assert laptop.delete(f"/api/auth/sessions/{other}").status_code == 204
+    assert_problem(phone.get("/api/auth/me"), 401, "ended")
+    assert laptop.get("/api/auth/me").status_code == 200
+    assert [s["current"] for s in laptop.get("/api/auth/sessions").json()] == [True]

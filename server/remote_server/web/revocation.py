@@ -15,6 +15,7 @@ async def revoke_tokens(ctx: ServerContext, user: User, reason: str, *,
                         actor: str | None = None, client_ip: str | None = None) -> int:
     """Void ``user``'s login and viewer tokens and close their viewers; the new generation."""
     generation = await ctx.store.bump_token_generation(user.id)
+    await ctx.store.end_login_sessions(user.id)
     await ctx.directory.user_changed(user.id, revoked=reason)
     await ctx.audit.record(AuditEvent(kind="auth.tokens_revoked", actor=actor or user.username,
                                       target=user.id, client_ip=client_ip,

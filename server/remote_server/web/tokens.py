@@ -175,12 +175,15 @@ class TokenService:
 
     # -- login ------------------------------------------------------------------
     def mint_login(self, user: User, *, generation: int = 0,
-                   methods: Sequence[str] = ("pwd",)) -> str:
+                   methods: Sequence[str] = ("pwd",), token_id: str | None = None) -> str:
         """``methods`` become the RFC 8176 ``amr`` claim: ``pwd``, then ``otp`` (TOTP or a
-        recovery code) or ``hwk`` (a passkey) when a second factor was proved."""
-        return self._mint(LOGIN, self.login_ttl,
-                          {"sub": user.id, "pwv": user.password_fingerprint,
-                           "gen": generation, "amr": list(methods)})
+        recovery code) or ``hwk`` (a passkey) when a second factor was proved.
+        ``token_id`` (the ``jti``) names the login session the token belongs to."""
+        claims: dict[str, Any] = {"sub": user.id, "pwv": user.password_fingerprint,
+                                  "gen": generation, "amr": list(methods)}
+        if token_id is not None:
+            claims["jti"] = token_id
+        return self._mint(LOGIN, self.login_ttl, claims)
 
     def verify_login(self, token: str) -> LoginClaims:
         claims = self._verify(LOGIN, token, ["sub", "pwv"])

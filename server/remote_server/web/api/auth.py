@@ -6,6 +6,7 @@ from __future__ import annotations
 from remote_core.records import AuditEvent, User
 
 from ...observe.counters import auth_failed, rate_limited
+from ..logins import open_login
 from ..problem import Problem
 from ..ratelimit import RateLimiter
 from ..secondfactor import check_code
@@ -90,10 +91,9 @@ async def login(call: Call) -> s.TokenOut:
     await call.ctx.audit.record(AuditEvent(kind="auth.login", actor=user.username,
                                            target=user.id, client_ip=call.ip,
                                            detail={"amr": methods}))
-    generation = (await call.ctx.store.get_second_factors(user.id)).token_generation
-    return s.TokenOut(access_token=call.ctx.tokens.mint_login(user, generation=generation,
-                                                              methods=methods),
-                      expires_in=call.ctx.tokens.login_ttl)
+    token = await open_login(call.ctx, user, methods, client_ip=call.ip,
+                             user_agent=call.request.headers.get("user-agent", ""))
+    return s.TokenOut(access_token=token, expires_in=call.ctx.tokens.login_ttl)
 
 
 async def change_password(call: Call) -> None:

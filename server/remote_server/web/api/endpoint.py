@@ -139,6 +139,10 @@ async def _caller(request: Request, ctx: ServerContext) -> tuple[User, LoginClai
         auth_failed("login_token")
         raise Problem.unauthorized("token was revoked (logout, or the account's sessions "
                                    "were ended)")
+    login = await ctx.store.get_login_session(claims.token_id) if claims.token_id else None
+    if login is None or login.user_id != user.id:
+        auth_failed("login_token")
+        raise Problem.unauthorized("token was revoked (its login session was ended)")
     return user, claims
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from remote_core.records import AuditEvent
 
 from .. import totp
+from ..logins import open_login
 from ..problem import Problem
 from ..revocation import revoke_tokens
 from ..secondfactor import new_recovery_codes, required_for
@@ -48,8 +49,11 @@ async def enrol(call: Call) -> s.TotpEnrolledOut:
     await call.ctx.store.use_totp_step(call.me.id, step)  # the code confirmed works no more
     await call.ctx.audit.record(AuditEvent(kind="auth.totp_enrolled", actor=call.me.username,
                                            target=call.me.id, client_ip=call.ip))
-    token = call.ctx.tokens.mint_login(call.me, generation=factors.token_generation,
-                                       methods=("pwd", "otp"))
+    # The login that enrolled ends; a new one, with the second factor, takes its place.
+    if call.claims is not None:
+        await call.ctx.store.end_login_sessions(call.me.id, call.claims.token_id)
+    token = await open_login(call.ctx, call.me, ("pwd", "otp"), client_ip=call.ip,
+                             user_agent=call.request.headers.get("user-agent", ""))
     return s.TotpEnrolledOut(access_token=token, expires_in=call.ctx.tokens.login_ttl,
                              recovery_codes=codes)
 

@@ -90,6 +90,7 @@ class EventKind(StrEnum):
     AUTH_ACCOUNT_GUARDED = "auth.account_guarded"
     AUTH_CHANGE_PASSWORD_FAILED = "auth.change_password_failed"  # noqa: S105 - a kind
     AUTH_LOGIN = "auth.login"
+    AUTH_LOGIN_ENDED = "auth.login_ended"
     AUTH_LOGIN_FAILED = "auth.login_failed"
     AUTH_PASSWORD_CHANGED = "auth.password_changed"  # noqa: S105 - a kind
     AUTH_RECOVERY_CODE_USED = "auth.recovery_code_used"
@@ -231,6 +232,16 @@ class TotpEnrolIn(Body):
 class TotpEnrolledOut(TokenOut):
     recovery_codes: list[str] = Field(
         description="shown once: each logs in once in place of a TOTP code")
+
+
+class LoginSessionOut(Out):
+    id: str
+    created_at: datetime
+    expires_at: datetime
+    client_ip: str
+    user_agent: str
+    second_factor: bool = Field(description="whether the login proved a second factor")
+    current: bool = Field(description="whether this is the calling token's login")
 
 
 class PasswordIn(Body):
