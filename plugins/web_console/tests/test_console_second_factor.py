@@ -1,7 +1,7 @@
 """TOTP in the console, in a real Chromium against a real server that requires a second
 factor of administrators: a password-only login lands on the Account page, enrols an
-authenticator app (the code computed here), sees its recovery codes once, then logs out
-and back in through login's second step. Under the shipped CSP; every page error,
+authenticator app (the code computed here), sees its recovery codes once, logs out and
+back in through login's second step, and ends another of its logins from the list. Under the shipped CSP; every page error,
 console error or CSP violation fails the test."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 from remote_server.testing.processes import ADMIN_PASSWORD, ServerProcess
 from remote_server.web import totp
@@ -53,7 +54,8 @@ def test_totp_enrolment_and_login(server: ServerProcess, browser: Any) -> None:
         page.fill("#totp-code", totp.totp(secret))
         page.click("#totp-form button[type=submit]")
         page.wait_for_selector("#recovery-codes li")
-        assert page.locator("#recovery-codes li").count() == 10
+        recovery = page.locator("#recovery-codes li").all_text_contents()
+        assert len(recovery) == 10
         page.click("#recovery-done")
         page.wait_for_selector("#second-factor-status:has-text('enrolled')")
         page.click("nav a[href='#users']")
@@ -72,3 +74,15 @@ def test_totp_enrolment_and_login(server: ServerProcess, browser: Any) -> None:
         page.wait_for_selector("nav .who")
         page.click("nav a[href='#users']")
         page.wait_for_selector("main td:has-text('admin')")
+
+        # Another login (a recovery code, from elsewhere) shows in the list; end it there.
+        r = httpx.post(f"{server.url}/api/auth/login", json={
+            "username": "admin", "password": ADMIN_PASSWORD, "recovery_code": recovery[0]})
+        assert r.status_code == 200, r.text
+        elsewhere = {"Authorization": f"Bearer {r.json()['access_token']}"}
+        page.click("nav a[href='#account']")
+        page.wait_for_selector("#login-sessions tr[data-current=no]")
+        assert page.locator("#login-sessions tr").count() == 2
+        page.click("#login-sessions tr[data-current=no] button.end-login")
+        page.wait_for_selector("#login-sessions tr[data-current=no]", state="detached")
+        assert httpx.get(f"{server.url}/api/auth/me", headers=elsewhere).status_code == 401

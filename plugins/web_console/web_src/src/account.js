@@ -1,7 +1,7 @@
 // The caller's own account: the second factor (TOTP with recovery codes shown once),
 // and ending every login of the account.
 import { api, token } from "./api.js";
-import { h } from "./dom.js";
+import { h, when } from "./dom.js";
 
 /** Render the page into `main`; `guarded`, `errorLine`, `loggedOut` (to the login page) and
  * `enrolled` (start over with the new token) are the console's. */
@@ -9,14 +9,28 @@ export function accountView(main, { guarded, errorLine, loggedOut, enrolled: res
   const error = errorLine();
   const status = h("p", { id: "second-factor-status" });
   const area = h("div", { id: "second-factor" });
+  const logins = h("tbody", { id: "login-sessions" });
   main.append(h("h1", {}, "Account"), h("h2", {}, "Second factor"), status, error, area,
     h("h2", {}, "Sessions"),
+    h("table", {}, h("thead", {}, h("tr", {}, ...["Logged in", "Until", "From", "Browser", "Second factor", ""].map((t) => h("th", {}, t)))), logins),
     h("p", { className: "muted" }, "Logging out everywhere ends every login of this account and closes its open viewers, on every server."),
     h("button", { id: "logout-everywhere", onclick: () => guarded(error, async () => {
       await api("POST", "/api/auth/logout");
       loggedOut("You logged out everywhere.");
     }) }, "Log out everywhere"));
+  const loadLogins = () => guarded(error, async () => {
+    const mine = await api("GET", "/api/auth/sessions");
+    logins.replaceChildren(...mine.map((login) => h("tr", { "data-current": login.current ? "yes" : "no" },
+      h("td", {}, when(login.created_at)), h("td", {}, when(login.expires_at)),
+      h("td", { className: "mono" }, login.client_ip), h("td", {}, login.user_agent),
+      h("td", {}, login.second_factor ? "yes" : "no"),
+      h("td", {}, login.current ? "this browser" : h("button", { className: "end-login", onclick: () => guarded(error, async () => {
+        await api("DELETE", `/api/auth/sessions/${encodeURIComponent(login.id)}`);
+        await loadLogins();
+      }) }, "End")))));
+  });
   const load = () => guarded(error, async () => {
+    loadLogins();
     const state = await api("GET", "/api/auth/second-factor");
     status.textContent = state.totp_enrolled
       ? `Authenticator app (TOTP) enrolled; ${state.recovery_codes_left} recovery codes left.`
