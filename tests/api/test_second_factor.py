@@ -89,8 +89,10 @@ def test_totp_login_needs_the_code_and_refuses_a_wrong_one(
         server: LiveServer, admin: ApiClient) -> None:
     name = technician(admin)
     client = ApiClient(server, login(server, name).json()["access_token"])
+    elsewhere = ApiClient(server, login(server, name).json()["access_token"])
     assert client.get("/api/machines").status_code == 200  # technicians are not required
     secret, enrolled = enrol(client)
+    assert_problem(elsewhere.get("/api/auth/me"), 401, "ended")  # password-only logins end
     assert_problem(client.get("/api/auth/me"), 401, "ended")  # enrolment replaced its login
     carried = ApiClient(server, enrolled["access_token"])
     again = assert_problem(carried.post("/api/auth/totp", json={

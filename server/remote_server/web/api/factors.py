@@ -49,9 +49,9 @@ async def enrol(call: Call) -> s.TotpEnrolledOut:
     await call.ctx.store.use_totp_step(call.me.id, step)  # the code confirmed works no more
     await call.ctx.audit.record(AuditEvent(kind="auth.totp_enrolled", actor=call.me.username,
                                            target=call.me.id, client_ip=call.ip))
-    # The login that enrolled ends; a new one, with the second factor, takes its place.
-    if call.claims is not None:
-        await call.ctx.store.end_login_sessions(call.me.id, call.claims.token_id)
+    # Every login of the account so far is password-only: they end, and a new one with
+    # the second factor takes the enrolling login's place.
+    await call.ctx.store.end_login_sessions(call.me.id)
     token = await open_login(call.ctx, call.me, ("pwd", "otp"), client_ip=call.ip,
                              user_agent=call.request.headers.get("user-agent", ""))
     return s.TotpEnrolledOut(access_token=token, expires_in=call.ctx.tokens.login_ttl,
@@ -96,10 +96,11 @@ ENDPOINTS = [
     Endpoint("POST", _TOTP + "/secret", new_secret,
              "A fresh TOTP secret and its otpauth:// URI, to show as a QR code; nothing is "
              "stored until it is confirmed with POST /api/auth/totp",
-             result=s.TotpSecretOut, tag="auth", second_factor=False, store=False),
+             result=s.TotpSecretOut, tag="auth", second_factor=False),
     Endpoint("POST", _TOTP, enrol,
              "Enrol TOTP with a secret and its current code; answers the recovery codes "
-             "(shown once, stored hashed) and a token that carries the second factor",
+             "(shown once, stored hashed) and a token that carries the second factor. The "
+             "account's other logins (password-only) end",
              body=s.TotpEnrolIn, result=s.TotpEnrolledOut, status=201, tag="auth",
              second_factor=False,
              responses=((409, "TOTP is enrolled already", ("second-factor-enrolled",)),)),
