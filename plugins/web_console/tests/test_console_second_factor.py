@@ -1,8 +1,8 @@
 """TOTP in the console, in a real Chromium against a real server that requires a second
 factor of administrators: a password-only login lands on the Account page, enrols an
 authenticator app (the code computed here), sees its recovery codes once, logs out and
-back in through login's second step, and ends another of its logins from the list. Under the shipped CSP; every page error,
-console error or CSP violation fails the test."""
+back in through login's second step, and ends another of its logins from the list.
+Under the shipped CSP; every page error, console error or CSP violation fails the test."""
 
 from __future__ import annotations
 
