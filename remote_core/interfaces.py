@@ -19,11 +19,13 @@ from .records import (
     AgentKey,
     AuditEvent,
     Keyset,
+    LoginSession,
     Machine,
     MachineFilter,
     MachineReport,
     Release,
     RestoreResult,
+    SecondFactors,
     SessionRecord,
     SigningKey,
     SupportCode,
@@ -400,6 +402,45 @@ class Store(ABC):
     @abstractmethod
     async def is_login_address(self, user_id: str, client_ip: str) -> bool:
         """True when ``user_id`` logged in from ``client_ip`` (among the addresses kept)."""
+
+    # -- second factors and token generations ---------------------------------------------------
+    @abstractmethod
+    async def get_second_factors(self, user_id: str) -> SecondFactors:
+        """The user's second factors; an unknown user or one without any gets the empty record."""
+
+    @abstractmethod
+    async def set_totp(self, user_id: str, secret: str | None,
+                       recovery_hashes: Sequence[str] = ()) -> None:
+        """Enrol (or with ``None`` remove) the TOTP secret, replacing the recovery codes."""
+
+    @abstractmethod
+    async def use_totp_step(self, user_id: str, step: int) -> bool:
+        """Record that a TOTP code of time ``step`` logged in; False when that step or a
+        later one was used already (a code works once, even on two nodes at once), or the
+        user has no TOTP."""
+
+    @abstractmethod
+    async def consume_recovery_code(self, user_id: str, code_hash: str) -> bool:
+        """Remove one stored recovery hash; False when it was not there (used once only)."""
+
+    @abstractmethod
+    async def bump_token_generation(self, user_id: str) -> int:
+        """Raise the user's token generation by one and answer the new value."""
+
+    @abstractmethod
+    async def add_login_session(self, session: LoginSession) -> None:
+        """Record a login; the user's expired logins are dropped here too."""
+
+    @abstractmethod
+    async def get_login_session(self, session_id: str) -> LoginSession | None: ...
+
+    @abstractmethod
+    async def list_login_sessions(self, user_id: str) -> list[LoginSession]:
+        """The user's logins, newest first (expired ones may be among them)."""
+
+    @abstractmethod
+    async def end_login_sessions(self, user_id: str, session_id: str | None = None) -> int:
+        """End one of the user's logins, or all of them; how many ended."""
 
     # -- releases ----------------------------------------------------------------------------
     @abstractmethod

@@ -225,6 +225,36 @@ class SigningKey:
 
 
 @dataclass(frozen=True, slots=True)
+class SecondFactors:
+    """A user's second factor and token generation.
+
+    ``totp_secret`` is the base32 TOTP secret (None when none is enrolled);
+    ``recovery_hashes`` the Argon2id hashes of the unused recovery codes;
+    ``token_generation`` rises on logout, second-factor reset and the like, and a
+    token minted under an older generation stops working at once.
+    """
+
+    user_id: str
+    totp_secret: str | None = field(default=None, repr=False)
+    recovery_hashes: tuple[str, ...] = field(default=(), repr=False)
+    token_generation: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LoginSession:
+    """One login of a user: its login token's ``jti``. The token works while the row is
+    there; the user lists their rows and ends any (or all, with logout)."""
+
+    id: str
+    user_id: str
+    created_at: datetime
+    expires_at: datetime
+    client_ip: str = ""
+    user_agent: str = ""
+    methods: tuple[str, ...] = ("pwd",)
+
+
+@dataclass(frozen=True, slots=True)
 class Release:
     """An available agent version (SPEC 2.4, CONTRACT 2)."""
 

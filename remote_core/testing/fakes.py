@@ -44,11 +44,13 @@ from ..records import (
     AgentKey,
     AuditEvent,
     Keyset,
+    LoginSession,
     Machine,
     MachineFilter,
     MachineReport,
     Release,
     RestoreResult,
+    SecondFactors,
     SessionRecord,
     SigningKey,
     SupportCode,
@@ -142,6 +144,9 @@ class MemoryStore(Store):
         self._sessions: dict[str, SessionRecord] = {}
         self._users: dict[str, User] = {}
         self._login_addresses: dict[tuple[str, str], datetime] = {}
+        self._factors: dict[str, SecondFactors] = {}
+        self._totp_steps: dict[str, int] = {}
+        self._logins: dict[str, LoginSession] = {}
         self._releases: dict[str, Release] = {}
         self._events: list[AuditEvent] = []
         self._deliveries: list[WebhookDelivery] = []
@@ -539,6 +544,9 @@ class MemoryStore(Store):
     async def delete_user(self, user_id: str) -> bool:
         self._login_addresses = {k: v for k, v in self._login_addresses.items()
                                  if k[0] != user_id}
+        self._factors.pop(user_id, None)
+        self._totp_steps.pop(user_id, None)
+        self._logins = {k: v for k, v in self._logins.items() if v.user_id != user_id}
         return self._users.pop(user_id, None) is not None
 
     @_operation
@@ -554,6 +562,77 @@ class MemoryStore(Store):
     @_operation
     async def is_login_address(self, user_id: str, client_ip: str) -> bool:
         return (user_id, client_ip) in self._login_addresses
+
+    # -- second factors --------------------------------------------------------------------------
+    @_operation
+    async def get_second_factors(self, user_id: str) -> SecondFactors:
+        return self._factors.get(user_id) or SecondFactors(user_id=user_id)
+
+    def _factors_of(self, user_id: str) -> SecondFactors:
+        if user_id not in self._users:  # the SQL store's foreign key refuses it alike
+            raise ConflictError(f"no user {user_id!r}")
+        return self._factors.get(user_id) or SecondFactors(user_id=user_id)
+
+    @_operation
+    async def set_totp(self, user_id: str, secret: str | None,
+                       recovery_hashes: Sequence[str] = ()) -> None:
+        self._factors[user_id] = replace(self._factors_of(user_id), totp_secret=secret,
+                                         recovery_hashes=tuple(recovery_hashes))
+        self._totp_steps.pop(user_id, None)
+
+    @_operation
+    async def add_login_session(self, session: LoginSession) -> None:
+        if session.user_id not in self._users:  # the SQL store's foreign key refuses it alike
+            raise ConflictError(f"no user {session.user_id!r}")
+        if session.id in self._logins:
+            raise ConflictError(f"login session {session.id!r} exists")
+        self._logins = {k: v for k, v in self._logins.items()
+                        if not (v.user_id == session.user_id
+                                and v.expires_at < session.created_at)}
+        self._logins[session.id] = session
+
+    @_operation
+    async def get_login_session(self, session_id: str) -> LoginSession | None:
+        return self._logins.get(session_id)
+
+    @_operation
+    async def list_login_sessions(self, user_id: str) -> list[LoginSession]:
+        mine = [v for v in self._logins.values() if v.user_id == user_id]
+        return sorted(mine, key=lambda v: (v.created_at, v.id), reverse=True)
+
+    @_operation
+    async def end_login_sessions(self, user_id: str, session_id: str | None = None) -> int:
+        ended = [k for k, v in self._logins.items()
+                 if v.user_id == user_id and session_id in (None, k)]
+        for key in ended:
+            del self._logins[key]
+        return len(ended)
+
+    @_operation
+    async def use_totp_step(self, user_id: str, step: int) -> bool:
+        last = self._totp_steps.get(user_id)
+        factors = self._factors.get(user_id)
+        if factors is None or factors.totp_secret is None or (last is not None
+                                                               and last >= step):
+            return False
+        self._totp_steps[user_id] = step
+        return True
+
+    @_operation
+    async def consume_recovery_code(self, user_id: str, code_hash: str) -> bool:
+        factors = self._factors.get(user_id)
+        if factors is None or code_hash not in factors.recovery_hashes:
+            return False
+        self._factors[user_id] = replace(factors, recovery_hashes=tuple(
+            h for h in factors.recovery_hashes if h != code_hash))
+        return True
+
+    @_operation
+    async def bump_token_generation(self, user_id: str) -> int:
+        factors = self._factors_of(user_id)
+        self._factors[user_id] = replace(factors,
+                                         token_generation=factors.token_generation + 1)
+        return factors.token_generation + 1
 
     # -- releases --------------------------------------------------------------------------------
     @_operation

@@ -24,6 +24,7 @@ import secrets
 import sys
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -37,6 +38,7 @@ from ..records import (
     CONSENT_PENDING,
     AuditEvent,
     Keyset,
+    LoginSession,
     MachineFilter,
     MachineReport,
     Release,
@@ -567,6 +569,65 @@ class StoreContract:
         assert await store.delete_user(alice.id)
         assert not await store.is_login_address(alice.id, "192.0.2.1")
         assert await store.is_login_address(bob.id, "192.0.2.1")
+
+    async def test_second_factors_and_token_generations(self, store: Store) -> None:
+        alice = await store.create_user(make_user("alice"))
+        bob = await store.create_user(make_user("bob"))
+        empty = await store.get_second_factors(alice.id)
+        assert (empty.totp_secret, empty.recovery_hashes, empty.token_generation) == (
+            None, (), 0)
+        secret = "JBSWY3DPEHPK3PXP"  # noqa: S105 - a sample TOTP secret
+        await store.set_totp(alice.id, secret, ["h1", "h2"])
+        got = await store.get_second_factors(alice.id)
+        assert got.totp_secret == secret and set(got.recovery_hashes) == {"h1", "h2"}
+        assert await store.consume_recovery_code(alice.id, "h1")
+        assert not await store.consume_recovery_code(alice.id, "h1")  # once only
+        assert not await store.consume_recovery_code(bob.id, "h2")  # another user's
+        assert (await store.get_second_factors(alice.id)).recovery_hashes == ("h2",)
+        assert await store.use_totp_step(alice.id, 100)
+        assert not await store.use_totp_step(alice.id, 100)  # a code works once
+        assert not await store.use_totp_step(alice.id, 99)  # nor an older one after it
+        assert await store.use_totp_step(alice.id, 101)
+        assert not await store.use_totp_step(bob.id, 5)  # bob has no TOTP
+        await store.set_totp(alice.id, secret, ["h2"])  # a new enrolment starts afresh
+        assert await store.use_totp_step(alice.id, 50)
+        assert await store.bump_token_generation(alice.id) == 1
+        assert await store.bump_token_generation(alice.id) == 2
+        assert (await store.get_second_factors(bob.id)).token_generation == 0
+        await store.set_totp(alice.id, None)  # a reset keeps the generation
+        got = await store.get_second_factors(alice.id)
+        assert (got.totp_secret, got.recovery_hashes, got.token_generation) == (None, (), 2)
+        with pytest.raises(ConflictError):
+            await store.set_totp("nobody", secret)
+        assert await store.delete_user(alice.id)
+        assert (await store.get_second_factors(alice.id)).token_generation == 0
+
+    async def test_login_sessions(self, store: Store) -> None:
+        alice = await store.create_user(make_user("alice"))
+        bob = await store.create_user(make_user("bob"))
+        now = utcnow()
+        old = LoginSession(id="s-old", user_id=alice.id, created_at=now - timedelta(hours=9),
+                           expires_at=now - timedelta(hours=1))
+        await store.add_login_session(old)
+        first = LoginSession(id="s-1", user_id=alice.id, created_at=now,
+                             expires_at=now + timedelta(hours=8), client_ip="192.0.2.1",
+                             user_agent="Firefox", methods=("pwd", "otp"))
+        await store.add_login_session(first)  # drops alice's expired one
+        second = replace(first, id="s-2", created_at=now + timedelta(seconds=1))
+        await store.add_login_session(second)
+        await store.add_login_session(replace(first, id="s-bob", user_id=bob.id))
+        with pytest.raises(ConflictError):
+            await store.add_login_session(first)
+        assert await store.get_login_session("s-1") == first
+        assert await store.get_login_session("s-old") is None
+        assert [s.id for s in await store.list_login_sessions(alice.id)] == ["s-2", "s-1"]
+        assert await store.end_login_sessions(bob.id, "s-1") == 0  # not bob's
+        assert await store.end_login_sessions(alice.id, "s-1") == 1
+        assert await store.get_login_session("s-1") is None
+        assert await store.end_login_sessions(alice.id) == 1
+        assert await store.list_login_sessions(alice.id) == []
+        assert await store.delete_user(bob.id)
+        assert await store.get_login_session("s-bob") is None
 
     async def test_users(self, store: Store) -> None:
         alice = await store.create_user(make_user(

@@ -137,6 +137,11 @@ class ServerSettings(PluginSettings):
                "address (a provider on the same host; never anything else)")
     oidc_ca_file: str | None = option(
         None, "single sign-on: CA bundle trusted for the provider (default: the system's)")
+    # -- second factor -----------------------------------------------------------------
+    require_second_factor: str = option(
+        "none", "who must log in with a second factor (TOTP): none, admin (every "
+                "administrator) or all (every user); until then their tokens only reach "
+                "the account's own endpoints, to enrol")
     config: str | None = option(None, "TOML settings file")
 
     def validate(self) -> None:
@@ -175,6 +180,9 @@ class ServerSettings(PluginSettings):
         self._validate_observing()
         if self.tls_key and not self.tls_cert:
             raise ConfigError("setting 'tls_key' needs 'tls_cert' (the certificate chain)")
+        if self.require_second_factor not in {"none", "admin", "all"}:
+            raise ConfigError("setting 'require_second_factor' must be none, admin or all, "
+                              f"got {self.require_second_factor!r}")
         if self.ws_impl not in {"auto", "websockets", "websockets-sansio", "wsproto"}:
             raise ConfigError(
                 "setting 'ws_impl' must be auto, websockets, websockets-sansio or wsproto, "

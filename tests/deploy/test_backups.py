@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 from remote_server.testing.processes import BIN, AgentProcess, Api, ServerProcess
+from remote_server.web import totp
 from remote_store_sql.testing import all_rows, postgres_database, require_postgres
 
 from remote_core.testing.xvfb import shared_xvfb
@@ -28,6 +29,7 @@ from remote_core.testing.xvfb import shared_xvfb
 pytestmark = [pytest.mark.slow, pytest.mark.xvfb]
 
 OPERATOR = ("kept", "kept-password-0123")
+ENROLLED = ("second", "second-password-0123")  # has TOTP and recovery codes
 ATTEMPTS = 5
 WEBHOOK = "https://10.20.30.40/hook"
 
@@ -57,6 +59,9 @@ def populate(server: ServerProcess, home: Path) -> tuple[str, AgentProcess]:
         r = api.post("/api/users", json={"username": OPERATOR[0], "password": OPERATOR[1],
                                          "permissions": ["view"], "client_access": ["acme"]})
         assert r.status_code == 201, r.text
+        r = api.post("/api/users", json={"username": ENROLLED[0], "password": ENROLLED[1]})
+        assert r.status_code == 201, r.text
+        enrol_totp(server.url, *ENROLLED)
         api.support_code()
         r = api.post("/api/releases", json={
             "version": "9.9.9", "download_url": "https://updates.example/remote-agent.pyz",
@@ -71,6 +76,17 @@ def populate(server: ServerProcess, home: Path) -> tuple[str, AgentProcess]:
             time.sleep(0.2)
     login(server.url, *OPERATOR)
     return agent_id, agent
+
+
+def enrol_totp(url: str, username: str, password: str) -> None:
+    """A second factor, with recovery codes, for ``username``."""
+    r = httpx.post(f"{url}/api/auth/login", json={"username": username, "password": password})
+    assert r.status_code == 200, r.text
+    headers = {"Authorization": f"Bearer {r.json()['access_token']}"}
+    secret = httpx.post(f"{url}/api/auth/totp/secret", headers=headers).json()["secret"]
+    r = httpx.post(f"{url}/api/auth/totp", headers=headers,
+                   json={"secret": secret, "code": totp.totp(secret)})
+    assert r.status_code == 201, r.text
 
 
 def login(url: str, username: str, password: str) -> None:

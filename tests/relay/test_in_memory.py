@@ -64,10 +64,10 @@ class Relay:
         user = self.users[username]
         minted = fingerprint or user.password_fingerprint
 
-        def verify(token: str, hint: str | None) -> tuple[str, str, str]:
+        def verify(token: str, hint: str | None) -> tuple[str, str, str, int]:
             if token != f"token-of-{username}":
                 raise SessionRefused("not a viewer token")
-            return user.id, session_id, minted
+            return user.id, session_id, minted, 0  # the token generation of a new user
 
         peer = FakePeer(Role.VIEWER)
         self.group.start_soon(lambda: serve_viewer(peer.transport, self.registry, verify,

@@ -82,10 +82,12 @@ TIME_GAMES: dict[str, dict[str, Any]] = {
 
 @dataclass(frozen=True)
 class Subject:
-    """Whom the forged tokens name: the first admin, with its password fingerprint."""
+    """Whom the forged tokens name: the first admin, with its password fingerprint and the
+    login session of its token (a login token names a live one in ``jti``)."""
 
     user_id: str
     pwv: str
+    login_session: str
 
 
 def claims_for(subject: Subject, kind: str, session_id: str, **times: Any) -> dict[str, Any]:
@@ -96,6 +98,8 @@ def claims_for(subject: Subject, kind: str, session_id: str, **times: Any) -> di
                             "exp": now + 300, "sub": subject.user_id, "pwv": subject.pwv}
     if kind == "viewer":
         base.update(session_id=session_id, tenant_id=None)
+    else:
+        base.update(jti=subject.login_session)
     for name, shift in times.items():
         if shift is None:
             base.pop(name, None)
@@ -128,7 +132,7 @@ def signed(server: LiveServer, kind: str, claims: dict[str, Any]) -> str:
 @pytest.fixture(scope="module")
 def subject(server: LiveServer, admin: Admin) -> Subject:
     claims = server.ctx.tokens.verify_login(admin.token)
-    return Subject(claims.user_id, claims.password_version)
+    return Subject(claims.user_id, claims.password_version, claims.token_id)
 
 
 def api_status(admin: Admin, token: str) -> int:

@@ -2,7 +2,8 @@
 
 Password change, deletion and disabling are in tests/api/test_auth.py and
 tests/relay/test_standing.py; a login token lives 8 hours, so what it may do
-must be read from the account at each request, not from the token.
+must be read from the account at each request, not from the token (a role change
+also ends the account's logins, tests/relay/test_revocation.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ def test_t18_a_demoted_admins_token_is_refused_on_every_admin_route(admin: Admin
     for path in ADMIN_READS:
         second.ok("GET", path)  # an admin while an admin
     admin.ok("PATCH", f"/api/users/{user['id']}", json={"role": "technician"})
+    for path in ADMIN_READS:  # a role change ends the account's logins at once
+        assert second.ok("GET", path, 401) is not None
+    second = Admin(admin.server, name, PASSWORD)  # and a new login is a technician's
     for path in ADMIN_READS:
         second.ok("GET", path, 403)
     second.ok("POST", "/api/machines", 403, json={})

@@ -112,3 +112,13 @@ def test_bad_single_sign_on_settings_stop_the_server_in_one_line(tmp_path: Path)
     assert done.returncode == 2
     assert "oidc_issuer" in done.stderr and "Traceback" not in done.stderr
     assert "s3cret" not in done.stderr + done.stdout
+
+
+def test_a_sign_in_proves_a_second_factor_only_when_the_provider_says_so() -> None:
+    from remote_server.web.sso.routes import sign_in_methods
+
+    assert sign_in_methods({}) == ["fed"]
+    assert sign_in_methods({"amr": ["pwd"]}) == ["fed"]
+    assert sign_in_methods({"amr": "mfa"}) == ["fed"]  # not a list: not believed
+    assert sign_in_methods({"amr": ["pwd", "otp"]}) == ["fed", "mfa"]
+    assert sign_in_methods({"amr": ["hwk"]}) == ["fed", "mfa"]

@@ -16,9 +16,12 @@ from remote_core.records import DEFAULT_TENANT_ID, Keyset, SigningKey, User
 from ._migrate import exclusive
 from ._schema import (
     login_addresses,
+    login_sessions,
+    recovery_codes,
     secrets,
     signing_keys,
     user_client_access,
+    user_factors,
     user_permissions,
     users,
 )
@@ -116,6 +119,9 @@ def delete_user(conn: Connection, user_id: str) -> bool:
     for table, _ in _CHILDREN:
         conn.execute(sa.delete(table).where(table.c.user_id == user_id))
     conn.execute(sa.delete(login_addresses).where(login_addresses.c.user_id == user_id))
+    conn.execute(sa.delete(recovery_codes).where(recovery_codes.c.user_id == user_id))
+    conn.execute(sa.delete(user_factors).where(user_factors.c.user_id == user_id))
+    conn.execute(sa.delete(login_sessions).where(login_sessions.c.user_id == user_id))
     return conn.execute(sa.delete(users).where(users.c.id == user_id)).rowcount == 1
 
 

@@ -20,8 +20,10 @@ __all__ = [
     "UTCDateTime",
     "agent_keys",
     "login_addresses",
+    "login_sessions",
     "machines",
     "metadata",
+    "recovery_codes",
     "releases",
     "secrets",
     "session_events",
@@ -30,6 +32,7 @@ __all__ = [
     "support_codes",
     "tenants",
     "user_client_access",
+    "user_factors",
     "user_permissions",
     "users",
     "webhook_deliveries",
@@ -229,6 +232,35 @@ login_addresses = sa.Table(
               primary_key=True),
     sa.Column("client_ip", sa.String(64), primary_key=True),
     sa.Column("last_login_at", UTCDateTime, nullable=False),
+)
+
+user_factors = sa.Table(
+    "user_factors", metadata,
+    sa.Column("user_id", sa.String(36), sa.ForeignKey("users.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("totp_secret", sa.Text, nullable=True),
+    sa.Column("token_generation", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("totp_last_step", sa.BigInteger, nullable=True),
+)
+
+login_sessions = sa.Table(
+    "login_sessions", metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("user_id", sa.String(36), sa.ForeignKey("users.id", ondelete="CASCADE"),
+              nullable=False),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("expires_at", UTCDateTime, nullable=False),
+    sa.Column("client_ip", sa.String(64), nullable=False, server_default=""),
+    sa.Column("user_agent", sa.String(256), nullable=False, server_default=""),
+    sa.Column("methods", sa.String(64), nullable=False, server_default="pwd"),
+    sa.Index("ix_login_sessions_user", "user_id", "created_at"),
+)
+
+recovery_codes = sa.Table(
+    "recovery_codes", metadata,
+    sa.Column("user_id", sa.String(36), sa.ForeignKey("users.id", ondelete="CASCADE"),
+              primary_key=True),
+    sa.Column("code_hash", sa.String(255), primary_key=True),
 )
 
 webhook_deliveries = sa.Table(

@@ -21,11 +21,13 @@ from remote_core.records import (
     AgentKey,
     AuditEvent,
     Keyset,
+    LoginSession,
     Machine,
     MachineFilter,
     MachineReport,
     Release,
     RestoreResult,
+    SecondFactors,
     SessionRecord,
     SigningKey,
     SupportCode,
@@ -34,7 +36,7 @@ from remote_core.records import (
     utcnow,
 )
 
-from . import _accounts, _machines, _migrate, _records, _webhooks
+from . import _accounts, _factors, _machines, _migrate, _records, _webhooks
 from ._engine import Runner, make_runner
 from ._sql import values_given
 
@@ -242,6 +244,35 @@ class SqlStore(Store):
 
     async def is_login_address(self, user_id: str, client_ip: str) -> bool:
         return await self._runner.read(_accounts.is_login_address, user_id, client_ip)
+
+    # -- second factors ------------------------------------------------------------
+    async def get_second_factors(self, user_id: str) -> SecondFactors:
+        return await self._runner.read(_factors.get_second_factors, user_id)
+
+    async def set_totp(self, user_id: str, secret: str | None,
+                       recovery_hashes: Sequence[str] = ()) -> None:
+        await self._runner.write(_factors.set_totp, user_id, secret, tuple(recovery_hashes))
+
+    async def add_login_session(self, session: LoginSession) -> None:
+        await self._runner.write(_factors.add_login_session, session)
+
+    async def get_login_session(self, session_id: str) -> LoginSession | None:
+        return await self._runner.read(_factors.get_login_session, session_id)
+
+    async def list_login_sessions(self, user_id: str) -> list[LoginSession]:
+        return await self._runner.read(_factors.list_login_sessions, user_id)
+
+    async def end_login_sessions(self, user_id: str, session_id: str | None = None) -> int:
+        return await self._runner.write(_factors.end_login_sessions, user_id, session_id)
+
+    async def use_totp_step(self, user_id: str, step: int) -> bool:
+        return await self._runner.write(_factors.use_totp_step, user_id, step)
+
+    async def consume_recovery_code(self, user_id: str, code_hash: str) -> bool:
+        return await self._runner.write(_factors.consume_recovery_code, user_id, code_hash)
+
+    async def bump_token_generation(self, user_id: str) -> int:
+        return await self._runner.write(_factors.bump_token_generation, user_id)
 
     # -- releases ------------------------------------------------------------------
     async def create_release(self, release: Release) -> Release:

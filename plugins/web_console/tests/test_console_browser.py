@@ -408,3 +408,44 @@ def test_a_refused_origin_is_said_plainly_not_retried_forever(
             agent.stop()
         api.close()
         server.stop()
+
+
+@pytest.mark.parametrize("action", ["logout", "password change"])
+def test_logout_and_password_change_close_a_live_viewer(
+        tmp_path: Path, display: Xvfb, server: ServerProcess, browser: Any,
+        action: str) -> None:
+    """The viewer socket of a technician who logs out, or changes their password, is
+    closed by the server at once, and the viewer says why."""
+    name = f"leaving-{action.split()[0]}"
+    api = Api(server)
+    try:
+        created = api.post("/api/users", json={
+            "username": name, "password": TECH_PASSWORD, "role": "technician",
+            "permissions": ["view"], "client_access": ["*"]})
+        assert created.status_code == 201, created.text
+        agent_id, key = api.machine_with_key()
+        managed = AgentProcess(tmp_path / "managed", display.display, "--server", server.url,
+                               "--key", key)
+        session_id = api.live_session(agent_id)["id"]
+    finally:
+        api.close()
+    try:
+        with watched_context(browser, viewport=VIEWPORT) as context:
+            page = context.new_page()
+            log_in(page, server, name, TECH_PASSWORD)
+            page.goto(f"{server.url}/console/viewer.html?session={session_id}")
+            page.wait_for_selector("#state[data-state=connected]", timeout=30_000)
+            bearer = page.evaluate("sessionStorage.getItem('remote-support.token')")
+            headers = {"Authorization": f"Bearer {bearer}"}
+            if action == "logout":
+                r = httpx.post(f"{server.url}/api/auth/logout", headers=headers)
+                words = "logged out"
+            else:
+                r = httpx.post(f"{server.url}/api/auth/change-password", headers=headers, json={
+                    "current_password": TECH_PASSWORD, "new_password": "a-new-password-0"})
+                words = "password"
+            assert r.status_code == 204, r.text
+            state = page.wait_for_selector("#state[data-state=ended]", timeout=10_000)
+            assert "access withdrawn" in state.text_content() and words in state.text_content()
+    finally:
+        managed.stop()

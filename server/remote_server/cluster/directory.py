@@ -118,9 +118,10 @@ class ClusterDirectory:
         counts = await self._everywhere("close_agents_with_key", key_id=key_id, reason=reason)
         return sum(int(c or 0) for c in counts)
 
-    async def user_changed(self, user_id: str, *, password_changed: bool = False) -> None:
+    async def user_changed(self, user_id: str, *, password_changed: bool = False,
+                           revoked: str | None = None) -> None:
         await self._everywhere("user_changed", user_id=user_id,
-                               password_changed=password_changed)
+                               password_changed=password_changed, revoked=revoked)
 
     # -- the bus ------------------------------------------------------------------------------
     async def _everywhere(self, method: str, **args: Any) -> list[Any]:
@@ -179,6 +180,8 @@ async def act(registry: Registry, method: str, args: dict[str, Any]) -> Any:
         return await registry.close_agents_with_key(str(args["key_id"]), str(args["reason"]))
     if method == "user_changed":
         await registry.user_changed(str(args["user_id"]),
-                                    password_changed=bool(args.get("password_changed")))
+                                    password_changed=bool(args.get("password_changed")),
+                                    revoked=(str(args["revoked"]) if args.get("revoked")
+                                             else None))
         return None
     raise SessionRefused(f"unknown cluster request {method!r}")

@@ -374,7 +374,7 @@ class ClusterNode:
                                self.settings.max_message_bytes).receive_data(first)
             if not isinstance(event, Inbound) or event.kind != "session_request":
                 return None
-            _, session_id, _ = self._verify(event.payload().session_token, hint)
+            _, session_id, _, _ = self._verify(event.payload().session_token, hint)
         except (RemoteProtocolError, SessionRefused):
             return None
         return self.directory.owner(session_id)

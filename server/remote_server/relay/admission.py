@@ -227,11 +227,14 @@ class Admission:
         return initial_consent_state(decision, identity.attended), control
 
     async def join_viewer(self, *, session_id: str, user_id: str, password_version: str,
-                          request: Any, client_ip: str | None = None) -> tuple[Session, Link]:
+                          request: Any, client_ip: str | None = None,
+                          token_generation: int = 0) -> tuple[Session, Link]:
         """Admit a viewer whose token names ``session_id``; its link holds the response.
 
         ``password_version`` is the user's password fingerprint when the token was minted:
-        a token from before a password change is refused.
+        a token from before a password change is refused. ``token_generation`` is the
+        user's token generation then: a token from before a logout or a revocation is
+        refused (the store holds the generation, so every node agrees).
 
         :raises SessionRefused: with the reason to show the viewer.
         """
@@ -252,6 +255,10 @@ class Admission:
             raise SessionRefused(refusal)
         if not hmac.compare_digest(user.password_fingerprint, password_version):
             raise SessionRefused("the viewer token was issued before a password change")
+        factors = await self._store.get_second_factors(user.id)
+        if factors.token_generation != token_generation:
+            raise SessionRefused("the viewer token was revoked (the user logged out or their "
+                                 "sessions were ended)")
         view_only = (request.session_type == pb.VIEW_ONLY or not can_control(user)
                      or not session.control_consented_for(user.id))
         viewer_id = uuid.uuid4().hex

@@ -44,6 +44,7 @@ class SessionDirectory(Protocol):
 
     async def close_agents_with_key(self, key_id: str, reason: str) -> int: ...
 
-    async def user_changed(self, user_id: str, *, password_changed: bool = False) -> None:
+    async def user_changed(self, user_id: str, *, password_changed: bool = False,
+                           revoked: str | None = None) -> None:
         """Apply a change to a user's standing to their live viewers at once."""
         ...

@@ -70,8 +70,9 @@ class CodeLimiter(Protocol):
         ...
 
 
-ViewerVerifier = Callable[[str, str | None], tuple[str, str, str]]
-"""``(token, session_id or None) -> (user_id, session_id, password fingerprint)``; raises
+ViewerVerifier = Callable[[str, str | None], tuple[str, str, str, int]]
+"""``(token, session_id or None) -> (user_id, session_id, password fingerprint, token
+generation)``; raises
 :class:`SessionRefused`."""
 
 
@@ -314,12 +315,14 @@ async def serve_viewer(transport: Transport, registry: Registry, verify: ViewerV
             return
         try:
             try:
-                user_id, session_id, minted_for = verify(request.session_token, session_hint)
+                user_id, session_id, minted_for, generation = verify(request.session_token,
+                                                                     session_hint)
             except SessionRefused:
                 auth_failed("viewer_token")
                 raise
             session, link = await registry.join_viewer(
                 session_id=session_id, user_id=user_id, password_version=minted_for,
+                token_generation=generation,
                 request=request, client_ip=client_ip)
         except SessionRefused as exc:
             log.info("viewer from %s refused: %s", client_ip, exc)

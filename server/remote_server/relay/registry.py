@@ -290,13 +290,15 @@ class Registry:
 
     # -- viewers ---------------------------------------------------------------------------
     async def join_viewer(self, *, session_id: str, user_id: str, password_version: str,
-                          request: Any, client_ip: str | None = None) -> tuple[Session, Link]:
+                          request: Any, client_ip: str | None = None,
+                          token_generation: int = 0) -> tuple[Session, Link]:
         """Admit a viewer whose token names ``session_id`` (:class:`Admission`).
 
         :raises SessionRefused: with the reason to show the viewer.
         """
         return await self._admission.join_viewer(session_id=session_id, user_id=user_id,
                                             password_version=password_version,
+                                            token_generation=token_generation,
                                             request=request, client_ip=client_ip)
 
     async def admission(self, session_id: str, user_id: str) -> Standing:
@@ -304,18 +306,22 @@ class Registry:
         another technician asks the end user (:class:`Admission`)."""
         return await self._admission.admission(session_id, user_id)
 
-    async def user_changed(self, user_id: str, *, password_changed: bool = False) -> None:
+    async def user_changed(self, user_id: str, *, password_changed: bool = False,
+                           revoked: str | None = None) -> None:
         """Apply a change to a user's standing to their live viewers at once: a deleted or
         disabled user, or one who lost ``view`` or the machine's organization, is closed
-        out; one who lost ``control`` continues view-only; a changed password closes every
-        viewer, as it voids every token."""
+        out; one who lost ``control`` continues view-only; a changed password, or a
+        revocation of the user's tokens (``revoked`` says why), closes every viewer with
+        1008, as it voids every token."""
         user = await self.store.get_user(user_id)
+        voided = revoked or ("the user's password was changed" if password_changed else None)
         for session in self.index.sessions():
             for viewer in [v for v in session.viewers.values() if v.user_id == user_id]:
-                refusal = ("the user's password was changed" if password_changed
-                           else viewing_refusal(user, session.organization))
+                refusal = voided or viewing_refusal(user, session.organization)
                 if refusal is not None:
-                    await self.leave_viewer(session, viewer, f"access withdrawn: {refusal}")
+                    await self.leave_viewer(
+                        session, viewer, f"access withdrawn: {refusal}",
+                        code=CloseCode.POLICY_VIOLATION if voided else CloseCode.NORMAL)
                 elif user is not None and not can_control(user) and not viewer.conn.view_only:
                     viewer.conn.view_only = True
                     session.tell_participants()
@@ -324,12 +330,13 @@ class Registry:
                         agent_id=session.agent_id, actor=viewer.actor,
                         detail={"viewer_id": viewer.id, "reason": "control withdrawn"}))
 
-    async def leave_viewer(self, session: Session, viewer: Link, reason: str) -> None:
+    async def leave_viewer(self, session: Session, viewer: Link, reason: str,
+                           code: int = CloseCode.NORMAL) -> None:
         if session.viewers.pop(viewer.id, None) is None:
             return
         self.index.touch(session)
         reason = escaped(reason)  # may quote the viewer's own goodbye
-        viewer.close(reason)
+        viewer.close(reason, code)
         if not session.ended:
             session.agent.send("stop_stream", pb.StopStream(viewer_id=viewer.id))
             session.tell_participants()

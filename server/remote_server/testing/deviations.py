@@ -68,6 +68,8 @@ DEVIATIONS: dict[str, str] = {
     "metrics": "the metrics tests switch /metrics on (off by default)",
     "metrics_token": "the metrics tests: the bearer token their Prometheus sends",
     "metrics_networks": "only the tests of the metrics access setting",
+    "require_second_factor": "the second-factor tests require one of administrators (none "
+                             "is required by default)",
     "log_format": "the structured-log test reads JSON lines (text by default)",
     "log_level": "the structured-log test logs at debug, where most could leak",
     "join_agent_file": "the join tests hand out a release they built (none by default)",

@@ -41,6 +41,15 @@ PROBLEM_TYPES: tuple[ProblemType, ...] = (
                 "or no longer valid for its account"),
     ProblemType("bad-credentials", 401, "Wrong username or password",
                 "a login with credentials that do not match an enabled account"),
+    ProblemType("second-factor-needed", 401, "Second factor needed",
+                "a login whose password matched, by an account with a second factor: send "
+                "the TOTP code (otp) or a recovery code (recovery_code) with the password"),
+    ProblemType("bad-second-factor", 401, "Wrong second factor",
+                "a login whose TOTP or recovery code does not match (it counts toward the "
+                "login limit and the account's guard)"),
+    ProblemType("second-factor-required", 403, "Second factor required",
+                "the server requires a second factor of this account and the token does not "
+                "carry one: enrol one (POST /api/auth/totp) and log in with it"),
     ProblemType("forbidden", 403, "Not allowed",
                 "an administrator's endpoint, or a permission the caller lacks"),
     ProblemType("wrong-password", 403, "Current password is wrong",
@@ -68,6 +77,8 @@ PROBLEM_TYPES: tuple[ProblemType, ...] = (
                 "again after Retry-After"),
     ProblemType("self-lockout", 409, "Would lock the caller out",
                 "an administrator disabling, demoting or deleting their own account"),
+    ProblemType("second-factor-enrolled", 409, "Second factor already enrolled",
+                "enrolling TOTP on an account that has it; reset it first"),
     ProblemType("code-not-pending", 409, "Support code not pending",
                 "cancelling a support code that was used, cancelled or has expired"),
     ProblemType("conflict", 409, "Conflict",

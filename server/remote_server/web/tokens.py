@@ -37,6 +37,7 @@ ALGORITHMS = ["HS256"]
 ISSUER = "remote-support"
 LOGIN = "login"
 VIEWER = "viewer"
+SECOND_FACTOR_METHODS = frozenset({"otp", "hwk", "mfa"})  # mfa: a provider's (SSO)
 
 
 class TokenError(RemoteSupportError):
@@ -51,6 +52,13 @@ class LoginClaims:
     user_id: str
     password_version: str
     expires_at: int
+    generation: int = 0
+    """The user's token generation when minted: a later logout or revocation voids it."""
+    second_factor: bool = False
+    """Whether the login proved a second factor (``amr`` holds ``otp``, ``hwk`` or ``mfa``)."""
+    methods: tuple[str, ...] = ("pwd",)
+    issued_at: int = 0
+    token_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,8 @@ class ViewerClaims:
     tenant_id: str | None
     password_version: str
     """The user's password fingerprint when minted: a later password change voids it."""
+    generation: int = 0
+    """The user's token generation when minted: a later logout or revocation voids it."""
 
 
 def _derive(secret: str, purpose: str) -> bytes:
@@ -164,20 +174,33 @@ class TokenService:
         return claims
 
     # -- login ------------------------------------------------------------------
-    def mint_login(self, user: User) -> str:
-        return self._mint(LOGIN, self.login_ttl,
-                          {"sub": user.id, "pwv": user.password_fingerprint})
+    def mint_login(self, user: User, *, generation: int = 0,
+                   methods: Sequence[str] = ("pwd",), token_id: str | None = None) -> str:
+        """``methods`` become the RFC 8176 ``amr`` claim: ``pwd``, then ``otp`` (TOTP or a
+        recovery code) or ``hwk`` (a passkey) when a second factor was proved.
+        ``token_id`` (the ``jti``) names the login session the token belongs to."""
+        claims: dict[str, Any] = {"sub": user.id, "pwv": user.password_fingerprint,
+                                  "gen": generation, "amr": list(methods)}
+        if token_id is not None:
+            claims["jti"] = token_id
+        return self._mint(LOGIN, self.login_ttl, claims)
 
     def verify_login(self, token: str) -> LoginClaims:
         claims = self._verify(LOGIN, token, ["sub", "pwv"])
+        amr = claims.get("amr")
+        methods = tuple(str(m) for m in amr) if isinstance(amr, list) else ("pwd",)
         return LoginClaims(user_id=str(claims["sub"]), password_version=str(claims["pwv"]),
-                           expires_at=int(claims["exp"]))
+                           expires_at=int(claims["exp"]), generation=_generation(claims),
+                           second_factor=bool(SECOND_FACTOR_METHODS & set(methods)),
+                           methods=methods, issued_at=int(claims["iat"]),
+                           token_id=str(claims.get("jti", "")))
 
     # -- viewer (SPEC 5.3) ------------------------------------------------------
-    def mint_viewer(self, session_id: str, user: User, tenant_id: str | None) -> str:
+    def mint_viewer(self, session_id: str, user: User, tenant_id: str | None,
+                    generation: int = 0) -> str:
         return self._mint(VIEWER, self.viewer_ttl,
                           {"sub": user.id, "session_id": session_id, "tenant_id": tenant_id,
-                           "pwv": user.password_fingerprint})
+                           "pwv": user.password_fingerprint, "gen": generation})
 
     def verify_viewer(self, token: str, session_id: str | None = None) -> ViewerClaims:
         """Raises :class:`TokenError` for any other kind, another session's token, or expiry."""
@@ -188,4 +211,13 @@ class TokenService:
         tenant = claims.get("tenant_id")
         return ViewerClaims(user_id=str(claims["sub"]), session_id=str(claims["session_id"]),
                             tenant_id=str(tenant) if tenant is not None else None,
-                            password_version=str(claims["pwv"]))
+                            password_version=str(claims["pwv"]),
+                            generation=_generation(claims))
+
+
+def _generation(claims: dict[str, Any]) -> int:
+    """The ``gen`` claim; tokens minted before generations existed carry generation 0."""
+    value = claims.get("gen", 0)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TokenError("not a valid token (its generation is malformed)")
+    return value

@@ -2,6 +2,7 @@
 import { ApiError, api, apiAll, token } from "./api.js";
 import { badge, h, items, when } from "./dom.js";
 import { qrSvg } from "./qr.js";
+import { accountView } from "./account.js";
 import { webhooksView } from "./webhooks.js";
 
 const app = document.getElementById("app");
@@ -18,7 +19,9 @@ const VIEWS = {
   users: { title: "Users", render: usersView, admin: true },
   audit: { title: "Audit log", render: auditView, admin: true },
   webhooks: { title: "Webhooks", render: (main) => webhooksView(main, { guarded, errorLine, every }), admin: true },
+  account: { title: "Account", render: (main) => accountView(main, { guarded, errorLine, loggedOut: showLogin, enrolled: start }) },
 };
+let mustEnrol = false; // the server requires a second factor this login lacks
 
 function isAdmin() {
   return me?.role === "admin";
@@ -51,23 +54,34 @@ function showLogin(message = "") {
   token.clear();
   me = null;
   const error = h("p", { className: "error", role: "alert" }, message);
+  const secondStep = h("div", { id: "login-second-step" });
   const form = h("form", { className: "login", id: "login-form" },
     h("h1", {}, "remote-support"),
     h("label", {}, "Username", h("input", { name: "username", autocomplete: "username", required: true })),
     h("label", {}, "Password", h("input", { name: "password", type: "password", autocomplete: "current-password", required: true })),
+    secondStep,
     error,
     h("button", { className: "primary", type: "submit" }, "Log in"));
   singleSignOn(form);
   form.onsubmit = async (event) => {
     event.preventDefault();
     const data = new FormData(form);
+    const body = { username: data.get("username"), password: data.get("password") };
+    const code = (data.get("code") || "").trim();
+    if (code) body[/^\d{6}$/.test(code) ? "otp" : "recovery_code"] = code;
     try {
-      const answer = await api("POST", "/api/auth/login", {
-        username: data.get("username"), password: data.get("password"),
-      });
+      const answer = await api("POST", "/api/auth/login", body);
       token.set(answer.access_token);
       await start();
     } catch (failure) {
+      const type = failure.problem?.type || "";
+      if (type.endsWith("/second-factor-needed")) {
+        // Login's second step: the password matched; ask for the app's code.
+        secondStep.replaceChildren(h("label", {}, "Code from your authenticator app, or a recovery code",
+          h("input", { name: "code", id: "login-code", inputmode: "numeric", autocomplete: "one-time-code", required: true })));
+        secondStep.querySelector("input").focus();
+        return;
+      }
       error.textContent = failure.status === 429 ? `Too many attempts. ${failure.message}` : failure.message;
     }
   };
@@ -108,6 +122,8 @@ async function start() {
   if (!token.get()) return showLogin();
   try {
     me = await api("GET", "/api/auth/me");
+    const factor = await api("GET", "/api/auth/second-factor");
+    mustEnrol = factor.required && !factor.token_has_second_factor;
   } catch {
     return showLogin();
   }
@@ -117,13 +133,14 @@ async function start() {
 function route() {
   clearInterval(refreshTimer);
   const [name, ...rest] = (location.hash.slice(1) || "machines").split("/");
-  const view = VIEWS[name] && (!VIEWS[name].admin || isAdmin()) ? name : name === "keys" ? "keys" : "machines";
+  let view = VIEWS[name] && (!VIEWS[name].admin || isAdmin()) ? name : name === "keys" ? "keys" : "machines";
+  if (mustEnrol) view = "account"; // nothing else answers until a second factor is used
   const nav = h("nav", {},
     h("div", { className: "who" }, `${me.username} · ${me.role}`),
     ...Object.entries(VIEWS)
       .filter(([, v]) => !v.admin || isAdmin())
       .map(([key, v]) => h("a", { href: `#${key}`, className: key === view ? "active" : "" }, v.title)),
-    h("a", { href: "#", onclick: (e) => { e.preventDefault(); showLogin(); } }, "Log out"));
+    h("a", { href: "#", id: "logout", onclick: (e) => { e.preventDefault(); logOut(); } }, "Log out"));
   const main = h("main", { id: "view" });
   app.replaceChildren(h("div", { className: "console" }, nav, main));
   if (view === "keys") keysView(main, decodeURIComponent(rest.join("/")));
@@ -131,6 +148,17 @@ function route() {
 }
 
 window.addEventListener("hashchange", () => me && route());
+
+// Logging out ends the account's tokens on the server (and its open viewers), then
+// forgets the token here; the login page shows even if the server cannot be reached.
+async function logOut() {
+  try {
+    await api("POST", "/api/auth/logout");
+  } catch {
+    // already void (expired or revoked): nothing more to end
+  }
+  showLogin();
+}
 
 function every(ms, fn) {
   fn();

@@ -3,11 +3,13 @@ and the per-account guard against distributed guessing (T06)."""
 
 from __future__ import annotations
 
-from remote_core.records import AuditEvent
+from remote_core.records import AuditEvent, User
 
 from ...observe.counters import auth_failed, rate_limited
+from ..logins import open_login
 from ..problem import Problem
 from ..ratelimit import RateLimiter
+from ..secondfactor import check_code
 from ..users import authenticate, check_password, hash_password
 from . import schemas as s
 from .endpoint import Call, Endpoint
@@ -31,6 +33,44 @@ async def _guarded_out(call: Call, username: str) -> float | None:
     return guard
 
 
+async def _failed(call: Call, username: str, kind: str) -> None:
+    """Count a failed login toward the account's guard (the per-IP limit counted it)."""
+    auth_failed(kind)
+    await call.ctx.audit.record(AuditEvent(kind="auth.login_failed", target=username,
+                                           client_ip=call.ip,
+                                           detail={"factor": kind} if kind != "password"
+                                           else {}))
+    if await call.ctx.limiter.record_account_failure(username):
+        await call.ctx.audit.record(AuditEvent(
+            kind="auth.account_guarded", target=username, client_ip=call.ip,
+            detail={"failures": RateLimiter.ACCOUNT_FAILURES_BEFORE_GUARD,
+                    "window_seconds": RateLimiter.ACCOUNT_FAILURE_WINDOW,
+                    "guard_seconds": RateLimiter.ACCOUNT_GUARD_SECONDS}))
+
+
+async def _second_factor(call: Call, user: User, body: s.LoginIn) -> list[str]:
+    """The ``amr`` methods of this login; raises when the account's second factor is
+    missing (401 ``second-factor-needed``) or wrong (401 ``bad-second-factor``, counted)."""
+    factors = await call.ctx.store.get_second_factors(user.id)
+    if factors.totp_secret is None:
+        return ["pwd"]
+    if body.otp is None and body.recovery_code is None:
+        raise Problem(401, "this account needs its second factor: send the TOTP code as "
+                           "otp, or a recovery code as recovery_code",
+                      kind="second-factor-needed", extra={"methods": ["otp", "recovery_code"]})
+    method = await check_code(call.ctx.store, factors, otp=body.otp,
+                              recovery_code=None if body.otp is not None
+                              else body.recovery_code)
+    if method is None:
+        await _failed(call, body.username, "second_factor")
+        raise Problem.unauthorized("wrong second factor", kind="bad-second-factor")
+    if body.otp is None:
+        await call.ctx.audit.record(AuditEvent(
+            kind="auth.recovery_code_used", actor=user.username, target=user.id,
+            client_ip=call.ip, detail={"left": len(factors.recovery_hashes) - 1}))
+    return ["pwd", method]
+
+
 async def login(call: Call) -> s.TokenOut:
     body: s.LoginIn = call.body
     limiter = call.ctx.limiter
@@ -44,21 +84,16 @@ async def login(call: Call) -> s.TokenOut:
                                          "again later, or from where you logged in before")
     user = await authenticate(call.ctx.store, body.username, body.password)
     if user is None:
-        auth_failed("password")
-        await call.ctx.audit.record(AuditEvent(kind="auth.login_failed", target=body.username,
-                                               client_ip=call.ip))
-        if await limiter.record_account_failure(body.username):
-            await call.ctx.audit.record(AuditEvent(
-                kind="auth.account_guarded", target=body.username, client_ip=call.ip,
-                detail={"failures": RateLimiter.ACCOUNT_FAILURES_BEFORE_GUARD,
-                        "window_seconds": RateLimiter.ACCOUNT_FAILURE_WINDOW,
-                        "guard_seconds": RateLimiter.ACCOUNT_GUARD_SECONDS}))
+        await _failed(call, body.username, "password")
         raise Problem.unauthorized("wrong username or password", kind="bad-credentials")
+    methods = await _second_factor(call, user, body)
     await call.ctx.store.record_login_address(user.id, call.ip, KNOWN_ADDRESSES_PER_USER)
     await call.ctx.audit.record(AuditEvent(kind="auth.login", actor=user.username,
-                                           target=user.id, client_ip=call.ip))
-    return s.TokenOut(access_token=call.ctx.tokens.mint_login(user),
-                      expires_in=call.ctx.tokens.login_ttl)
+                                           target=user.id, client_ip=call.ip,
+                                           detail={"amr": methods}))
+    token = await open_login(call.ctx, user, methods, client_ip=call.ip,
+                             user_agent=call.request.headers.get("user-agent", ""))
+    return s.TokenOut(access_token=token, expires_in=call.ctx.tokens.login_ttl)
 
 
 async def change_password(call: Call) -> None:
@@ -87,16 +122,19 @@ async def me(call: Call) -> s.MeOut:
 ENDPOINTS = [
     Endpoint("POST", "/api/auth/login", login,
              "Log in; answers a login token (8 attempts/min/IP, successful ones included; "
-             "after 20 failed logins to one account within 15 min, for 15 min only from "
-             "addresses it logged in from before)",
+             "after 20 failed logins or second factors to one account within 15 min, for "
+             "15 min only from addresses it logged in from before). An account with TOTP "
+             "sends its code (otp) or a recovery code with the password",
              access="public", body=s.LoginIn, result=s.TokenOut, tag="auth",
-             responses=((401, "wrong username or password", ("bad-credentials",)),
+             responses=((401, "wrong username or password, a second factor needed or wrong",
+                         ("bad-credentials", "second-factor-needed", "bad-second-factor")),
                         (429, "rate limit, or the account's guard against distributed "
                               "guessing"))),
     Endpoint("POST", "/api/auth/change-password", change_password,
              "Change the caller's password (5/min/IP); older tokens stop working",
-             body=s.ChangePasswordIn, status=204, tag="auth",
+             body=s.ChangePasswordIn, status=204, tag="auth", second_factor=False,
              responses=((403, "the current password is wrong", ("wrong-password",)),
                         (429, "rate limit"))),
-    Endpoint("GET", "/api/auth/me", me, "The caller's account", result=s.MeOut, tag="auth"),
+    Endpoint("GET", "/api/auth/me", me, "The caller's account", result=s.MeOut, tag="auth",
+             second_factor=False),
 ]

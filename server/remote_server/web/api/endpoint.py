@@ -24,7 +24,8 @@ from ..bodies import parse_json, read_body
 from ..clientip import client_ip
 from ..context import ServerContext
 from ..problem import Problem, validation_problem
-from ..tokens import TokenError
+from ..secondfactor import required_for
+from ..tokens import LoginClaims, TokenError
 from .paging import Paged, next_link
 
 __all__ = ["Call", "Endpoint", "route"]
@@ -47,6 +48,8 @@ class Call:
     body: Any
     query: Any
     ip: str
+    claims: LoginClaims | None = None
+    """The caller's login token, on endpoints that require one."""
 
     def param(self, name: str) -> str:
         return str(self.request.path_params[name])
@@ -69,6 +72,9 @@ class Endpoint:
         document); those every endpoint of its kind answers are added there.
     :param result: the success body's model (``list[Model]`` allowed); ``None`` = no body.
     :param store: whether it reads or writes the database (so may answer 503).
+    :param second_factor: whether a token without a second factor is refused (403
+        ``second-factor-required``) when the server requires one of the caller; the
+        caller's own account endpoints (enrolment, logout) say False.
     """
 
     method: str
@@ -84,17 +90,24 @@ class Endpoint:
     tag: str = ""
     body_optional: bool = False
     store: bool = True
+    second_factor: bool = True
 
 
 def route(endpoint: Endpoint) -> Route:
     async def handle(request: Request) -> Response:
         ctx: ServerContext = request.app.state.ctx
-        user = await _caller(request, ctx) if endpoint.access != "public" else None
+        user, claims = (await _caller(request, ctx) if endpoint.access != "public"
+                        else (None, None))
         if endpoint.access == "admin" and not (user and user.is_admin):
             raise Problem(403, "this endpoint is for administrators only")
+        if (endpoint.second_factor and user is not None and claims is not None
+                and not claims.second_factor and required_for(ctx.settings, user)):
+            raise Problem(403, "this server requires a second factor of this account: enrol "
+                               "one and log in with it", kind="second-factor-required")
         query = _query(request, endpoint)
         body = await _body(request, endpoint) if endpoint.body else None
-        call = Call(request, ctx, user, body, query, client_ip(request.scope, ctx.settings))
+        call = Call(request, ctx, user, body, query, client_ip(request.scope, ctx.settings),
+                    claims)
         response = _render(request, await endpoint.handler(call), endpoint.status)
         # Answers carry accounts, keys shown once and live state: no cache keeps them.
         response.headers.setdefault("cache-control", "no-store")
@@ -104,8 +117,10 @@ def route(endpoint: Endpoint) -> Route:
                  name=f"{endpoint.handler.__module__}.{endpoint.handler.__name__}")
 
 
-async def _caller(request: Request, ctx: ServerContext) -> User:
-    """The user behind ``Authorization: Bearer``; 401 unless it is a live login token."""
+async def _caller(request: Request, ctx: ServerContext) -> tuple[User, LoginClaims]:
+    """The user behind ``Authorization: Bearer``; 401 unless it is a live login token (of
+    the user's current password and token generation, read from the store on each request
+    so a revocation holds on every node at once)."""
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
@@ -119,7 +134,16 @@ async def _caller(request: Request, ctx: ServerContext) -> User:
     if user is None or user.disabled or claims.password_version != user.password_fingerprint:
         auth_failed("login_token")
         raise Problem.unauthorized("token is no longer valid for this account")
-    return user
+    factors = await ctx.store.get_second_factors(user.id)
+    if claims.generation != factors.token_generation:
+        auth_failed("login_token")
+        raise Problem.unauthorized("token was revoked (logout, or the account's sessions "
+                                   "were ended)")
+    login = await ctx.store.get_login_session(claims.token_id) if claims.token_id else None
+    if login is None or login.user_id != user.id:
+        auth_failed("login_token")
+        raise Problem.unauthorized("token was revoked (its login session was ended)")
+    return user, claims
 
 
 def _query(request: Request, endpoint: Endpoint) -> Any:

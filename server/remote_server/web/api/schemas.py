@@ -90,9 +90,14 @@ class EventKind(StrEnum):
     AUTH_ACCOUNT_GUARDED = "auth.account_guarded"
     AUTH_CHANGE_PASSWORD_FAILED = "auth.change_password_failed"  # noqa: S105 - a kind
     AUTH_LOGIN = "auth.login"
+    AUTH_LOGIN_ENDED = "auth.login_ended"
     AUTH_LOGIN_FAILED = "auth.login_failed"
     AUTH_PASSWORD_CHANGED = "auth.password_changed"  # noqa: S105 - a kind
+    AUTH_RECOVERY_CODE_USED = "auth.recovery_code_used"
     AUTH_SIGNING_KEY_ROTATED = "auth.signing_key_rotated"
+    AUTH_TOKENS_REVOKED = "auth.tokens_revoked"
+    AUTH_TOTP_ENROLLED = "auth.totp_enrolled"
+    AUTH_TOTP_RESET = "auth.totp_reset"
     MACHINE_DELETED = "machine.deleted"
     MACHINE_PLACEMENT_REPORTED = "machine.placement_reported"
     MACHINE_PREREGISTERED = "machine.preregistered"
@@ -188,15 +193,59 @@ PermissionIn = Annotated[Permission, Strict(False)]
 # -- auth ------------------------------------------------------------------------
 
 
+OneTimeCode = Annotated[str, Field(min_length=1, max_length=32), AfterValidator(_printable)]
+
+
 class LoginIn(Body):
     username: Annotated[str, Field(min_length=1, max_length=64)]
     password: Secret
+    otp: OneTimeCode | None = Field(
+        None, description="the current TOTP code, when the account has TOTP")
+    recovery_code: OneTimeCode | None = Field(
+        None, description="one of the account's recovery codes, instead of otp (works once)")
 
 
 class TokenOut(Out):
     access_token: str
     token_type: Literal["bearer"] = "bearer"  # noqa: S105 - the scheme name, not a secret
     expires_in: int
+
+
+class SecondFactorOut(Out):
+    totp_enrolled: bool
+    required: bool = Field(description="whether the server requires this account to use one")
+    token_has_second_factor: bool = Field(
+        description="whether the calling token was issued after a second factor")
+    recovery_codes_left: int
+
+
+class TotpSecretOut(Out):
+    secret: str = Field(description="base32 TOTP secret; not stored until confirmed")
+    otpauth_uri: str = Field(description="the otpauth:// URI an authenticator app scans")
+
+
+class TotpEnrolIn(Body):
+    secret: Annotated[str, Field(pattern=r"^[A-Z2-7]{32,128}$")]
+    code: OneTimeCode
+
+
+class TotpEnrolledOut(TokenOut):
+    recovery_codes: list[str] = Field(
+        description="shown once: each logs in once in place of a TOTP code")
+
+
+class LoginSessionOut(Out):
+    id: str
+    created_at: datetime
+    expires_at: datetime
+    client_ip: str
+    user_agent: str
+    second_factor: bool = Field(description="whether the login proved a second factor")
+    current: bool = Field(description="whether this is the calling token's login")
+
+
+class PasswordIn(Body):
+    password: Secret
 
 
 class ChangePasswordIn(Body):

@@ -172,7 +172,8 @@ async def viewer_token(call: Call) -> s.ViewerTokenOut:
     if refusal is not None:
         raise Problem(403, refusal, kind="consent-refused", extra={"consent": standing.value})
     tenant = record.tenant_id if record else DEFAULT_TENANT_ID
-    token = call.ctx.tokens.mint_viewer(session_id, call.me, tenant)
+    generation = (await call.ctx.store.get_second_factors(call.me.id)).token_generation
+    token = call.ctx.tokens.mint_viewer(session_id, call.me, tenant, generation)
     await call.ctx.audit.record(AuditEvent(kind="viewer.token_issued", session_id=session_id,
                                            agent_id=live.agent_id, actor=call.me.username,
                                            client_ip=call.ip))

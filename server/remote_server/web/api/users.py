@@ -8,6 +8,7 @@ from remote_core.errors import ConflictError
 from remote_core.records import PERMISSIONS, AuditEvent, Keyset, User, utcnow
 
 from ..problem import Problem
+from ..revocation import revoke_tokens
 from ..users import hash_password
 from . import schemas as s
 from .endpoint import Call, Endpoint
@@ -82,6 +83,10 @@ async def patch_user(call: Call) -> s.UserOut:
     if updated is None:
         raise Problem(404, "no such user")
     await _audit(call, "user.updated", updated)
+    if (body.disabled and not user.disabled) or (body.role and body.role != user.role):
+        await revoke_tokens(call.ctx, updated, "the user was disabled" if body.disabled
+                            else "the user's role was changed", actor=call.me.username,
+                            client_ip=call.ip)
     await call.ctx.directory.user_changed(user.id, password_changed=bool(body.password))
     return user_out(updated)
 

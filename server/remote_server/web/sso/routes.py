@@ -27,6 +27,7 @@ from ...settings import ServerSettings
 from ..api.auth import KNOWN_ADDRESSES_PER_USER
 from ..bodies import parse_json, read_body
 from ..clientip import client_ip
+from ..logins import open_login
 from ..context import ServerContext
 from ..problem import Problem
 from ..users import hash_password
@@ -100,7 +101,7 @@ class OidcLogin:
         ctx = _ctx(request)
         ip = client_ip(request.scope, ctx.settings)
         try:
-            user = await self._finish(request, ctx)
+            user, methods = await self._finish(request, ctx)
         except _Refused as refused:
             auth_failed("oidc")
             await ctx.audit.record(AuditEvent(
@@ -110,8 +111,10 @@ class OidcLogin:
         await ctx.store.record_login_address(user.id, ip, KNOWN_ADDRESSES_PER_USER)
         await ctx.audit.record(AuditEvent(kind="auth.login", actor=user.username,
                                           target=user.id, client_ip=ip,
-                                          detail={"method": "oidc"}))
-        code = self.handoff.put((ctx.tokens.mint_login(user), ctx.tokens.login_ttl))
+                                          detail={"method": "oidc", "amr": methods}))
+        token = await open_login(ctx, user, methods, client_ip=ip,
+                                 user_agent=request.headers.get("user-agent", ""))
+        code = self.handoff.put((token, ctx.tokens.login_ttl))
         response = RedirectResponse(f"{self.config.console_url}#sso={code}", status_code=303)
         response.delete_cookie(COOKIE, path="/auth/oidc")
         response.headers["cache-control"] = "no-store"
@@ -133,8 +136,9 @@ class OidcLogin:
         return JSONResponse({"access_token": token, "token_type": "bearer", "expires_in": ttl},
                             headers={"cache-control": "no-store"})
 
-    async def _finish(self, request: Request, ctx: ServerContext) -> User:
-        """The account this callback logs in, or :class:`_Refused` saying why not."""
+    async def _finish(self, request: Request, ctx: ServerContext) -> tuple[User, list[str]]:
+        """The account this callback logs in and the login's ``amr`` methods, or
+        :class:`_Refused` saying why not."""
         params = request.query_params
         state = params.get("state", "")
         cookie = request.cookies.get(COOKIE, "")
@@ -158,7 +162,7 @@ class OidcLogin:
             log.warning("single sign-on refused: %s", exc)
             raise _Refused("The identity provider's answer could not be verified.",
                            str(exc)) from None
-        return await self._account(ctx, claims)
+        return await self._account(ctx, claims), sign_in_methods(claims)
 
     async def _account(self, ctx: ServerContext, claims: dict[str, Any]) -> User:
         username = claims.get(self.config.username_claim)
@@ -193,6 +197,18 @@ class OidcLogin:
                            "identity provider do not make you one. Ask an administrator.",
                            "role above the mapped groups", username)
         return user
+
+
+PROVIDER_MULTI_FACTOR = frozenset({"mfa", "otp", "hwk", "swk", "sms", "sc"})
+"""RFC 8176 ``amr`` values by which the provider says it checked more than a password."""
+
+
+def sign_in_methods(claims: dict[str, Any]) -> list[str]:
+    """The login's ``amr``: ``fed`` (a federated sign-in), and ``mfa`` when the provider's
+    own ``amr`` shows a second factor, which then meets ``REQUIRE_SECOND_FACTOR``."""
+    theirs = claims.get("amr")
+    proved = isinstance(theirs, list) and bool(PROVIDER_MULTI_FACTOR & {str(m) for m in theirs})
+    return ["fed", "mfa"] if proved else ["fed"]
 
 
 async def _create(ctx: ServerContext, username: str, grant: Grant) -> User:
