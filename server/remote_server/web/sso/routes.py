@@ -27,8 +27,8 @@ from ...settings import ServerSettings
 from ..api.auth import KNOWN_ADDRESSES_PER_USER
 from ..bodies import parse_json, read_body
 from ..clientip import client_ip
-from ..logins import open_login
 from ..context import ServerContext
+from ..logins import open_login
 from ..problem import Problem
 from ..users import hash_password
 from .config import START_PATH, OidcConfig
