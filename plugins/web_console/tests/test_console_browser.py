@@ -78,6 +78,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
 
 
 @pytest.fixture(scope="module")
+def admin(server: ServerProcess) -> Iterator[Api]:
+    """One admin login for the module's REST calls: the login limit (8 a minute from one
+    address) is the shipped one, and the browser tests log in from the same address."""
+    api = Api(server)
+    yield api
+    api.close()
+
+
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     pytest.importorskip("playwright.sync_api")
     with chromium() as instance:
@@ -251,21 +260,17 @@ def test_a_click_moves_the_remote_pointer(attended: Attended, display: Xvfb) -> 
 
 def test_a_view_only_technician_cannot_move_the_pointer(
         tmp_path: Path, attended: Attended, display: Xvfb, server: ServerProcess,
-        browser: Any) -> None:
+        admin: Api, browser: Any) -> None:
     """On a managed machine (an attended session admits only the technician the end user
     consented to), a technician with only ``view`` watches and cannot move the pointer."""
-    api = Api(server)
-    try:
-        created = api.post("/api/users", json={
-            "username": "viewer-tech", "password": TECH_PASSWORD, "role": "technician",
-            "permissions": ["view"], "client_access": ["*"]})
-        assert created.status_code == 201, created.text
-        agent_id, key = api.machine_with_key()
-        managed = AgentProcess(tmp_path / "managed", display.display, "--server", server.url,
-                               "--key", key)
-        session_id = api.live_session(agent_id)["id"]
-    finally:
-        api.close()
+    created = admin.post("/api/users", json={
+        "username": "viewer-tech", "password": TECH_PASSWORD, "role": "technician",
+        "permissions": ["view"], "client_access": ["*"]})
+    assert created.status_code == 201, created.text
+    agent_id, key = admin.machine_with_key()
+    managed = AgentProcess(tmp_path / "managed", display.display, "--server", server.url,
+                           "--key", key)
+    session_id = admin.live_session(agent_id)["id"]
     try:
         with watched_context(browser, viewport=VIEWPORT) as context:
             page = context.new_page()
@@ -284,15 +289,12 @@ def test_a_view_only_technician_cannot_move_the_pointer(
         managed.stop()
 
 
-def test_agent_reported_text_is_shown_as_text(server: ServerProcess, browser: Any) -> None:
-    api = Api(server)
-    try:
-        markup = '<img src=x onerror="window.pwned=1"><b>bold</b>'
-        created = api.post("/api/machines", json={"organization": markup, "site": "",
-                                                  "tags": ["<i>t</i>"]})
-        assert created.status_code == 201, created.text
-    finally:
-        api.close()
+def test_agent_reported_text_is_shown_as_text(server: ServerProcess, admin: Api,
+                                              browser: Any) -> None:
+    markup = '<img src=x onerror="window.pwned=1"><b>bold</b>'
+    created = admin.post("/api/machines", json={"organization": markup, "site": "",
+                                                "tags": ["<i>t</i>"]})
+    assert created.status_code == 201, created.text
     with watched_context(browser) as context:
         page = context.new_page()
         log_in(page, server, "admin", ADMIN_PASSWORD)
@@ -412,23 +414,19 @@ def test_a_refused_origin_is_said_plainly_not_retried_forever(
 
 @pytest.mark.parametrize("action", ["logout", "password change"])
 def test_logout_and_password_change_close_a_live_viewer(
-        tmp_path: Path, display: Xvfb, server: ServerProcess, browser: Any,
+        tmp_path: Path, display: Xvfb, server: ServerProcess, admin: Api, browser: Any,
         action: str) -> None:
     """The viewer socket of a technician who logs out, or changes their password, is
     closed by the server at once, and the viewer says why."""
     name = f"leaving-{action.split()[0]}"
-    api = Api(server)
-    try:
-        created = api.post("/api/users", json={
-            "username": name, "password": TECH_PASSWORD, "role": "technician",
-            "permissions": ["view"], "client_access": ["*"]})
-        assert created.status_code == 201, created.text
-        agent_id, key = api.machine_with_key()
-        managed = AgentProcess(tmp_path / "managed", display.display, "--server", server.url,
-                               "--key", key)
-        session_id = api.live_session(agent_id)["id"]
-    finally:
-        api.close()
+    created = admin.post("/api/users", json={
+        "username": name, "password": TECH_PASSWORD, "role": "technician",
+        "permissions": ["view"], "client_access": ["*"]})
+    assert created.status_code == 201, created.text
+    agent_id, key = admin.machine_with_key()
+    managed = AgentProcess(tmp_path / "managed", display.display, "--server", server.url,
+                           "--key", key)
+    session_id = admin.live_session(agent_id)["id"]
     try:
         with watched_context(browser, viewport=VIEWPORT) as context:
             page = context.new_page()
