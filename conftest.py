@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
 
@@ -9,3 +12,14 @@ import pytest
 def anyio_backend() -> str:
     """asyncio: what the server (uvicorn, on uvloop) and the agent run on."""
     return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium driven by Playwright, one per test module (a module that needs
+    another, say one trusting a test authority, defines its own)."""
+    pytest.importorskip("playwright.sync_api")
+    from remote_core.testing.browser import chromium
+
+    with chromium() as instance:
+        yield instance

@@ -16,7 +16,7 @@ from remote_server.testing.liveserver import fresh_ip
 from remote_server.testing.oidc_provider import OpenIdProvider
 from remote_server.testing.processes import ADMIN_PASSWORD
 
-from remote_core.testing.browser import chromium, watched_context
+from remote_core.testing.browser import watched_context
 
 from .servers import Sso, start_server
 
@@ -34,12 +34,6 @@ def sso(tmp_path_factory: pytest.TempPathFactory, provider: OpenIdProvider) -> I
     finally:
         running.server.stop()
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    pytest.importorskip("playwright.sync_api")
-    with chromium() as instance:
-        yield instance
 
 
 def _sign_in(browser: Any, sso: Sso, subject: str, **context_options: Any) -> Iterator[Any]:

@@ -23,7 +23,7 @@ import httpx
 import pytest
 from remote_server.testing.processes import ADMIN_PASSWORD, AgentProcess, Api, ServerProcess
 
-from remote_core.testing.browser import chromium, wait_until, watched_context
+from remote_core.testing.browser import wait_until, watched_context
 from remote_core.testing.xvfb import Painter, Xvfb, xvfb
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xvfb]
@@ -85,12 +85,6 @@ def admin(server: ServerProcess) -> Iterator[Api]:
     yield api
     api.close()
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    pytest.importorskip("playwright.sync_api")
-    with chromium() as instance:
-        yield instance
 
 
 def log_in(page: Any, server: ServerProcess, username: str, password: str) -> None:
@@ -258,19 +252,26 @@ def test_a_click_moves_the_remote_pointer(attended: Attended, display: Xvfb) -> 
     attended.page.screenshot(path=str(DOCS / "console-machines.png"))
 
 
-def test_a_view_only_technician_cannot_move_the_pointer(
-        tmp_path: Path, attended: Attended, display: Xvfb, server: ServerProcess,
-        admin: Api, browser: Any) -> None:
-    """On a managed machine (an attended session admits only the technician the end user
-    consented to), a technician with only ``view`` watches and cannot move the pointer."""
+def watched_machine(admin: Api, tmp_path: Path, display: Xvfb, server: ServerProcess,
+                    technician: str) -> tuple[AgentProcess, str]:
+    """A view-only technician and a managed agent live on ``display``: the agent and its
+    session's id."""
     created = admin.post("/api/users", json={
-        "username": "viewer-tech", "password": TECH_PASSWORD, "role": "technician",
+        "username": technician, "password": TECH_PASSWORD, "role": "technician",
         "permissions": ["view"], "client_access": ["*"]})
     assert created.status_code == 201, created.text
     agent_id, key = admin.machine_with_key()
     managed = AgentProcess(tmp_path / "managed", display.display, "--server", server.url,
                            "--key", key)
-    session_id = admin.live_session(agent_id)["id"]
+    return managed, admin.live_session(agent_id)["id"]
+
+
+def test_a_view_only_technician_cannot_move_the_pointer(
+        tmp_path: Path, attended: Attended, display: Xvfb, server: ServerProcess,
+        admin: Api, browser: Any) -> None:
+    """On a managed machine (an attended session admits only the technician the end user
+    consented to), a technician with only ``view`` watches and cannot move the pointer."""
+    managed, session_id = watched_machine(admin, tmp_path, display, server, "viewer-tech")
     try:
         with watched_context(browser, viewport=VIEWPORT) as context:
             page = context.new_page()
@@ -419,14 +420,7 @@ def test_logout_and_password_change_close_a_live_viewer(
     """The viewer socket of a technician who logs out, or changes their password, is
     closed by the server at once, and the viewer says why."""
     name = f"leaving-{action.split()[0]}"
-    created = admin.post("/api/users", json={
-        "username": name, "password": TECH_PASSWORD, "role": "technician",
-        "permissions": ["view"], "client_access": ["*"]})
-    assert created.status_code == 201, created.text
-    agent_id, key = admin.machine_with_key()
-    managed = AgentProcess(tmp_path / "managed", display.display, "--server", server.url,
-                           "--key", key)
-    session_id = admin.live_session(agent_id)["id"]
+    managed, session_id = watched_machine(admin, tmp_path, display, server, name)
     try:
         with watched_context(browser, viewport=VIEWPORT) as context:
             page = context.new_page()

@@ -15,7 +15,7 @@ import pytest
 from remote_server.testing.processes import ADMIN_PASSWORD, ServerProcess
 from remote_server.web import totp
 
-from remote_core.testing.browser import chromium, watched_context
+from remote_core.testing.browser import watched_context
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -31,12 +31,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     yield process
     process.stop()
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    pytest.importorskip("playwright.sync_api")
-    with chromium() as instance:
-        yield instance
 
 
 def test_totp_enrolment_and_login(server: ServerProcess, browser: Any) -> None:

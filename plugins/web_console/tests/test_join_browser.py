@@ -22,7 +22,7 @@ from remote_server.cli import main as remote_support
 from remote_server.testing.processes import ADMIN_PASSWORD, Api, ServerProcess
 
 from remote_core.supportcode import masked
-from remote_core.testing.browser import chromium, watched_context
+from remote_core.testing.browser import watched_context
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -55,12 +55,6 @@ def server(tmp_path: Path, release: Path) -> Iterator[ServerProcess]:
     yield process
     process.stop()
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    pytest.importorskip("playwright.sync_api")
-    with chromium() as instance:
-        yield instance
 
 
 def _code(server: ServerProcess) -> str:

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from remote_server.testing.processes import ADMIN_PASSWORD, ServerProcess
 
-from remote_core.testing.browser import chromium, wait_until, watched_context
+from remote_core.testing.browser import wait_until, watched_context
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -33,12 +33,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     yield process
     process.stop()
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    pytest.importorskip("playwright.sync_api")
-    with chromium() as instance:
-        yield instance
 
 
 def test_the_webhooks_page_shows_refused_deliveries(server: ServerProcess, browser: Any,

@@ -198,7 +198,9 @@ class Server(uvicorn.Server):
         if hasattr(signal, "SIGHUP"):  # before the migrations: a reload then must not kill
             try:
                 asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.reload)
-            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
+            # Not the main thread (asyncio: RuntimeError, uvloop: ValueError), or no
+            # signals on this platform (NotImplementedError).
+            except (NotImplementedError, RuntimeError, ValueError):
                 log.debug("SIGHUP is not handled in this process")
         await super().startup(sockets)
         if not self.should_exit:
