@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -23,9 +23,18 @@ class Cluster:
     nodes: dict[str, ServerProcess]
     name: str
     directory: Path
+    _apis: dict[str, Api] = field(default_factory=dict)
 
     def api(self, node: str) -> Api:
-        return Api(self.nodes[node])
+        """The REST API of ``node`` as the first admin, logged in once per node: the login
+        limit (8 a minute from one address) is shipped and shared by the nodes."""
+        if node not in self._apis:
+            self._apis[node] = Api(self.nodes[node])
+        return self._apis[node]
+
+    def close(self) -> None:
+        for api in self._apis.values():
+            api.close()
 
     def holder(self, agent_id: str) -> str:
         """The node the agent's latest connection reached (its log says so)."""
@@ -64,7 +73,9 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
             for node in ("a", "b", "c"):
                 nodes[node] = ServerProcess(tmp_path / node,
                                             **cluster_settings(name, database.url, node)).start()
-            yield Cluster(nodes, name, tmp_path)
+            running = Cluster(nodes, name, tmp_path)
+            yield running
+            running.close()
         finally:
             for process in nodes.values():
                 process.stop()

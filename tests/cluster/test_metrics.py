@@ -45,7 +45,7 @@ def test_each_node_serves_its_own_metrics(tmp_path: Path) -> None:
                     **cluster_settings(name, database.url, node)).start()
             api = Api(nodes["a"])
             agent_id, key = api.machine_with_key()
-            with connect(nodes["a"].url.replace("http://", "ws://") + "/ws/agent") as agent:
+            with connect(nodes["a"].ws_url("/ws/agent")) as agent:
                 agent.send(wrap("session_request", pb.SessionRequest(agent_id=agent_id,
                                                                      session_token=key)))
                 api.live_session(agent_id)
