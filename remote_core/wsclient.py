@@ -1,8 +1,11 @@
-"""A small WebSocket client: wsproto for the protocol, anyio streams for the bytes.
+"""A small WebSocket client: websockets' sans-I/O protocol, anyio streams for the bytes.
 
-wsproto owns framing, masking, pings and the closing handshake; this module
-only moves bytes between it and a TCP (or TLS) stream, so the agent and the
-Python viewer share one transport with no protocol logic of its own.
+The protocol object owns framing, masking (in C: a megabyte of video is masked
+in tens of microseconds, where a pure-Python mask took milliseconds of the
+agent's event loop), pings and the closing handshake; this module only moves
+bytes between it and a TCP (or TLS) stream, so the agent and the Python
+viewer share one transport with no protocol logic of its own. The server runs
+the same library (uvicorn's ``websockets-sansio``).
 """
 
 from __future__ import annotations
@@ -16,19 +19,11 @@ from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
-from wsproto import ConnectionType, WSConnection
-from wsproto.events import (
-    AcceptConnection,
-    BytesMessage,
-    CloseConnection,
-    Event,
-    Ping,
-    RejectConnection,
-    RejectData,
-    Request,
-    TextMessage,
-)
-from wsproto.utilities import LocalProtocolError
+from websockets.client import ClientProtocol
+from websockets.exceptions import InvalidState
+from websockets.frames import Frame, Opcode
+from websockets.http11 import Response
+from websockets.uri import parse_uri
 
 from .errors import RemoteSupportError
 
@@ -67,54 +62,55 @@ def ws_url(base_url: str, path: str) -> str:
 class WebSocketClient:
     """One client WebSocket. Any number of tasks may send; one task receives."""
 
-    def __init__(self, stream: anyio.abc.ByteStream, ws: WSConnection) -> None:
+    def __init__(self, stream: anyio.abc.ByteStream, protocol: ClientProtocol,
+                 frames: Iterable[Frame] = ()) -> None:
         self._stream = stream
-        self._ws = ws
-        self._events: deque[Event] = deque()
-        self._message: list[bytes | bytearray | str] = []
+        self._protocol = protocol
+        self._frames: deque[Frame] = deque(frames)
+        self._message: list[bytes | bytearray | memoryview] = []
+        self._text = False
         self._send_lock = anyio.Lock()
         self.closed: ConnectionClosed | None = None
 
-    async def _write(self, data: bytes) -> None:
-        if data:
-            async with self._send_lock:
-                await self._stream.send(data)
+    async def _flush(self) -> None:
+        """Write what the protocol has queued (frames, a pong, a close answer) in order."""
+        async with self._send_lock:
+            for data in self._protocol.data_to_send():
+                if data:
+                    await self._stream.send(data)
 
     async def send(self, data: bytes) -> None:
         """Send one binary message."""
         if self.closed is not None:
             raise self.closed
-        try:
-            frame = self._ws.send(BytesMessage(data=data))
-        except LocalProtocolError:
-            # The peer's close frame is in, not yet met by the reader (which will report
-            # its code): to a sender the connection is closed all the same.
-            raise ConnectionClosed(1006, "the peer is closing the connection") from None
-        try:
-            await self._write(frame)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            raise self._lost() from exc
+        async with self._send_lock:
+            try:
+                self._protocol.send_binary(data)
+            except InvalidState:
+                # The peer's close frame is in, not yet met by the reader (which will
+                # report its code): to a sender the connection is closed all the same.
+                raise ConnectionClosed(1006, "the peer is closing the connection") from None
+            try:
+                for chunk in self._protocol.data_to_send():
+                    if chunk:
+                        await self._stream.send(chunk)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                raise self._lost() from exc
 
     async def receive(self) -> bytes | str:
         """The next whole message; raises :class:`ConnectionClosed` at the end."""
         while True:
-            while self._events:
-                event = self._events.popleft()
-                if isinstance(event, BytesMessage | TextMessage):
-                    self._message.append(event.data)
-                    if event.message_finished:
-                        parts, self._message = self._message, []
-                        if isinstance(parts[0], str):
-                            return "".join(str(p) for p in parts)
-                        return b"".join(p for p in parts if not isinstance(p, str))
-                elif isinstance(event, Ping):
-                    await self._write(self._ws.send(event.response()))
-                elif isinstance(event, CloseConnection):
-                    self.closed = ConnectionClosed(event.code, event.reason or "")
-                    with contextlib.suppress(Exception):  # the peer need not wait for our half
-                        await self._write(self._ws.send(event.response()))
-                    await self._stream.aclose()
-                    raise self.closed
+            while self._frames:
+                message = self._assemble(self._frames.popleft())
+                if message is not None:
+                    return message
+            close = self._protocol.close_rcvd
+            if close is not None:
+                self.closed = ConnectionClosed(close.code, close.reason)
+                with contextlib.suppress(Exception):  # the peer need not wait for our half
+                    await self._flush()
+                await self._stream.aclose()
+                raise self.closed
             if self.closed is not None:
                 raise self.closed
             try:
@@ -122,8 +118,30 @@ class WebSocketClient:
             except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError,
                     OSError):
                 raise self._lost() from None
-            self._ws.receive_data(data)
-            self._events.extend(self._ws.events())
+            self._protocol.receive_data(data)
+            self._frames.extend(e for e in self._protocol.events_received()
+                                if isinstance(e, Frame))
+            if self._protocol.close_expected() and self._protocol.close_rcvd is None:
+                # A protocol error on the peer's side: websockets queued a close frame.
+                with contextlib.suppress(Exception):
+                    await self._flush()
+                exc = self._protocol.parser_exc
+                self.closed = ConnectionClosed(1002, str(exc) if exc else "protocol error")
+                await self._stream.aclose()
+                raise self.closed
+            await self._flush()  # pongs
+
+    def _assemble(self, frame: Frame) -> bytes | str | None:
+        """Join a message's frames; the whole message once its last frame is in."""
+        if frame.opcode not in (Opcode.TEXT, Opcode.BINARY, Opcode.CONT):
+            return None  # pings are answered by the protocol itself; the close is read above
+        if frame.opcode is not Opcode.CONT:
+            self._text = frame.opcode is Opcode.TEXT
+        self._message.append(frame.data)
+        if not frame.fin:
+            return None
+        data, self._message = b"".join(self._message), []
+        return data.decode() if self._text else data
 
     def _lost(self) -> ConnectionClosed:
         self.closed = self.closed or ConnectionClosed(1006, "connection lost")
@@ -134,13 +152,11 @@ class WebSocketClient:
         if self.closed is None:
             self.closed = ConnectionClosed(code, reason)
             with contextlib.suppress(Exception):  # a broken socket: nothing more to say
-                await self._write(self._ws.send(CloseConnection(code=code, reason=reason)))
+                self._protocol.send_close(code, reason)
+                await self._flush()
                 with anyio.move_on_after(1.0):
-                    while True:
-                        data = await self._stream.receive(_READ_SIZE)
-                        self._ws.receive_data(data)
-                        if any(isinstance(e, CloseConnection) for e in self._ws.events()):
-                            break
+                    while self._protocol.close_rcvd is None:
+                        self._protocol.receive_data(await self._stream.receive(_READ_SIZE))
         await self._stream.aclose()
 
     async def __aenter__(self) -> WebSocketClient:
@@ -166,7 +182,6 @@ async def connect(url: str, headers: Iterable[tuple[str, str]] = (), *,
         raise ValueError(f"expected a ws:// or wss:// URL, got {url!r}")
     secure = parts.scheme == "wss"
     port = parts.port or (443 if secure else 80)
-    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     with anyio.fail_after(handshake_timeout):
         stream: anyio.abc.ByteStream
         if secure:
@@ -178,34 +193,33 @@ async def connect(url: str, headers: Iterable[tuple[str, str]] = (), *,
             stream = await anyio.connect_tcp(parts.hostname, port, local_host=local_host)
         tcp = stream
         try:
-            ws = WSConnection(ConnectionType.CLIENT)
-            host = parts.netloc.rsplit("@", 1)[-1]
-            await stream.send(ws.send(Request(
-                host=host, target=target,
-                extra_headers=[(k.encode(), v.encode()) for k, v in headers])))
-            await _handshake(stream, ws)
+            # The server bounds what it sends; the client takes any size (as the peer's
+            # largest frame, a whole raw screen, must pass).
+            protocol = ClientProtocol(parse_uri(url), max_size=None)
+            request = protocol.connect()
+            for name, value in headers:
+                request.headers[name] = value
+            protocol.send_request(request)
+            for data in protocol.data_to_send():
+                await stream.send(data)
+            frames = await _handshake(stream, protocol)
         except BaseException:
             await tcp.aclose()
             raise
-    return WebSocketClient(stream, ws)
+    return WebSocketClient(stream, protocol, frames)
 
 
-async def _handshake(stream: anyio.abc.ByteStream, ws: WSConnection) -> None:
-    status, body = 0, b""
+async def _handshake(stream: anyio.abc.ByteStream, protocol: ClientProtocol) -> list[Frame]:
+    """Read the server's answer; return the frames that came in the same reads."""
     while True:
         try:
             data = await stream.receive(_READ_SIZE)
         except anyio.EndOfStream:
-            raise HandshakeError(status or 502, body) from None
-        ws.receive_data(data)
-        for event in ws.events():
-            if isinstance(event, AcceptConnection):
-                return
-            if isinstance(event, RejectConnection):
-                status = event.status_code
-                if not event.has_body:
-                    raise HandshakeError(status)
-            elif isinstance(event, RejectData):
-                body += event.data
-                if event.body_finished:
-                    raise HandshakeError(status, body)
+            raise HandshakeError(502) from None
+        protocol.receive_data(data)
+        events = protocol.events_received()
+        for event in events:
+            if isinstance(event, Response):
+                if protocol.handshake_exc is not None:
+                    raise HandshakeError(event.status_code, bytes(event.body or b""))
+                return [e for e in events if isinstance(e, Frame)]

@@ -87,7 +87,7 @@ def test_the_console_needs_no_codec() -> None:
 def test_the_core_is_small() -> None:
     direct = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     names = {re.split(r"[<>=;\[ ]", d)[0] for d in direct}
-    assert names == {"protobuf", "pluggy", "anyio", "wsproto", "packaging"}
+    assert names == {"protobuf", "pluggy", "anyio", "websockets", "packaging"}
     assert tree("remote-core").isdisjoint(SERVER_STACK | {"av", "numpy"})
 
 

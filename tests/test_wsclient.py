@@ -1,4 +1,4 @@
-"""The wsproto client against a real WebSocket server (the websockets library) on loopback."""
+"""The WebSocket client against a real WebSocket server (the websockets library) on loopback."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ async def test_peer_close_code_and_reason_are_reported(server_url):
 @pytest.mark.anyio
 async def test_a_send_after_the_peers_close_arrived_is_connection_closed(server_url):
     """The close frame came in with the last message: the reader has not yet met it, but
-    a sender (a heartbeat task) must see a closed connection, not wsproto's state error."""
+    a sender (a heartbeat task) must see a closed connection, not the protocol's state error."""
     ws = await connect(ws_url(server_url, "/ws"))
     await ws.send(b"last words")
     await anyio.sleep(0.3)  # the message and the close frame wait in one read
