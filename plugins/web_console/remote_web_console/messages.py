@@ -29,7 +29,7 @@ MAX_HEADER = 512  # an Accept-Language longer than this is not read past it
 
 def catalogues(locale: Path = LOCALE) -> dict[str, dict[str, str]]:
     """``language -> {English: translation}`` of every catalogue; English is empty."""
-    found = {SOURCE_LANGUAGE: {}}
+    found: dict[str, dict[str, str]] = {SOURCE_LANGUAGE: {}}
     for po in sorted(locale.glob(f"*/LC_MESSAGES/{DOMAIN}.po")):
         entries = parse_po(po.read_text(encoding="utf-8"))
         entries.pop("", None)  # the header
