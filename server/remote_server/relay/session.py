@@ -54,7 +54,7 @@ class Session:
                  organization: str = "", technician_id: str | None = None,
                  technician_name: str = "", control_consented: bool = True,
                  key_id: str | None = None, machine_uid: str | None = None,
-                 support_code: str | None = None, session_panel: bool = True) -> None:
+                 support_code: str | None = None, session_panel: bool = False) -> None:
         self.session_id = session_id
         self.agent_id = agent_id
         self.agent = agent
