@@ -122,11 +122,12 @@ async def test_a_managed_agent_shows_the_panel_as_the_servers_policy_says(tmp_pa
             await viewer.next_frame(15)  # the agent had its StartStream before this
             if policy:
                 _window(env, PANEL)
-                await eventually(lambda: "[connected now] admin (view and control)\n"
+                await eventually(lambda: "session panel shows: admin: views and controls\n"
                                  in agent.output(), 15)
             else:
                 # the panel opens in the StartStream handler, before the first frame: none
                 assert not _shown(env, PANEL)
+                assert "session panel" not in agent.output()
                 assert "[connected now] admin" not in agent.output()  # nor told who
         if policy:  # only while a technician is connected
             await eventually(lambda: not _shown(env, PANEL), 15)

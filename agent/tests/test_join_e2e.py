@@ -150,8 +150,8 @@ async def test_the_downloaded_agent_joins_and_leaves_nothing_behind(
             frame = await viewer.next_frame(15)
             assert frame.image.shape == (600, 800, 4)
             panel = _window(x_display.env(), PANEL)
-            await eventually(lambda: "[connected now] admin (view and control)\n"
-                             in log.read_text(errors="replace"), 15)
+            await eventually(lambda: "session panel shows: admin: views and controls\n"
+                             in log.read_text(errors="replace"), 15)  # its own words
             _press(x_display.env(), panel, "")  # focused, so the clock runs from the key
             pressed = time.monotonic()
             _press(x_display.env(), panel, "alt+e")  # End session
