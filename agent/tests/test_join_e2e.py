@@ -10,10 +10,11 @@ environment (Debian's ``/usr/bin/python3``). Consent is given in the agent's
 dialog through the X display, a technician's viewer draws, the session panel
 shows and names the technician, **End session** is pressed in it through the X
 display, the viewer's ``Disconnect`` arrives within a second of the key press
-(measured), and the agent exits leaving nothing in ``HOME``, the temporary
-directory or beside the downloaded file. Once over plain HTTP, once behind HAProxy with a
-private CA: the download carries the public URL and the CA, and the agent
-verifies the server's certificate with it.
+(measured), the session ends as ended by the end user, and the agent exits
+leaving nothing in ``HOME``, the temporary directory or beside the downloaded
+file. Once over plain HTTP, once behind HAProxy with a private CA: the
+download carries the public URL and the CA, and the agent verifies the
+server's certificate with it.
 """
 
 from __future__ import annotations
@@ -161,6 +162,8 @@ async def test_the_downloaded_agent_joins_and_leaves_nothing_behind(
         assert goodbye.reason == ENDED_BY_END_USER
         assert ended_after < END_WITHIN
         assert process.wait(30) == 0, log.read_text(errors="replace")[-4000:]
+        ended = [s for s in api.get("/api/sessions").json() if s["id"] == live["id"]]
+        assert ended[0]["end_reason"] == ENDED_BY_END_USER
     finally:
         stop_process(process)
         api.close()
