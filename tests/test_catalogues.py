@@ -15,13 +15,14 @@ import pytest
 from remote_core.catalogue import compile_po, mnemonic, parse_po
 
 ROOT = Path(__file__).resolve().parents[1]
+WEB_PO = "plugins/web_console/remote_web_console/locale/de/LC_MESSAGES/remote_web_console.po"
 SOURCES = sorted([*ROOT.glob("agent/remote_agent/locale/*/LC_MESSAGES/*.po"),
                   *ROOT.glob("plugins/*/*/locale/*/LC_MESSAGES/*.po")])
 
 
-def test_there_are_catalogues_for_the_consent_dialog_and_the_panel() -> None:
+def test_there_are_catalogues_for_the_consent_dialog_the_panel_and_the_join_page() -> None:
     names = {po.name for po in SOURCES}
-    assert {"remote_agent.po", "remote_consent_dialog.po"} <= names
+    assert {"remote_agent.po", "remote_consent_dialog.po", "remote_web_console.po"} <= names
 
 
 def test_the_committed_mo_files_are_the_sources_compiled() -> None:
@@ -62,8 +63,19 @@ def test_mnemonics() -> None:
      "remote_consent_dialog.po"),
     ("agent/remote_agent/panel_window.py",
      "agent/remote_agent/locale/de/LC_MESSAGES/remote_agent.po"),
-], ids=["consent dialog", "session panel"])
+    ("agent/remote_agent/chat_window.py",
+     "agent/remote_agent/locale/de/LC_MESSAGES/remote_agent.po"),
+    ("plugins/web_console/web_src/src/join.js", WEB_PO),
+], ids=["consent dialog", "session panel", "chat window", "join page script"])
 def test_every_string_the_code_shows_is_in_the_catalogue(code: str, po: str) -> None:
-    shown = set(re.findall(r'_\("((?:[^"\\]|\\.)*)"\)', (ROOT / code).read_text()))
+    shown = set(re.findall(r'(?:\b_|\bt)\("((?:[^"\\]|\\.)*)"[,)]', (ROOT / code).read_text()))
     assert shown
     assert shown <= set(parse_po((ROOT / po).read_text(encoding="utf-8")))
+
+
+def test_every_word_of_the_join_page_markup_is_in_the_catalogue() -> None:
+    markup = (ROOT / "plugins/web_console/web_src/src/join.html").read_text()
+    marked = {text.strip() for text in re.findall(r"data-i18n>([^<]+)<", markup)}
+    title = re.search(r"<title>([^<]+)</title>", markup)
+    assert title and len(marked) >= 5
+    assert marked | {title.group(1)} <= set(parse_po((ROOT / WEB_PO).read_text(encoding="utf-8")))

@@ -92,8 +92,8 @@ CONTRACT_FIELDS: dict[str, list[tuple[str, int, str, str]]] = {
     "SessionRequest": [("codecs", 100, S, REP)],
     "VideoFrame": [("plugin", 100, "PluginFrame", "")],
     "QualitySettings": [("codec_name", 100, S, "")],
-    "StartStream": [("codecs", 100, S, REP)],
-    "AgentStatus": [("plugins", 100, S, REP), ("session_panel", 101, B, "")],
+    "StartStream": [("codecs", 100, S, REP), ("session_panel", 101, B, "")],
+    "AgentStatus": [("plugins", 100, S, REP)],
     "ConsentRequest": [("organization", 100, S, ""), ("recorded", 101, B, "")],
 }
 

@@ -1,4 +1,8 @@
-"""The end user's side of the chat: a small window with the conversation and a reply line."""
+"""The end user's side of the chat: a small window with the conversation and a reply line.
+
+Its words come from the agent's catalogue (``remote_agent``, as the session panel's) in
+the system locale's language.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,9 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from remote_core.catalogue import mnemonic
+
+from .panel_window import catalogue
 from .tkthread import ACTIVE_TICK, IDLE_TICK, TkThread
 
 __all__ = ["TITLE", "ChatWindow", "open_chat_window"]
@@ -15,6 +22,7 @@ __all__ = ["TITLE", "ChatWindow", "open_chat_window"]
 log = logging.getLogger(__name__)
 
 TITLE = "Remote support chat"
+"""The English title; the window shows the translation of the current locale."""
 
 
 class ChatWindow:
@@ -32,8 +40,10 @@ class ChatWindow:
     def _build(self, root: Any) -> None:
         import tkinter
 
+        _ = catalogue().gettext
+        self._you = _("You")
         window = tkinter.Toplevel(root)
-        window.title(TITLE)
+        window.title(_("Remote support chat"))
         window.geometry("360x240")
         window.withdraw()
         window.protocol("WM_DELETE_WINDOW", self._hide)  # it comes back on a message
@@ -41,10 +51,13 @@ class ChatWindow:
         log_view.pack(fill="both", expand=True, padx=6, pady=(6, 0))
         line = tkinter.Entry(window)
         line.pack(side="left", fill="x", expand=True, padx=6, pady=6)
-        send = tkinter.Button(window, text="Send", command=self._send)
+        send_text, send_at, send_key = mnemonic(_("&Send"))
+        send = tkinter.Button(window, text=send_text, underline=send_at, command=self._send)
         send.pack(side="right", padx=(0, 6), pady=6)
         line.bind("<Return>", lambda _e: self._send())
-        self._widgets = {"window": window, "log": log_view, "line": line}
+        if send_key:
+            window.bind(f"<Alt-{send_key}>", lambda _e: send.invoke())
+        self._widgets = {"window": window, "log": log_view, "line": line, "send": send}
 
     def _append(self, who: str, text: str) -> None:
         view = self._widgets["log"]
@@ -59,7 +72,7 @@ class ChatWindow:
         if not text:
             return
         line.delete(0, "end")
-        self._append("You", text)
+        self._append(self._you, text)
         try:
             self._reply(text)
         except Exception:
@@ -87,6 +100,16 @@ class ChatWindow:
             self._widgets["line"].focus_set()
 
         self._tk.call(show, wait=False)
+
+    def texts(self) -> dict[str, str]:
+        """What the window shows now: ``title``, ``send`` and the conversation (``log``)."""
+        def read(_root: Any) -> dict[str, str]:
+            return {"title": str(self._widgets["window"].title()),
+                    "send": str(self._widgets["send"].cget("text")),
+                    "log": str(self._widgets["log"].get("1.0", "end-1c"))}
+
+        result: dict[str, str] = self._tk.call(read)
+        return result
 
     def _hide(self) -> None:
         self._widgets["window"].withdraw()

@@ -24,7 +24,7 @@ from .chat_window import open_chat_window
 from .config import AgentConfig, default_config_path, machine_uid
 from .devices import open_devices
 from .install import install, uninstall, updates_apply
-from .panel_window import open_session_panel
+from .panel_window import SessionPanel, open_session_panel
 from .presence import Presence, describe
 from .runner import LOST, run_agent
 from .session import AgentSession, Ending
@@ -92,8 +92,7 @@ def _run(config: AgentConfig, config_path: Path, token: str, attended: bool,
     def make_session() -> AgentSession:
         session = AgentSession(config, token, devices, machine_uid=uid, timing=timing,
                                chat=chat, updater=updater, presence=presence,
-                               plugins=plugin_set,
-                               session_panel=settings.session_panel_managed and not attended)
+                               plugins=plugin_set)
         current[:] = [session]
         return session
 
@@ -108,18 +107,31 @@ def _run(config: AgentConfig, config_path: Path, token: str, attended: bool,
             lambda text: anyio.from_thread.run(chat.reply, text, token=token))
         if window is not None:
             chat.listen(window.show)
-        panel = None
-        if attended or settings.session_panel_managed:
+        panels: list[SessionPanel] = []
+
+        def show_panel() -> None:
+            """Attended: from the start. Managed: once the server's policy says so (its
+            StartStream), then while a technician is connected."""
             panel = open_session_panel(
                 lambda: anyio.from_thread.run_sync(end_session, token=token),
                 window.open if window is not None else None, always=attended)
-        if panel is not None:
+            if panel is None:
+                return
+            panels.append(panel)
             presence.listen(panel.show)
             presence.listen_session(panel.session)
+            if presence.live:  # asked for mid-session: what it would have heard so far
+                panel.session(True)
+                panel.show(presence.connected)
+
+        if attended:
+            show_panel()
+        else:
+            presence.listen_panel(show_panel)
         try:
             return await run_agent(make_session, attended=attended)
         finally:
-            for opened in (window, panel):
+            for opened in (window, *panels):
                 if opened is not None:
                     opened.close()
 

@@ -56,6 +56,7 @@ class SessionPanel:
         self._always = always
         self._live = False
         self._connected: tuple[Connected, ...] = ()
+        self._logged: list[str] = []
         self._tk = TkThread("panel")
         self._widgets: dict[str, Any] = {}
         self._tk.call(self._build)
@@ -114,7 +115,11 @@ class SessionPanel:
         for line in lines:
             tkinter.Label(people, text=line, anchor="w").pack(anchor="w")
         window = self._widgets["window"]
-        if self._live and (self._always or self._connected):
+        shown = self._live and (self._always or self._connected)
+        if shown and lines != self._logged:  # what the end user saw, for support's sake
+            self._logged = lines
+            log.info("session panel shows: %s", "; ".join(lines))
+        if shown:
             window.update_idletasks()
             x = window.winfo_screenwidth() - window.winfo_reqwidth() - 8
             window.geometry(f"+{max(0, x)}+8")

@@ -45,14 +45,20 @@ Listener = Callable[[tuple[Connected, ...]], None]
 SessionListener = Callable[[bool], None]
 """Called on the event loop when a session goes live (``True``) or ends; must not block."""
 
+PanelListener = Callable[[], None]
+"""Called on the event loop the first time the server says the session panel shows."""
+
 
 class Presence:
     """The technicians connected now; listeners hear every change."""
 
     def __init__(self) -> None:
         self.connected: tuple[Connected, ...] = ()
+        self.live = False
+        self.panel_asked = False
         self._listeners: list[Listener] = []
         self._session_listeners: list[SessionListener] = []
+        self._panel_listeners: list[PanelListener] = []
 
     def listen(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -60,6 +66,22 @@ class Presence:
     def listen_session(self, listener: SessionListener) -> None:
         """Hear when a session goes live and when it ends (the session panel shows then)."""
         self._session_listeners.append(listener)
+
+    def listen_panel(self, listener: PanelListener) -> None:
+        """Hear when the server first says the end user sees the session panel."""
+        self._panel_listeners.append(listener)
+
+    def panel(self, shown: bool) -> None:
+        """What ``StartStream.session_panel`` said: the server's policy for this machine.
+        Once asked, the panel stays for the agent's run (never taken from the end user)."""
+        if not shown or self.panel_asked:
+            return
+        self.panel_asked = True
+        for listener in self._panel_listeners:
+            try:
+                listener()
+            except Exception:
+                log.exception("a panel listener failed")
 
     def opened(self) -> None:
         """A session is live (authenticated); nobody need be connected yet."""
@@ -70,6 +92,7 @@ class Presence:
         self._tell_session(False)
 
     def _tell_session(self, live: bool) -> None:
+        self.live = live
         for listener in self._session_listeners:
             try:
                 listener(live)

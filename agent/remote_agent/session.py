@@ -85,12 +85,10 @@ class AgentSession:
                  machine_uid: str | None = None, timing: Timing | None = None,
                  chat: ChatChannel | None = None, window: int = 3,
                  updater: Updater | None = None, presence: Presence | None = None,
-                 local_host: str | None = None, plugins: Sequence[str] = (),
-                 session_panel: bool = False) -> None:
+                 local_host: str | None = None, plugins: Sequence[str] = ()) -> None:
         self.config = config
         self.plugins = tuple(plugins)  # "name version" each, reported in AgentStatus
         self.local_host = local_host
-        self.session_panel = session_panel  # a managed agent's panel wants Participants
         self.token = token
         self.devices = devices
         self.machine_uid = machine_uid
@@ -248,6 +246,7 @@ class AgentSession:
         await self._inject("special_key", message)
 
     async def _on_start_stream(self, message: pb.StartStream) -> None:
+        self.presence.panel(message.session_panel)  # the server's policy, before any picture
         self.state.start(message.viewer_id, message.display_id, message.codecs)
         self._cursor_due = True  # the new viewer needs the shape and position too
         self.streamer.poke()
@@ -483,8 +482,7 @@ class AgentSession:
 
     async def _report_status(self) -> None:
         await self.send("agent_status", agent_status(self.config, self.displays,
-                                                     self.state.active, self.plugins,
-                                                     self.session_panel))
+                                                     self.state.active, self.plugins))
 
     async def _status_reports(self) -> None:
         while True:

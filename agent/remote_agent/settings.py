@@ -39,10 +39,6 @@ class AgentSettings(PluginSettings):
     status_interval: float = option(60.0, "seconds between status reports")
     update_interval: float = option(3600.0, "seconds between update checks while idle "
                                             "(managed agents, SPEC 8)")
-    session_panel_managed: bool = option(
-        False, "show the session panel (who is connected, chat, End session) on managed "
-               "sessions too, while a technician is connected; attended sessions always "
-               "show it")
 
     def validate(self) -> None:
         super().validate()

@@ -34,15 +34,14 @@ def _elevated() -> bool:
 
 
 def agent_status(config: AgentConfig, displays: list[DisplayDesc], streaming: bool,
-                 plugins: Sequence[str] = (), session_panel: bool = False) -> object:
-    """What the agent says about itself; ``plugins`` are its loaded plugins, "name version";
-    ``session_panel`` asks a managed session's server to say who is connected."""
+                 plugins: Sequence[str] = ()) -> object:
+    """What the agent says about itself; ``plugins`` are its loaded plugins, "name version"."""
     return pb.AgentStatus(
         hostname=socket.gethostname(), os_version=platform.platform(),
         is_elevated=_elevated(), uptime_secs=_uptime(), display_count=len(displays),
         is_streaming=streaming, agent_version=__version__,
         organization=config.organization, site=config.site, tags=list(config.tags),
-        plugins=list(plugins), session_panel=session_panel)
+        plugins=list(plugins))
 
 
 def display_info(displays: list[DisplayDesc]) -> object:

@@ -9,7 +9,7 @@ import anyio
 import httpx
 import pytest
 from remote_server.testing.liveserver import eventually
-from remote_server.testing.processes import AgentProcess, Api
+from remote_server.testing.processes import AgentProcess, Api, ServerProcess
 from remote_viewer.client import open_viewer
 
 from remote_core.types import ENDED_BY_END_USER
@@ -89,3 +89,48 @@ async def test_end_session_in_the_panel_ends_it_for_every_viewer(tmp_path, serve
     finally:
         second.close()
         agent.stop()
+
+
+@pytest.fixture(params=[True, False], ids=["policy on", "policy off"])
+def panel_policy(request: pytest.FixtureRequest, tmp_path):
+    """A server whose policy shows managed machines' end users the panel, or not (shipped)."""
+    on = {"session_panel_managed": True} if request.param else {}
+    process = ServerProcess(tmp_path / "server", **on)
+    yield process.start(), request.param
+    process.stop()
+
+
+def _shown(env: dict[str, str], title: str) -> bool:
+    found = subprocess.run(["xdotool", "search", "--onlyvisible", "--name", title], env=env,
+                           check=False, capture_output=True, text=True, timeout=20)
+    return bool(found.stdout.split())
+
+
+@pytest.mark.anyio
+async def test_a_managed_agent_shows_the_panel_as_the_servers_policy_says(tmp_path, panel_policy,
+                                                                          x_display):
+    server, policy = panel_policy
+    api = Api(server)
+    env = x_display.env()
+    agent_id, key = api.machine_with_key()
+    agent = AgentProcess(tmp_path / "agent", x_display.display, "--server", server.url,
+                         "--key", key)
+    try:
+        live = api.live_session(agent_id)
+        assert not _shown(env, PANEL)  # nobody is connected yet
+        async with open_viewer(server.url, api.viewer_token(live["id"])) as viewer:
+            await viewer.next_frame(15)  # the agent had its StartStream before this
+            if policy:
+                _window(env, PANEL)
+                await eventually(lambda: "session panel shows: admin: views and controls\n"
+                                 in agent.output(), 15)
+            else:
+                # the panel opens in the StartStream handler, before the first frame: none
+                assert not _shown(env, PANEL)
+                assert "session panel" not in agent.output()
+                assert "[connected now] admin" not in agent.output()  # nor told who
+        if policy:  # only while a technician is connected
+            await eventually(lambda: not _shown(env, PANEL), 15)
+    finally:
+        agent.stop()
+        api.close()

@@ -1,5 +1,6 @@
-"""The consent dialog and the session panel on a real X server, read back through Tk:
-what they say, in English and in German chosen by ``LANG``, and their screenshots."""
+"""The consent dialog, the session panel and the chat window on a real X server, read
+back through Tk: what they say, in English and in German chosen by ``LANG``, and the
+screenshots of the first two."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 import mss
 import mss.tools
 import pytest
+from remote_agent.chat_window import ChatWindow
 from remote_agent.panel_window import SessionPanel
 from remote_agent.presence import Presence
 from remote_consent_dialog._tk import _Dialog
@@ -198,3 +200,36 @@ def test_german_locale_translates_the_dialog_and_the_panel(x_display, german):
         assert texts["end"] == "Sitzung beenden"
     finally:
         panel.close()
+
+
+def _chat_after_a_reply() -> tuple[dict[str, str], list[str]]:
+    """A chat window that got a message and sent a typed reply: what it shows then."""
+    replies: list[str] = []
+    window = ChatWindow(replies.append)
+    try:
+        window.show("techa", "Hello")
+
+        def type_and_send(_root: Any) -> None:
+            window._widgets["line"].insert(0, "Thanks")
+            window._send()
+
+        window._tk.call(type_and_send)
+        return window.texts(), replies
+    finally:
+        window.close()
+
+
+def test_the_chat_window_in_english(x_display, english):
+    texts, replies = _chat_after_a_reply()
+    assert texts["title"] == "Remote support chat"
+    assert texts["send"] == "Send"
+    assert texts["log"] == "Techa: Hello\nYou: Thanks\n"
+    assert replies == ["Thanks"]
+
+
+def test_german_locale_translates_the_chat_window(x_display, german):
+    texts, replies = _chat_after_a_reply()
+    assert texts["title"] == "Fernwartungs-Chat"
+    assert texts["send"] == "Senden"
+    assert texts["log"] == "Techa: Hello\nSie: Thanks\n"
+    assert replies == ["Thanks"]

@@ -428,14 +428,16 @@ class Disconnect(_message.Message):
     def __init__(self, reason: _Optional[str] = ...) -> None: ...
 
 class StartStream(_message.Message):
-    __slots__ = ("viewer_id", "display_id", "codecs")
+    __slots__ = ("viewer_id", "display_id", "codecs", "session_panel")
     VIEWER_ID_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_ID_FIELD_NUMBER: _ClassVar[int]
     CODECS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_PANEL_FIELD_NUMBER: _ClassVar[int]
     viewer_id: str
     display_id: int
     codecs: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, viewer_id: _Optional[str] = ..., display_id: _Optional[int] = ..., codecs: _Optional[_Iterable[str]] = ...) -> None: ...
+    session_panel: bool
+    def __init__(self, viewer_id: _Optional[str] = ..., display_id: _Optional[int] = ..., codecs: _Optional[_Iterable[str]] = ..., session_panel: bool = ...) -> None: ...
 
 class StopStream(_message.Message):
     __slots__ = ("viewer_id",)
@@ -444,7 +446,7 @@ class StopStream(_message.Message):
     def __init__(self, viewer_id: _Optional[str] = ...) -> None: ...
 
 class AgentStatus(_message.Message):
-    __slots__ = ("hostname", "os_version", "is_elevated", "uptime_secs", "display_count", "is_streaming", "agent_version", "organization", "site", "tags", "plugins", "session_panel")
+    __slots__ = ("hostname", "os_version", "is_elevated", "uptime_secs", "display_count", "is_streaming", "agent_version", "organization", "site", "tags", "plugins")
     HOSTNAME_FIELD_NUMBER: _ClassVar[int]
     OS_VERSION_FIELD_NUMBER: _ClassVar[int]
     IS_ELEVATED_FIELD_NUMBER: _ClassVar[int]
@@ -456,7 +458,6 @@ class AgentStatus(_message.Message):
     SITE_FIELD_NUMBER: _ClassVar[int]
     TAGS_FIELD_NUMBER: _ClassVar[int]
     PLUGINS_FIELD_NUMBER: _ClassVar[int]
-    SESSION_PANEL_FIELD_NUMBER: _ClassVar[int]
     hostname: str
     os_version: str
     is_elevated: bool
@@ -468,8 +469,7 @@ class AgentStatus(_message.Message):
     site: str
     tags: _containers.RepeatedScalarFieldContainer[str]
     plugins: _containers.RepeatedScalarFieldContainer[str]
-    session_panel: bool
-    def __init__(self, hostname: _Optional[str] = ..., os_version: _Optional[str] = ..., is_elevated: bool = ..., uptime_secs: _Optional[int] = ..., display_count: _Optional[int] = ..., is_streaming: bool = ..., agent_version: _Optional[str] = ..., organization: _Optional[str] = ..., site: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., plugins: _Optional[_Iterable[str]] = ..., session_panel: bool = ...) -> None: ...
+    def __init__(self, hostname: _Optional[str] = ..., os_version: _Optional[str] = ..., is_elevated: bool = ..., uptime_secs: _Optional[int] = ..., display_count: _Optional[int] = ..., is_streaming: bool = ..., agent_version: _Optional[str] = ..., organization: _Optional[str] = ..., site: _Optional[str] = ..., tags: _Optional[_Iterable[str]] = ..., plugins: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class AdminCommand(_message.Message):
     __slots__ = ("command", "reason")

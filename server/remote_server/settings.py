@@ -55,6 +55,10 @@ class ServerSettings(PluginSettings):
         1024, "WebSockets all addresses together may hold open before their session_request")
     request_body_timeout: float = option(30.0, "seconds a client has to send a request body")
     consent_timeout: int = option(60, "seconds an attended agent has to answer consent")
+    session_panel_managed: bool = option(
+        False, "managed agents show their end user the session panel (who is connected, "
+               "chat, End session) while a technician is connected, as attended ones always "
+               "do; sent to the agent in StartStream.session_panel")
     viewer_buffer_bytes: int = option(8 * 1024 * 1024, "video bytes queued per viewer at most")
     ws_impl: str = option("websockets-sansio",
                           "uvicorn WebSocket implementation (fastest measured: bench/relay.py)")

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import pytest
-from remote_server.testing.liveserver import eventually
+from remote_server.testing.liveserver import LiveServer, eventually, live_server
 
 from remote_core.protocol import pb
 
-from .conftest import IMPATIENT, Admin, Peer
+from .conftest import IMPATIENT, Admin, Peer, relay_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -365,19 +365,38 @@ async def test_the_agent_hears_who_is_connected_as_it_changes(server, admin: Adm
     assert who(await agent.expect("participants")) == []
 
 
-async def test_a_managed_agent_showing_its_session_panel_is_told_who_is_connected(
-        server, admin: Admin) -> None:
+@pytest.fixture(scope="module")
+def panel_policy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A server whose policy shows managed machines' end users the session panel."""
+    with live_server(relay_settings(tmp_path_factory.mktemp("panel"),
+                                    session_panel_managed=True)) as live:
+        yield live
+
+
+async def test_the_panel_policy_has_a_managed_agent_show_its_panel_and_told_who_is_connected(
+        panel_policy: LiveServer) -> None:
+    admin = Admin(panel_policy)
     _, key = admin.keyed_machine()
-    agent = await Peer.agent(server, key)
+    agent = await Peer.agent(panel_policy, key)
     session_id = await agent.accepted()
-    await agent.send("agent_status", pb.AgentStatus(hostname="panel", session_panel=True))
-    viewer = await Peer.viewer(server, admin.viewer_token(session_id))
+    viewer = await Peer.viewer(panel_policy, admin.viewer_token(session_id))
     await viewer.accepted()
     assert who(await agent.expect("participants")) == [(admin.username, pb.CONSENT_CONTROL)]
-    await agent.expect("start_stream")
+    assert (await agent.expect("start_stream")).session_panel is True
     await viewer.close()
     await agent.expect("stop_stream")
     assert who(await agent.expect("participants")) == []
+
+
+async def test_an_attended_agent_always_shows_its_panel(server, admin: Admin) -> None:
+    agent, session_id, _ = await attended(server, admin)
+    await agent.send("consent_response", pb.ConsentResponse(session_id=session_id, granted=True))
+    await eventually(lambda: admin.ok("GET", f"/api/sessions/{session_id}")["consent_state"]
+                     == "granted", 10)
+    viewer = await Peer.viewer(server, admin.viewer_token(session_id))
+    await viewer.accepted()
+    await agent.expect("participants")
+    assert (await agent.expect("start_stream")).session_panel is True
 
 
 async def test_managed_agents_are_never_asked_nor_told(server, admin: Admin) -> None:
@@ -386,7 +405,7 @@ async def test_managed_agents_are_never_asked_nor_told(server, admin: Admin) -> 
     session_id = await agent.accepted()
     viewer = await Peer.viewer(server, admin.viewer_token(session_id))
     await viewer.accepted()
-    await agent.expect("start_stream")
+    assert (await agent.expect("start_stream")).session_panel is False  # the shipped policy
     await viewer.close()
     await agent.expect("stop_stream")
     await settled(agent, 1)

@@ -23,6 +23,14 @@ TITLE = "Remote support request"
 """The English title; the dialog shows the translation of the current locale."""
 
 
+def _press(button: Any) -> str:
+    """Press ``button`` for a key binding, and stop the event there: the answer destroys
+    the dialog, and Tk's own Alt binding (menu traversal) must not run on it afterwards
+    (it printed "application has been destroyed" to the end user's terminal)."""
+    button.invoke()
+    return "break"
+
+
 class _Dialog:
     """One dialog on its own Tk root; :meth:`run` blocks until it has an answer."""
 
@@ -73,13 +81,13 @@ class _Dialog:
         self.allow.pack(side="left")
         self.deny.pack(side="left", padx=(6, 0))
         for button in (self.allow, self.deny):
-            button.bind("<Return>", lambda e: e.widget.invoke())
-            button.bind("<KP_Enter>", lambda e: e.widget.invoke())
+            button.bind("<Return>", lambda e: _press(e.widget))
+            button.bind("<KP_Enter>", lambda e: _press(e.widget))
         if allow_key:
-            self.root.bind(f"<Alt-{allow_key}>", lambda _e: self.allow.invoke())
+            self.root.bind(f"<Alt-{allow_key}>", lambda _e: _press(self.allow))
         if deny_key:
-            self.root.bind(f"<Alt-{deny_key}>", lambda _e: self.deny.invoke())
-        self.root.bind("<Escape>", lambda _e: self.deny.invoke())
+            self.root.bind(f"<Alt-{deny_key}>", lambda _e: _press(self.deny))
+        self.root.bind("<Escape>", lambda _e: _press(self.deny))
         self.deny.focus_set()  # Enter or Space on a stray keystroke must not grant access
         self._done = False
         self._tick()

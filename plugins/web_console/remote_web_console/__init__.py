@@ -16,6 +16,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from remote_core import hookimpl
 from remote_core.types import WebAppSpec
 
+from .messages import MESSAGES_NAME, catalogues, serve_messages
+
 __all__ = ["CONSOLE_PATH", "CSP_REPORT_PATH", "JOIN_PATH", "POLICY", "STATIC_DIR",
            "register_web_apps"]
 
@@ -23,7 +25,8 @@ STATIC_DIR = Path(__file__).resolve().parent / "static"
 CONSOLE_PATH = "/console"
 JOIN_PATH = "/join"
 JOIN_ASSETS = frozenset({"join.js", "console.css", "favicon.svg"})
-"""What the join page loads; every other path under /join is the page itself."""
+"""What the join page loads (and ``messages.json``, its words in the browser's language);
+every other path under /join is the page itself."""
 
 # Scripts only from this origin and never from strings (no 'unsafe-eval'), no
 # inline code, no plugins, no framing, no <base> tricks, and DOM sinks that
@@ -73,10 +76,14 @@ def make_join_app(_options: Mapping[str, Any] | None = None) -> ASGIApp:
     """The end user's join page: ``/join`` and ``/join/ABC-DEF-GHJ`` are the same page,
     which reads the code from its address; no login, the console's headers."""
     files = StaticFiles(directory=STATIC_DIR)
+    messages = serve_messages(catalogues())
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             name = scope["path"].rsplit("/", 1)[-1]
+            if name == MESSAGES_NAME:
+                await messages(scope, receive, send)
+                return
             if name not in JOIN_ASSETS:
                 scope = {**scope, "path": scope.get("root_path", "") + "/join.html"}
         await files(scope, receive, send)

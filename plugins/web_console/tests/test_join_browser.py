@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from remote_server.cli import main as remote_support
 from remote_server.testing.processes import ADMIN_PASSWORD, Api, ServerProcess
@@ -94,6 +95,51 @@ def test_a_code_typed_by_keyboard_names_the_technician_and_downloads_the_agent(
     assert inside == {"server": server.url, "code": code}
     with zipfile.ZipFile(release) as original:
         assert "attended.json" not in original.namelist()
+
+
+def test_a_german_browser_gets_the_german_page(browser: Any, server: ServerProcess) -> None:
+    """The browser's locale (its Accept-Language) chooses the catalogue: every word the
+    page shows on the way to the download is German, under the shipped CSP."""
+    code = _code(server)
+    with watched_context(browser, viewport=VIEWPORT, locale="de-DE") as context:
+        page = context.new_page()
+        page.goto(f"{server.url}/join")
+        page.wait_for_selector("html[lang=de]")
+        assert page.title() == "An einer Fernwartungssitzung teilnehmen"
+        assert page.text_content("h1") == "An einer Fernwartungssitzung teilnehmen"
+        assert page.get_by_label("Support-Code von Ihrem Techniker").count() == 1
+        assert page.text_content("#join-hint") == (
+            "Neun Buchstaben und Ziffern, zum Beispiel ABC-DEF-GHJ.")
+        assert page.text_content("#join-check") == "Weiter"
+        page.press("#join-code", "Enter")  # nothing typed yet
+        page.wait_for_selector("#join-message:has-text('Bitte geben Sie den Support-Code')")
+        page.fill("#join-code", code)
+        page.press("#join-code", "Enter")
+        page.wait_for_selector("#join-found:not([hidden])")
+        assert page.text_content("#join-found-title") == "Ihr Techniker"
+        assert page.text_content("#join-download") == "Support-Programm herunterladen"
+        assert "Administratorrechte" in page.text_content("#join-agent")
+
+
+def test_the_messages_follow_accept_language(server: ServerProcess) -> None:
+    """The catalogue by the browser's languages and their weights; English by default."""
+    def language(header: str | None) -> str:
+        headers = {"accept-language": header} if header is not None else {}
+        r = httpx.get(f"{server.url}/join/messages.json", headers=headers, timeout=10)
+        assert r.status_code == 200 and r.headers["vary"] == "accept-language"
+        assert "default-src 'self'" in r.headers["content-security-policy"]
+        return str(r.json()["lang"])
+
+    assert language(None) == "en"
+    assert language("de-DE,de;q=0.9,en;q=0.8") == "de"
+    assert language("fr-FR,en;q=0.9,de;q=0.8") == "en"
+    assert language("fr, de;q=0.5") == "de"
+    assert language("en-GB, de") == "en"
+    assert language("de;q=bad, xx") == "en"
+    r = httpx.get(f"{server.url}/join/messages.json", headers={"accept-language": "de"})
+    words = r.json()["messages"]
+    assert words["Continue"] == "Weiter"
+    assert httpx.post(f"{server.url}/join/messages.json").status_code == 405
 
 
 def test_the_join_link_carries_the_code(browser: Any, server: ServerProcess) -> None:

@@ -56,6 +56,7 @@ from .rules import (
     consent_refusal,
     initial_consent_state,
     reported_text,
+    shows_session_panel,
     viewer_codecs,
     viewing_refusal,
 )
@@ -186,6 +187,8 @@ class Admission:
             organization=machine.organization, technician_id=identity.technician_id,
             technician_name=identity.technician_name, control_consented=control,
             key_id=identity.key_id, machine_uid=uid, support_code=identity.support_code,
+            session_panel=shows_session_panel(self._settings, managed=not identity.attended,
+                                              organization=machine.organization),
         )
         if identity.attended:
             session.consent = ConsentBook(self._settings.consent_timeout + 2)  # the dialog first

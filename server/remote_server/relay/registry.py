@@ -43,6 +43,7 @@ from .index import SessionIndex
 from .link import Link
 from .rules import (
     can_control,
+    shows_session_panel,
     status_report,
     update_status_detail,
     viewing_refusal,
@@ -177,9 +178,6 @@ class Registry:
 
         Through the write queue: a report the database cannot take now is written when it
         can, the machine's newest report replacing older ones still waiting."""
-        if status.session_panel and not session.wants_participants:
-            session.wants_participants = True  # its end user's panel names who is connected
-            session.tell_participants()
         report, refused = status_report(session.agent_id, status)
         if refused:
             log.warning("agent %s reported %s breaking the text rule (control characters, "
@@ -201,6 +199,9 @@ class Registry:
         machine = await self.store.upsert_machine(
             dataclasses.replace(report, status="online" if online else "offline"))
         session.organization = machine.organization
+        # the policy is the machine's organization's; a panel once shown is never taken away
+        session.session_panel = session.session_panel or shows_session_panel(
+            self.settings, managed=session.is_managed, organization=machine.organization)
         placed = {name: getattr(machine, name) for name in ("organization", "site", "tags")
                   if before is not None and getattr(before, name) != getattr(machine, name)}
         if placed:

@@ -22,6 +22,7 @@ from remote_core.records import (
 from remote_core.textrules import MAX_TAGS, acceptable, escaped
 from remote_core.types import ConsentDecision
 
+from ..settings import ServerSettings
 from .consent import Standing
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "consent_refusal",
     "initial_consent_state",
     "reported_text",
+    "shows_session_panel",
     "status_report",
     "update_status_detail",
     "viewer_codecs",
@@ -42,6 +44,14 @@ _SERVED = frozenset({pb.SCREEN_CONTROL, pb.VIEW_ONLY})
 MAX_CODECS = 64
 """Most codec names a viewer may list in ``SessionRequest.codecs``."""
 _CODEC_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")  # a registration name, bounded
+
+
+def shows_session_panel(settings: ServerSettings, *, managed: bool, organization: str) -> bool:
+    """Whether the end user of this machine's session sees the session panel: always when
+    attended; when managed, as the policy for the machine's organization says (today one
+    global setting, ``session_panel_managed``: a per-organization policy replaces it here)."""
+    del organization  # the same for every organization until tenants carry their own policy
+    return not managed or settings.session_panel_managed
 
 
 def check_session_type(session_type: int) -> None:

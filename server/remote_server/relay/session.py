@@ -54,7 +54,7 @@ class Session:
                  organization: str = "", technician_id: str | None = None,
                  technician_name: str = "", control_consented: bool = True,
                  key_id: str | None = None, machine_uid: str | None = None,
-                 support_code: str | None = None) -> None:
+                 support_code: str | None = None, session_panel: bool = False) -> None:
         self.session_id = session_id
         self.agent_id = agent_id
         self.agent = agent
@@ -66,9 +66,10 @@ class Session:
         self.technician_id = technician_id
         self.technician_name = technician_name
         self.recorded = False
-        self.wants_participants = False
-        """A managed agent whose session panel shows asked to be told who is connected."""
         """Whether the session is recorded: the end user's consent dialog says so."""
+        self.session_panel = session_panel
+        """The end user sees the session panel (``rules.shows_session_panel``): the agent is
+        told so in ``StartStream`` and told who is connected."""
         self.control_consented = control_consented
         self.key_id = key_id
         self.machine_uid = machine_uid
@@ -134,13 +135,13 @@ class Session:
         self.consent_asked.set()
 
     def tell_participants(self) -> None:
-        """Tell an attended session's agent who is connected now, if that changed (a
-        managed agent too when its session panel shows: ``AgentStatus.session_panel``).
+        """Tell the agent who is connected now, if that changed, when its end user's session
+        panel shows (every attended session; managed ones as the policy says).
 
         One entry per technician (a technician with two viewers is one participant,
         controlling if either may); viewers never receive this.
         """
-        if (self.is_managed and not self.wants_participants) or self.ended:
+        if not self.session_panel or self.ended:
             return
         control: dict[str, bool] = {}
         for viewer in self.viewers.values():
@@ -172,7 +173,8 @@ class Session:
         """Tell the agent ``viewer`` watches (and which codecs it decodes): it answers
         with a keyframe in a codec every viewer decodes."""
         self.agent.send("start_stream", pb.StartStream(
-            viewer_id=viewer.id, display_id=self.display_id, codecs=viewer.codecs))
+            viewer_id=viewer.id, display_id=self.display_id, codecs=viewer.codecs,
+            session_panel=self.session_panel))
 
     def request_keyframe(self, viewer: Link) -> None:
         now = time.monotonic()

@@ -76,6 +76,8 @@ DEVIATIONS: dict[str, str] = {
     "join_server_url": "the join API test names a public URL other than its own",
     "join_ca_bundle": "the join API test puts a private CA into the download",
     "join_organization": "the join tests name an organization (empty by default)",
+    "session_panel_managed": "the tests of the session-panel policy for managed machines "
+                             "switch it on (off by default)",
     **{name: "shortened with the others by one factor (shortened_timeouts), keeping the "
              "shipped ratios, so a test of silence or consent takes seconds, not minutes"
        for name in TIMEOUTS},

@@ -1,7 +1,9 @@
 // The end user's join page: check a support code (the public, rate-limited
 // POST /api/codes/validate), name the technician, hand out the one-file agent
-// (POST /api/codes/agent). No login, no inline code: the console's CSP.
+// (POST /api/codes/agent). No login, no inline code: the console's CSP. Its
+// words come in the browser's language (words.js).
 import { h } from "./dom.js";
+import { loadWords, t, translatePage } from "./words.js";
 
 const $ = (id) => document.getElementById(id);
 const form = $("join-form");
@@ -23,14 +25,16 @@ async function post(path, code) {
 
 function refusal(response) {
   if (response.status === 404) {
-    return "This code is not valid: it may be mistyped, already used or expired. Check it with your technician.";
+    return t("This code is not valid: it may be mistyped, already used or expired. Check it with your technician.");
   }
   if (response.status === 429) {
     const wait = Number(response.headers.get("retry-after")) || 60;
     const minutes = Math.max(1, Math.ceil(wait / 60));
-    return `Too many attempts from this network. Please wait ${minutes} minute${minutes === 1 ? "" : "s"} and try again.`;
+    return minutes === 1
+      ? t("Too many attempts from this network. Please wait {minutes} minute and try again.", { minutes })
+      : t("Too many attempts from this network. Please wait {minutes} minutes and try again.", { minutes });
   }
-  return "The server could not check the code right now. Please try again shortly.";
+  return t("The server could not check the code right now. Please try again shortly.");
 }
 
 function system() {
@@ -42,12 +46,12 @@ function system() {
 
 async function download(code, button) {
   button.disabled = true;
-  say("Preparing your download…");
+  say(t("Preparing your download…"));
   try {
     const response = await post("/api/codes/agent", code);
     if (!response.ok) {
       say(response.status === 404 && (await response.json().catch(() => ({}))).type?.endsWith("no-join-agent")
-        ? "No support program is available on this server yet. Please tell your technician."
+        ? t("No support program is available on this server yet. Please tell your technician.")
         : refusal(response));
       return;
     }
@@ -59,7 +63,7 @@ async function download(code, button) {
     link.click();
     link.remove();
     setTimeout(() => URL.revokeObjectURL(url), 60000);
-    say(`Downloaded ${name}. Open a terminal in its folder and run: python3 ${name}`);
+    say(t("Downloaded {name}. Open a terminal in its folder and run: python3 {name}", { name }));
   } finally {
     button.disabled = false;
   }
@@ -71,16 +75,16 @@ function offer(code, answer) {
   const agent = $("join-agent");
   if (!answer.agent_available) {
     agent.replaceChildren(h("p", { id: "join-no-agent" },
-      "No support program is available on this server yet. Please tell your technician."));
+      t("No support program is available on this server yet. Please tell your technician.")));
   } else if (system() === "windows") {
     agent.replaceChildren(h("p", { id: "join-no-agent" },
-      "The support program runs on Linux and macOS with Python 3; it is not available for Windows yet."));
+      t("The support program runs on Linux and macOS with Python 3; it is not available for Windows yet.")));
   } else {
     const button = h("button", { id: "join-download", className: "primary", type: "button" },
-      "Download the support program");
+      t("Download the support program"));
     button.addEventListener("click", () => download(code, button));
     agent.replaceChildren(
-      h("p", {}, "Download the support program, then run it. It needs no installation or administrator rights, and when the session ends it removes everything it unpacked (delete the downloaded file itself when you like). You will be asked to allow the session first."),
+      h("p", {}, t("Download the support program, then run it. It needs no installation or administrator rights, and when the session ends it removes everything it unpacked (delete the downloaded file itself when you like). You will be asked to allow the session first.")),
       button);
   }
   found.hidden = false;
@@ -90,16 +94,16 @@ function offer(code, answer) {
 async function check(code) {
   found.hidden = true;
   if (!code.trim()) {
-    say("Please type the support code your technician gave you.");
+    say(t("Please type the support code your technician gave you."));
     input.focus();
     return;
   }
-  say("Checking…");
+  say(t("Checking…"));
   let response;
   try {
     response = await post("/api/codes/validate", code.trim());
   } catch {
-    say("The server could not be reached. Check your connection and try again.");
+    say(t("The server could not be reached. Check your connection and try again."));
     return;
   }
   if (!response.ok) {
@@ -122,7 +126,14 @@ const fromLink = decodeURIComponent(location.pathname.replace(/^\/join\/?/, ""))
 if (fromLink) {
   history.replaceState(null, "", "/join"); // the code stays out of the browser's history
   input.value = fromLink;
-  check(fromLink);
 } else {
   input.focus();
 }
+
+async function start() {
+  await loadWords("/join/messages.json");
+  translatePage();
+  if (fromLink) check(fromLink);
+}
+
+start();
