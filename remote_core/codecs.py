@@ -37,6 +37,7 @@ __all__ = [
     "decodable",
     "decoded_by",
     "encoder_config",
+    "motion_codec",
     "profile_for",
     "usable_codecs",
     "zstd_level",
@@ -205,9 +206,11 @@ def choose_codec(specs: Iterable[CodecSpec], preference: int = pb.CODEC_AUTO, *,
     Only a codec every viewer decodes is a candidate (if none is, the codecs the most
     viewers decode, and the others get no picture until that changes). Among them: the
     codec asked for by wire or registered ``name`` (``QualitySettings.codec_name``), else
-    by ``preference`` (``QualitySettings.codec``), else (``CODEC_AUTO``) the candidate of
-    highest ``auto_rank`` among the codecs with a slot of their own, a plugin codec only
-    when no such candidate is left. ``ValueError`` when nothing can encode at all.
+    by ``preference`` (``QualitySettings.codec``), else the candidate of highest
+    ``auto_rank`` among the codecs with a slot of their own (a plugin codec only when no
+    such candidate is left); left to the agent (``CODEC_AUTO``, no name), a lossless one
+    first, and the stream moves to :func:`motion_codec` while the screen moves.
+    ``ValueError`` when nothing can encode at all.
     """
     usable = usable_codecs(specs, encode=True)
     if not usable:
@@ -222,7 +225,20 @@ def choose_codec(specs: Iterable[CodecSpec], preference: int = pb.CODEC_AUTO, *,
     for spec in candidates:
         if preference != pb.CODEC_AUTO and spec.preference == preference:
             return spec
-    return _best([spec for spec in candidates if spec.frame_field] or candidates)
+    pool = [spec for spec in candidates if spec.frame_field] or candidates
+    if preference == pb.CODEC_AUTO and not name:
+        pool = [spec for spec in pool if spec.lossless] or pool
+    return _best(pool)
+
+
+def motion_codec(specs: Iterable[CodecSpec], viewers: Viewers = ()) -> CodecSpec | None:
+    """The lossy codec with a slot of its own, of highest ``auto_rank``, that every viewer
+    decodes: what an automatic stream switches to while the screen moves (``None``: none)."""
+    lists = list(viewers)
+    lossy = [spec for spec in usable_codecs(specs, encode=True)
+             if spec.frame_field and not spec.lossless
+             and all(decoded_by(spec, codecs) for codecs in lists)]
+    return _best(lossy) if lossy else None
 
 
 def _best(specs: list[CodecSpec]) -> CodecSpec:

@@ -243,6 +243,9 @@ class CodecSpec(Registration):
     :param auto_rank: higher is preferred when the viewers leave the choice to the agent
         (``CODEC_AUTO``); plugin frames are chosen that way only when no codec with a slot
         of its own suits every viewer.
+    :param lossless: its frames decode to exactly the captured pixels. Left to itself
+        (``CODEC_AUTO``), the agent streams small changes in a lossless codec and switches
+        to a lossy one while the screen moves (``remote_agent.adaptive``).
     :param available: cheap check that the native library is usable here.
     :param browser_decoder: an ES module file (shipped in the plugin's package) that
         decodes this codec's frames in the browser viewer; the server serves it at
@@ -255,6 +258,7 @@ class CodecSpec(Registration):
     encoder_factory: Callable[[EncoderConfig], Encoder] | None = None
     decoder_factory: Callable[[], Decoder] | None = None
     auto_rank: int = 0
+    lossless: bool = False
     available: Callable[[], bool] = field(default=lambda: True)
     browser_decoder: Path | None = None
 

@@ -5,8 +5,9 @@ viewer (with the codecs it decodes) and asks for a keyframe, ``StopStream``
 removes one, and with nobody left the agent stops capturing. The codec is
 chosen for the viewers there are (:func:`remote_core.codecs.choose_codec`) and
 chosen again whenever one joins or leaves or a control viewer asks for
-another. ``SwitchDisplay``, ``QualitySettings`` and a codec change each force
-a keyframe (CONTRACT 1).
+another; left to the agent, it is a lossless codec with a lossy one for motion.
+``SwitchDisplay``, ``QualitySettings`` and a codec change each force a keyframe
+(CONTRACT 1).
 """
 
 from __future__ import annotations
@@ -15,7 +16,13 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from remote_core.codecs import choose_codec, decoded_by, encoder_config, profile_for
+from remote_core.codecs import (
+    choose_codec,
+    decoded_by,
+    encoder_config,
+    motion_codec,
+    profile_for,
+)
 from remote_core.protocol import pb
 from remote_core.types import CodecSpec
 
@@ -38,6 +45,9 @@ class StreamState:
     quality: pb.QualitySettings = field(default_factory=pb.QualitySettings)
     codec: CodecSpec | None = None
     """The codec streamed in, chosen for the viewers there are; ``None`` before any."""
+    motion: CodecSpec | None = None
+    """Left to the agent (``CODEC_AUTO``) with a lossless :attr:`codec`: the lossy codec
+    the stream moves to while the screen moves (:mod:`remote_agent.adaptive`)."""
     keyframe_wanted: bool = False
     generation: int = 0
     """Bumped whenever the encoder must be rebuilt (display, codec or quality changed)."""
@@ -99,8 +109,12 @@ class StreamState:
             if left_out:
                 log.warning("no codec decodes for every viewer: %s chosen, %d of %d viewers "
                             "get no picture", codec.name, left_out, len(self.viewers))
-        if codec != self.codec:
-            self.codec = codec
+        motion = None
+        if (codec is not None and codec.lossless and not self.quality.codec_name
+                and self.codec_preference == pb.CODEC_AUTO):
+            motion = motion_codec(self.codecs, self.viewers.values())
+        if codec != self.codec or motion != self.motion:
+            self.codec, self.motion = codec, motion
             self.generation += 1
             self.keyframe_wanted = True
 

@@ -20,6 +20,7 @@ from remote_core.protocol import NUMBER_BY_FIELD, pb
 from remote_core.types import CodecSpec, DisplayDesc, EncodedFrame
 from remote_core.video import to_wire
 
+from .adaptive import ContentSwitch, changed_share
 from .devices import Devices
 from .flow import FlowWindow
 from .pacing import Pacer
@@ -109,19 +110,28 @@ class Streamer:
                 log.warning("stream restarted: %s", exc)
                 self.state.switch(0)
 
-    def _build(self) -> tuple[DisplayDesc, CodecSpec, Encoder]:
+    def _display(self) -> DisplayDesc:
         displays = self._displays()
         display = self.devices.display(self.state.display_id, displays)
         if display is None:
             raise ValueError(f"display {self.state.display_id} does not exist; "
                              f"displays are {[d.id for d in displays]}")
-        spec = self.state.codec
-        if spec is None or spec.encoder_factory is None:
-            raise ValueError("no codec to stream in (is codec_raw_zstd loaded?)")
+        return display
+
+    def _encoder(self, spec: CodecSpec, display: DisplayDesc) -> Encoder:
+        if spec.encoder_factory is None:
+            raise ValueError(f"codec {spec.name} cannot encode")
         config = encoder_config(display.width, display.height, self.state.quality)
         log.info("streaming display %d (%dx%d) with %s at %d fps", display.id, display.width,
                  display.height, spec.name, config.fps)
-        return display, spec, spec.encoder_factory(config)
+        return spec.encoder_factory(config)
+
+    def _build(self) -> tuple[DisplayDesc, CodecSpec, Encoder]:
+        display = self._display()
+        spec = self.state.codec
+        if spec is None:
+            raise ValueError("no codec to stream in (is codec_raw_zstd loaded?)")
+        return display, spec, self._encoder(spec, display)
 
     async def _stream(self) -> None:
         state = self.state
@@ -129,6 +139,11 @@ class Streamer:
         display, spec, encoder = await anyio.to_thread.run_sync(self._build,
                                                                 limiter=self._limiter)
         self.streaming_display = display
+        # The automatic codec: ``spec`` (lossless) for small changes, ``state.motion`` while
+        # the screen moves, its encoder made the first time it is needed.
+        lossless, motion = (spec, encoder), state.motion
+        videos: tuple[CodecSpec, Encoder] | None = None
+        switch = ContentSwitch()
         pacer = Pacer(state.fps())
         self.flow.reset()
         state.keyframe_wanted = True
@@ -144,39 +159,61 @@ class Streamer:
                     deadline = self.flow.next_deadline(now)
                     await self._pause(None if deadline is None else deadline - now)
                     continue
+                if motion is not None and not encoder.pending:
+                    wanted = switch.tick(now)
+                    if wanted != (spec is motion):
+                        if not wanted:
+                            spec, encoder = lossless
+                        else:
+                            if videos is None:
+                                videos = motion, await anyio.to_thread.run_sync(
+                                    self._encoder, motion, display, limiter=self._limiter)
+                            spec, encoder = videos
+                        state.keyframe_wanted = True  # the other codec starts afresh
                 keyframe = state.keyframe_wanted or now - last_keyframe >= KEYFRAME_INTERVAL_S
                 if keyframe:
                     state.take_keyframe()
                 self.sequence += 1
                 made = await anyio.to_thread.run_sync(
-                    self._next_frame, spec, encoder, display.id, keyframe, self.sequence,
+                    self._next_frame, spec, encoder, display, keyframe, self.sequence,
                     limiter=self._limiter)
                 if made is None:
                     self.sequence -= 1
                     continue
-                data, key, started = made
+                data, key, started, share = made
+                if motion is not None:
+                    switch.observe(share, started)
+                if data is None:
+                    self.sequence -= 1
+                    continue
                 if key:
                     last_keyframe = started
                 await self._send(data)
                 self.flow.sent(self.sequence, self._clock())
                 pacer.sent(started)
         finally:
-            encoder.close()
+            lossless[1].close()
+            if videos is not None:
+                videos[1].close()
 
-    def _next_frame(self, spec: CodecSpec, encoder: Encoder, display_id: int, keyframe: bool,
-                    sequence: int) -> tuple[bytes, bool, float] | None:
+    def _next_frame(self, spec: CodecSpec, encoder: Encoder, display: DisplayDesc,
+                    keyframe: bool, sequence: int
+                    ) -> tuple[bytes | None, bool, float, float | None] | None:
         """In a worker thread: wait for a change (unless a keyframe is due), grab, encode
-        and frame it; ``None`` when nothing changed. One thread hop per frame."""
+        and frame it; ``None`` when nothing changed, no bytes when the encoder had nothing
+        to send. Also the share of the screen the capture says changed. One thread hop
+        per frame."""
         # A frame too big for one message goes in parts: send the rest before waiting.
         if (not keyframe and not encoder.pending
                 and not self.devices.capture.wait_for_change(_CHANGE_WAIT)):
             return None
         started = self._clock()
         timestamp = time.time_ns() // 1000
-        image, dirty = self.devices.capture.grab(display_id)
+        image, dirty = self.devices.capture.grab(display.id)
+        share = changed_share(dirty, display.width, display.height)
         frame = encoder.encode(image, keyframe=keyframe, dirty=dirty)
         if frame is None:
-            return None
-        data = wire_frame(frame, spec, timestamp=timestamp, display_id=display_id,
+            return None, False, started, share
+        data = wire_frame(frame, spec, timestamp=timestamp, display_id=display.id,
                           sequence=sequence)
-        return data, frame.keyframe, started
+        return data, frame.keyframe, started, share

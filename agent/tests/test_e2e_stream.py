@@ -59,6 +59,37 @@ async def test_pattern_arrives_pixel_exact_through_raw_zstd(managed, painter, ap
 
 
 @pytest.mark.anyio
+async def test_the_automatic_codec_follows_the_content(managed, painter, api, server):
+    """Left to the agent: small changes lossless, a moving screen in H.264, and lossless
+    again (exact) once the screen is calm."""
+    _, session, _ = managed
+    rng = np.random.default_rng(11)
+    async with open_viewer(server.url, api.viewer_token(session["id"])) as viewer:
+        frame = await viewer.next_frame(15)
+        assert frame.codec == "raw"
+        typed = rng.integers(0, 256, (20, 100, 4), dtype=np.uint8)
+        painter.put_bgra(50, 50, 100, 20, typed.tobytes())
+        painter.sync()
+        frame = await viewer.wait_for_image(
+            lambda image: np.array_equal(image[50:70, 50:150, :3], typed[:, :, :3]), 10)
+        assert frame.codec == "raw" and not frame.keyframe
+        with anyio.fail_after(15):  # the screen moves, 30 times a second
+            while frame.codec != "h264":
+                movie = rng.integers(0, 256, (600, 800, 4), dtype=np.uint8)
+                painter.put_bgra(0, 0, 800, 600, movie.tobytes())
+                painter.sync()
+                await anyio.sleep(1 / 30)
+                frame = viewer.latest or frame
+        assert frame.keyframe or frame.codec == "h264"
+        still = rng.integers(0, 256, (600, 800, 4), dtype=np.uint8)
+        painter.put_bgra(0, 0, 800, 600, still.tobytes())
+        painter.sync()
+        calm = await viewer.wait_for_image(
+            lambda image: np.array_equal(image[:, :, :3], still[:, :, :3]), 15)
+        assert calm.codec == "raw" and calm.keyframe  # the exact picture, restored
+
+
+@pytest.mark.anyio
 async def test_mouse_event_moves_the_real_pointer(managed, api, server, x_display):
     _, session, _ = managed
     async with open_viewer(server.url, api.viewer_token(session["id"])) as viewer:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from remote_agent.adaptive import ContentSwitch, changed_share
 from remote_agent.backoff import Backoff
 from remote_agent.config import AgentConfig
 from remote_agent.flow import FlowWindow
@@ -231,3 +232,24 @@ def test_the_agent_acts_on_every_kind_the_server_may_send_it_or_says_why_not() -
     reaching = ALLOWED[(Role.SERVER, Role.AGENT)] - {"session_response", "disconnect"}
     assert set(HANDLERS).isdisjoint(NOT_ACTED_ON)
     assert set(HANDLERS) | set(NOT_ACTED_ON) == reaching
+
+
+def test_the_content_switch_moves_to_video_for_motion_and_back_when_calm() -> None:
+    switch = ContentSwitch(motion_share=0.1, enter_frames=2, calm_seconds=1.0)
+    assert not switch.observe(0.01, 0.0)  # typing
+    assert not switch.observe(None, 0.1)  # the capture does not know: nothing changes
+    assert not switch.observe(0.8, 0.2)  # one big change is not yet motion
+    assert not switch.observe(0.01, 0.3)
+    assert not switch.observe(0.8, 0.4)
+    assert switch.observe(0.9, 0.5)  # two in a row are
+    assert switch.observe(0.01, 1.0)  # a small change inside the motion keeps it
+    assert switch.tick(1.4)
+    assert not switch.tick(1.5)  # a second without a big change: lossless again
+    assert not switch.observe(0.9, 1.6)
+
+
+def test_the_changed_share_of_the_screen() -> None:
+    assert changed_share(None, 100, 100) is None
+    assert changed_share([], 100, 100) == 0.0
+    assert changed_share([Rect(0, 0, 10, 10), Rect(50, 50, 10, 10)], 100, 100) == 0.02
+    assert changed_share([Rect(0, 0, 100, 100)] * 2, 100, 100) == 1.0

@@ -35,7 +35,7 @@ def _available() -> bool:
 
 SPEC = CodecSpec(name="raw_zstd", preference=pb.CODEC_RAW, frame_field="raw",
                  encoder_factory=_encoder, decoder_factory=_decoder, auto_rank=10,
-                 available=_available)
+                 lossless=True, available=_available)
 
 
 @hookimpl

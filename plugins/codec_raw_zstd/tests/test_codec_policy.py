@@ -15,6 +15,7 @@ from remote_core.codecs import (
     choose_codec,
     decodable,
     encoder_config,
+    motion_codec,
 )
 from remote_core.errors import PluginError
 from remote_core.plugins import get_plugin_manager
@@ -60,9 +61,10 @@ def test_out_of_range_quality_is_a_clear_error(fields: dict[str, int], message: 
         encoder_config(640, 480, pb.QualitySettings(**fields))
 
 
-def test_auto_picks_h264_and_a_stated_preference_is_honoured() -> None:
+def test_auto_is_lossless_with_h264_for_motion_and_a_stated_preference_is_honoured() -> None:
     specs = codecs(*ALL)
-    assert choose_codec(specs).name == "h264"
+    assert choose_codec(specs).name == "raw_zstd"
+    assert motion_codec(specs).name == "h264"  # type: ignore[union-attr]
     assert choose_codec(specs, pb.CODEC_VP9).name == "vp9"
     assert choose_codec(specs, pb.CODEC_H265).name == "h265"
     assert choose_codec(specs, pb.CODEC_RAW).name == "raw_zstd"
@@ -74,7 +76,8 @@ def test_a_codec_missing_on_the_agent_falls_back_to_its_best() -> None:
     assert choose_codec(codecs("codec_raw_zstd"), pb.CODEC_H264).name == "raw_zstd"
     broken = [dataclasses.replace(s, available=lambda: False) if s.name == "h264" else s
               for s in codecs(*ALL)]
-    assert choose_codec(broken).name == "vp9"
+    assert motion_codec(broken).name == "vp9"  # type: ignore[union-attr]
+    assert motion_codec(codecs("codec_raw_zstd")) is None
     with pytest.raises(ValueError, match="no usable video codec"):
         choose_codec(codecs())
 
@@ -104,9 +107,16 @@ def test_the_agent_streams_only_in_a_codec_every_viewer_decodes() -> None:
 
 def test_auto_never_picks_a_plugin_frame_while_a_slot_codec_suits_every_viewer() -> None:
     agent = [*codecs(*ALL), PNG]  # PNG ranks above everything
-    assert choose_codec(agent).name == "h264"
-    assert choose_codec(agent, viewers=[["png", "raw", "h264"]]).name == "h264"
+    assert choose_codec(agent).name == "raw_zstd"
+    assert motion_codec(agent, viewers=[["png", "raw", "h264"]]).name == "h264"  # type: ignore[union-attr]
     assert choose_codec(agent, viewers=[["png"]]).name == "png"  # the only one it decodes
+    assert choose_codec(agent, viewers=[["png", "h264"]]).name == "h264"  # no lossless slot
+
+
+def test_motion_is_a_lossy_codec_every_viewer_decodes() -> None:
+    agent = codecs(*ALL)
+    assert motion_codec(agent, viewers=[["raw", "h264", "vp9"], ["raw", "vp9"]]).name == "vp9"  # type: ignore[union-attr]
+    assert motion_codec(agent, viewers=[["raw", "h264"], ["raw"]]) is None
 
 
 def test_with_no_codec_common_to_every_viewer_the_most_are_served() -> None:

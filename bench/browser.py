@@ -1,0 +1,364 @@
+"""Glass to glass in the real browser: the console's viewer against noVNC.
+
+What a technician feels is the time from a change on the remote screen to the
+pixels in their browser tab. One 1920x1080 Xvfb and the change driver of
+``bench/agent.py`` (typing into a 200x40 region, scrolling a page, the whole
+screen changing, each 30 times a second, and idle; every change carries a
+12-bit marker); headless Chromium (``/usr/bin/chromium``) shows each stack,
+and a ``requestAnimationFrame`` loop injected with Playwright's ``evaluate``
+(a DevTools injection, so the console's CSP stays as shipped) reads the marker
+off the page's canvas on every frame the page paints. The latency of a change
+is the time from the driver starting it to the first painted frame showing
+its marker (both clocks are this machine's wall clock).
+
+Stacks, in the same run on the same display with the same driver:
+
+- ``console/<codec>``: ``remote-agent`` -> ``remote-support serve`` -> the
+  console's viewer (``/console/viewer.html``), once per codec the page offers
+  (the viewer asks WebCodecs) and once as it starts (``console/default``:
+  codec and quality Auto);
+- ``noVNC/<variant>``: x11vnc (Debian) -> websockify -> noVNC's
+  ``vnc_lite.html`` (Debian's ``novnc``), x11vnc with its default flags and
+  tuned (``-defer 0 -wait 1 -xd_area 0``).
+
+Columns: p50/p99 latency, changes shown / drawn, fps (frames painted with a
+new marker per second), Mbit/s the relay sent towards the browser (the
+kernel's count for the relay's port), and the
+CPU (% of one core) of the sender (agent or x11vnc), the relay (server or
+websockify) and the browser's renderer and GPU processes.
+
+Run: ``uv run python -m bench.browser`` (``BENCH_SECONDS``, default 5, per
+scenario; ``BENCH_CODECS=raw,h264`` to measure only those).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from remote_server.testing.processes import (
+    ADMIN_PASSWORD,
+    AgentProcess,
+    Api,
+    ServerProcess,
+    free_port,
+)
+
+from bench.agent import (
+    BLOCK,
+    BLOCKS,
+    HEIGHT,
+    RATE,
+    SCENARIOS,
+    SECONDS,
+    WIDTH,
+    Driver,
+    cpu_seconds,
+)
+from bench.report import report
+from remote_core.testing.browser import chromium, wait_until, watched_context
+from remote_core.testing.codec_contract import Desktop, video_like
+from remote_core.testing.xvfb import Painter, xvfb
+
+NOVNC = Path("/usr/share/novnc")
+X11VNC_BASE = ["-nopw", "-localhost", "-shared", "-forever", "-quiet"]
+X11VNC_VARIANTS = {"default": [], "tuned": ["-defer", "0", "-wait", "1", "-xd_area", "0"]}
+VIEWPORT = {"width": WIDTH, "height": HEIGHT + 120}
+
+# Reads the marker at (x, y) of the canvas on every painted frame; keeps each new value
+# with its wall-clock time in ms. The context is the page's own (getContext returns it).
+_WATCH = """([selector, x, y, block, blocks]) => {
+  const canvas = document.querySelector(selector);
+  const ctx = canvas.getContext("2d");
+  const watch = { x, y, last: -1, seen: [] };
+  window.__benchWatch = watch;
+  const read = () => {
+    const row = ctx.getImageData(watch.x, watch.y + block / 2, blocks * block, 1).data;
+    let value = 0;
+    for (let b = 0; b < blocks; b++) {
+      const o = (b * block + block / 2) * 4;
+      value |= ((row[o] > 127 ? 4 : 0) | (row[o + 1] > 127 ? 2 : 0)
+                | (row[o + 2] > 127 ? 1 : 0)) << (3 * b);
+    }
+    if (value !== watch.last) {
+      watch.last = value;
+      watch.seen.push([value, performance.timeOrigin + performance.now()]);
+    }
+    requestAnimationFrame(read);
+  };
+  requestAnimationFrame(read);
+}"""
+
+
+_CODEC_COUNT = "(codec) => window.remoteViewer.codecFrames[codec] || 0"
+_CODEC_FRAMES = "([codec, over]) => (window.remoteViewer.codecFrames[codec] || 0) > over"
+_NOVNC_SHOWS_SCREEN = "(width) => document.querySelector('#screen canvas').width === width"
+
+
+def sent_bytes(port: int) -> int:
+    """Bytes sent so far on the established TCP connections from local ``port`` (the relay's
+    listening port: what it sent towards the browser), as the kernel counts them (``ss``)."""
+    out = subprocess.run(["ss", "-tinH", "state", "established", f"( sport = :{port} )"],
+                         capture_output=True, text=True, check=True).stdout
+    return sum(int(m) for m in re.findall(r"bytes_sent:(\d+)", out))
+
+
+def browser_pids() -> list[int]:
+    """This process's Chromium renderer and GPU processes (decoding, painting, compositing).
+
+    Chromium rewrites its command line into one string, hence the search in all of it."""
+    parents: dict[int, int] = {}
+    kinds: dict[int, bytes] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            pid = int(stat.parent.name)
+            parents[pid] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            kinds[pid] = (stat.parent / "cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+    mine = os.getpid()
+
+    def descends(pid: int) -> bool:
+        while pid > 1:
+            pid = parents.get(pid, 0)
+            if pid == mine:
+                return True
+        return False
+    return [pid for pid, cmdline in kinds.items()
+            if (b"--type=renderer" in cmdline or b"--type=gpu-process" in cmdline)
+            and descends(pid)]
+
+
+class Page:
+    """One browser page showing a stack, with the marker watch injected."""
+
+    def __init__(self, page: Any, canvas: str) -> None:
+        self.page = page
+        page.evaluate(_WATCH, [canvas, 0, 0, BLOCK, BLOCKS])
+
+    def aim(self, xy: tuple[int, int]) -> None:
+        self.page.evaluate("([x, y]) => { Object.assign(window.__benchWatch, {x, y}); }",
+                           list(xy))
+
+    def take(self) -> list[tuple[int, float]]:
+        """The (marker, wall ms) pairs painted since the last take."""
+        return [tuple(pair) for pair in self.page.evaluate(
+            "() => window.__benchWatch.seen.splice(0)")]
+
+
+def measure(stack: str, scenario: str, view: Page, painter: Painter, desktop: Desktop,
+            movie: list[Any], pids: dict[str, int], port: int,
+            marker: int) -> tuple[dict[str, Any], int]:
+    driver = Driver(painter, scenario, desktop, movie, marker)
+    view.aim(driver.marker_xy)
+    time.sleep(0.3)
+    view.take()
+    browser = browser_pids()
+    cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    browser0 = sum(cpu_seconds(pid) for pid in browser)
+    sent0 = sent_bytes(port)
+    # Wall clock of the driver's perf_counter_ns stamps, as the page's clock is wall time.
+    wall_offset_ms = time.time_ns() / 1e6 - time.perf_counter_ns() / 1e6
+    started = time.perf_counter()
+    driver.start()
+    driver.join()
+    time.sleep(0.5)  # the last changes' way to the page
+    elapsed = time.perf_counter() - started
+    painted = view.take()
+    latencies = []
+    shown = set()
+    for value, painted_ms in painted:
+        drawn = driver.drawn.get(value)
+        if drawn is not None and value not in shown:
+            shown.add(value)
+            latencies.append(painted_ms - (drawn / 1e6 + wall_offset_ms))
+    cpu = {name: 100 * (cpu_seconds(pid) - cpu0[name]) / elapsed for name, pid in pids.items()}
+    browser_cpu = 100 * (sum(cpu_seconds(pid) for pid in browser) - browser0) / elapsed
+    mbit = (sent_bytes(port) - sent0) * 8 / SECONDS / 1e6
+    row: dict[str, Any] = {
+        "stack": stack, "scenario": scenario,
+        "p50 ms": statistics.median(latencies) if latencies else "",
+        "p99 ms": float(np.percentile(latencies, 99)) if latencies else "",
+        "changes shown": f"{len(shown)}/{len(driver.drawn)}" if driver.drawn else "",
+        "fps": len([1 for value, _ in painted if value in driver.drawn]) / SECONDS,
+        "Mbit/s": mbit,
+        "sender CPU %": cpu["sender"], "relay CPU %": cpu["relay"],
+        "browser CPU %": browser_cpu,
+    }
+    return row, driver.marker
+
+
+def reset(painter: Painter, desktop: Desktop) -> None:
+    painter.put_bgra(0, 0, WIDTH, HEIGHT, desktop.image.tobytes())
+    painter.sync()
+    time.sleep(0.5)
+
+
+def console_rows(browser: Any, server: ServerProcess, agent: AgentProcess, session_id: str,
+                 painter: Painter, desktop: Desktop, movie: list[Any],
+                 marker: int) -> tuple[list[dict[str, Any]], int]:
+    rows = []
+    pids = {"sender": agent.process.pid, "relay": server.process.pid}  # type: ignore[union-attr]
+    with watched_context(browser, viewport=VIEWPORT) as context:
+        page = context.new_page()
+        page.goto(f"{server.url}/console/")
+        page.fill("input[name=username]", "admin")
+        page.fill("input[name=password]", ADMIN_PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_selector("nav .who")
+        page.goto(f"{server.url}/console/viewer.html?session={session_id}")
+        page.wait_for_selector("#state[data-state=connected]", timeout=30_000)
+        wait_until(lambda: page.evaluate("window.remoteViewer.drawn") > 0, what="a picture")
+        names: list[str] = page.evaluate("window.remoteViewer.codecs.names")
+        wanted = os.environ.get("BENCH_CODECS")
+        choices = [""] + [n for n in names if wanted is None or n in wanted.split(",")]
+        view = Page(page, "#screen")
+        for choice in choices:
+            page.select_option("#codec", choice)
+            reset(painter, desktop)
+            if choice:
+                counted = page.evaluate(_CODEC_COUNT, choice)
+                painter.put_bgra(0, 0, WIDTH, HEIGHT, movie_frame(desktop))
+                painter.sync()
+                wait_until(functools.partial(page.evaluate, _CODEC_FRAMES, [choice, counted]),
+                           what=f"{choice} frames", timeout=20)
+                reset(painter, desktop)
+            for scenario in SCENARIOS:
+                row, marker = measure(f"console/{choice or 'default'}", scenario, view,
+                                      painter, desktop, movie, pids, server.port, marker)
+                rows.append(row)
+            reset(painter, desktop)
+    return rows, marker
+
+
+def movie_frame(desktop: Desktop) -> bytes:
+    """A whole screen unlike the desktop, so a codec switch shows in a frame at once."""
+    return (255 - desktop.image).tobytes()
+
+
+@contextmanager
+def novnc(display: str, flags: list[str]) -> Iterator[tuple[int, dict[str, int]]]:
+    """x11vnc on ``display`` behind websockify serving noVNC; the web port and the pids."""
+    vnc_port, web_port = free_port(), free_port()
+    vnc = subprocess.Popen(["x11vnc", "-display", display, "-rfbport", str(vnc_port),
+                            *X11VNC_BASE, *flags], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    proxy = subprocess.Popen(["websockify", "--web", str(NOVNC), f"127.0.0.1:{web_port}",
+                              f"127.0.0.1:{vnc_port}"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        yield web_port, {"sender": vnc.pid, "relay": proxy.pid}
+    finally:
+        for process in (proxy, vnc):
+            process.terminate()
+            process.wait(10)
+
+
+def novnc_rows(browser: Any, display: str, painter: Painter, desktop: Desktop,
+               movie: list[Any], marker: int) -> tuple[list[dict[str, Any]], int]:
+    rows = []
+    for variant, flags in X11VNC_VARIANTS.items():
+        reset(painter, desktop)
+        # vnc_lite.html asks for a favicon websockify does not have: noVNC's page, not ours.
+        with novnc(display, flags) as (port, pids), \
+                watched_context(browser, viewport=VIEWPORT, allow=("favicon.ico",)) as context:
+            page = context.new_page()
+            url = (f"http://127.0.0.1:{port}/vnc_lite.html?host=127.0.0.1&port={port}"
+                   "&path=websockify")
+            deadline = time.monotonic() + 20
+            while True:  # websockify takes a moment to listen
+                try:
+                    page.goto(url)
+                    break
+                except Exception:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.3)
+            page.wait_for_selector("#screen canvas", timeout=20_000)
+            wait_until(functools.partial(page.evaluate, _NOVNC_SHOWS_SCREEN, WIDTH),
+                       what="noVNC's picture", timeout=20)
+            time.sleep(1.0)
+            view = Page(page, "#screen canvas")
+            for scenario in SCENARIOS:
+                row, marker = measure(f"noVNC/{variant}", scenario, view, painter, desktop,
+                                      movie, pids, port, marker)
+                rows.append(row)
+    return rows, marker
+
+
+def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each console row's p50 and p99 over the best noVNC variant's in the same scenario."""
+    out = []
+    for scenario in SCENARIOS[:-1]:
+        peers = [r for r in rows if r["stack"].startswith("noVNC/") and r["scenario"] == scenario
+                 and r["p50 ms"] != ""]
+        if not peers:
+            continue
+        best = min(peers, key=lambda r: r["p50 ms"])
+        for row in rows:
+            if row["stack"].startswith("console/") and row["scenario"] == scenario \
+                    and row["p50 ms"] != "":
+                out.append({"stack": row["stack"], "scenario": scenario,
+                            "vs": best["stack"],
+                            "p50 ratio": row["p50 ms"] / best["p50 ms"],
+                            "p99 ratio": row["p99 ms"] / best["p99 ms"]})
+    return out
+
+
+def main() -> None:
+    for tool in ("Xvfb", "x11vnc", "websockify"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"bench/browser.py needs {tool} (scripts/bootstrap installs it)")
+    if not (NOVNC / "vnc_lite.html").exists():
+        raise SystemExit("bench/browser.py needs noVNC (Debian's novnc; scripts/bootstrap)")
+    work = Path(tempfile.mkdtemp(prefix="bench-browser-"))
+    rows: list[dict[str, Any]] = []
+    with xvfb(WIDTH, HEIGHT, set_display=False) as screen, chromium() as browser:
+        painter = Painter(screen.display)
+        desktop = Desktop(WIDTH, HEIGHT, seed=1)
+        movie = [painter.upload(video_like(WIDTH, HEIGHT, t)) for t in range(8)]
+        reset(painter, desktop)
+        server = ServerProcess(work / "server", log_level="warning").start()
+        api = Api(server)
+        agent_id, key = api.machine_with_key()
+        agent = AgentProcess(work / "agent", screen.display, "--server", server.url,
+                             "--key", key, "--log-level", "warning")
+        marker = 0
+        try:
+            session = api.live_session(agent_id)
+            more, marker = console_rows(browser, server, agent, session["id"], painter,
+                                        desktop, movie, marker)
+            rows.extend(more)
+        finally:
+            agent.stop()
+            api.close()
+            server.stop()
+        more, marker = novnc_rows(browser, screen.display, painter, desktop, movie, marker)
+        rows.extend(more)
+        painter.close()
+    report("browser", rows, title=f"Glass to glass in Chromium at {WIDTH}x{HEIGHT}, "
+           f"{RATE} changes/s, {SECONDS:g} s per scenario, loopback", notes=[
+               "console/<codec>: remote-agent -> remote-support serve -> the console's "
+               "viewer; console/default: as the viewer starts (codec and quality Auto).",
+               "noVNC/<variant>: x11vnc -> websockify -> noVNC vnc_lite.html; tuned: "
+               "-defer 0 -wait 1 -xd_area 0.",
+               "changes shown: changes whose marker a painted frame showed / changes drawn; "
+               "fps: painted frames with a new marker per second.",
+           ])
+    report("browser_ratios", ratios(rows),
+           title="The console over the best noVNC variant, same run (below 1: ahead)")
+
+
+if __name__ == "__main__":
+    main()
