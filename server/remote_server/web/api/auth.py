@@ -80,7 +80,8 @@ async def _second_factor(call: Call, user: User, body: s.LoginIn) -> list[str]:
 
 async def _needed(call: Call, user: User, totp: bool, keys: list[Passkey]) -> Problem:
     """401 ``second-factor-needed``: which methods the account has, and for passkeys the
-    options (a fresh challenge) to answer with ``navigator.credentials.get``."""
+    options (a fresh challenge) to answer with ``navigator.credentials.get``, unless the
+    server was reached where passkeys cannot work (an IP address: the detail says so)."""
     methods = (["otp", "recovery_code"] if totp else []) + (["passkey"] if keys else [])
     extra: dict[str, object] = {"methods": methods}
     detail = "this account needs its second factor: send " + " or ".join(
@@ -89,10 +90,8 @@ async def _needed(call: Call, user: User, totp: bool, keys: list[Passkey]) -> Pr
     if keys:
         try:
             rp = relying_party(call.ctx.settings, call.request.scope)
-        except Problem as unavailable:
-            if not totp:
-                raise
-            detail += f" (passkeys: {unavailable.detail})"
+        except Problem as unavailable:  # no passkey_options: say why
+            detail += f" ({unavailable.detail})"
         else:
             extra["passkey_options"] = await login_options(call.ctx.store, user, rp, keys)
     return Problem(401, detail, kind="second-factor-needed", extra=extra)
