@@ -35,7 +35,9 @@ DEVIATIONS: dict[str, str] = {
                        "never reach another (so does the passkey suite's server process); "
                        "the tests of the setting itself change it too, "
                        "and the reverse-proxy tests trust their proxy as deploy/ tells to",
-    "public_origins": "only the tests of the origin setting itself",
+    "public_origins": "only the tests of the origin setting itself, and the cluster's "
+                      "passkey test, whose nodes stand behind one public origin as a "
+                      "load-balanced deployment's do",
     "shared_agent_key": "the deprecated shared key is off by default; only its own tests and "
                         "the relay tests that speak as a keyless agent switch it on",
     "viewer_buffer_bytes": "a 1 MiB outbox, so the slow-viewer tests fill it in a moment",
