@@ -13,14 +13,14 @@ export function accountView(main, { guarded, errorLine, loggedOut, enrolled: res
   const logins = h("tbody", { id: "login-sessions" });
   const passkeys = h("tbody", { id: "passkeys" });
   const passkeyName = h("input", { id: "passkey-name", name: "passkey-name", maxlength: "64", required: true, value: "Passkey" });
-  const passkeyForm = h("form", { id: "passkey-form" }, h("label", {}, "Name", passkeyName),
-    h("button", { type: "submit", id: "passkey-add" }, "Add a passkey"));
+  const passkeyForm = h("form", { id: "passkey-form" },
+    h("p", {}, h("label", {}, "Name ", passkeyName), " ", h("button", { type: "submit", id: "passkey-add" }, "Add a passkey")));
   passkeyForm.onsubmit = (event) => {
     event.preventDefault();
     addPasskey();
   };
   main.append(h("h1", {}, "Account"), h("h2", {}, "Second factor"), status, error, area,
-    h("h3", {}, "Passkeys"),
+    h("h2", {}, "Passkeys"),
     h("p", { className: "muted" }, "A passkey (a security key, this computer's or your phone's) logs in as the second step instead of a code."),
     h("table", {}, h("thead", {}, h("tr", {}, ...["Name", "Added", "Last used", ""].map((t) => h("th", {}, t)))), passkeys),
     passkeysAvailable() ? passkeyForm
