@@ -175,6 +175,10 @@ def test_assertions_that_do_not_prove_the_passkey_are_refused(
     wrong_site = SoftAuthenticator("http://phishing.example")
     wrong_site.key, wrong_site.credential_id = key.key, key.credential_id
     refused(wrong_site.get(options))  # signed for another origin
+    options = assert_problem(login(server, name), 401)["passkey_options"]
+    at_address = client(server, host=f"127.0.0.1:{server.port}").post("/api/auth/login", json={
+        "username": name, "password": PASSWORD, "passkey": key.get(options)})
+    assert assert_problem(at_address, 401)["type"] == "/api/problems/bad-second-factor"
     # Another account's challenge does not log this one in.
     other, _ = technician(admin)
     other_key = SoftAuthenticator(origin(server))
