@@ -126,12 +126,19 @@ _CODEC_FRAMES = "([codec, over]) => (window.remoteViewer.codecFrames[codec] || 0
 _NOVNC_SHOWS_SCREEN = "(width) => document.querySelector('#screen canvas').width === width"
 
 
-def sent_bytes(port: int) -> int:
-    """Bytes sent so far on the established TCP connections from local ``port`` (the relay's
-    listening port: what it sent towards the browser), as the kernel counts them (``ss``)."""
+def sent_bytes(port: int) -> dict[str, int]:
+    """Bytes sent so far on each established TCP connection from local ``port`` (the
+    relay's listening port: what it sent towards the browser), by peer, as the kernel
+    counts them (``ss``)."""
     out = subprocess.run(["ss", "-tinH", "state", "established", f"( sport = :{port} )"],
                          capture_output=True, text=True, check=True).stdout
-    return sum(int(m) for m in re.findall(r"bytes_sent:(\d+)", out))
+    return {peer: int(sent) for peer, sent in re.findall(r"(\S+:\d+)\s*\n.*?bytes_sent:(\d+)", out)}
+
+
+def sent_since(before: dict[str, int], port: int) -> int:
+    """Bytes sent since ``before`` on the connections there are now (one that closed in
+    between takes its count along: short page requests, not the viewer's socket)."""
+    return sum(now - before.get(peer, 0) for peer, now in sent_bytes(port).items())
 
 
 def browser_pids() -> list[int]:
@@ -220,7 +227,7 @@ def measure(stack: str, scenario: str, view: Page, painter: Painter, desktop: De
         stall = longest_stall(first, last, shown_at)
     cpu = {name: 100 * (cpu_seconds(pid) - cpu0[name]) / elapsed for name, pid in pids.items()}
     browser_cpu = 100 * (sum(cpu_seconds(pid) for pid in browser) - browser0) / elapsed
-    mbit = (sent_bytes(port) - sent0) * 8 / SECONDS / 1e6
+    mbit = sent_since(sent0, port) * 8 / SECONDS / 1e6
     row: dict[str, Any] = {
         "link": link, "stack": stack, "scenario": scenario,
         "p50 ms": statistics.median(latencies) if latencies else "",

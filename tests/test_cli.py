@@ -24,7 +24,9 @@ def test_plugins_lists_every_builtin() -> None:
     assert out.returncode == 0, out.stderr
     lines = [line for line in out.stdout.splitlines() if line and not line.startswith(" ")]
     loaded, _, not_loaded = "\n".join(lines).partition("installed, not loaded:")
-    assert {line.split()[0] for line in lines if not line.endswith(":")} == set(BUILTIN_PLUGINS)
+    # Every built-in, and the workspace's opt-in AV1 codec, installed but no default.
+    assert ({line.split()[0] for line in lines if not line.endswith(":")}
+            == {*BUILTIN_PLUGINS, "codec_av1"})
     assert "web_console        remote-web-console 0.1.0" in loaded
     # Codecs, capture and input run on agents: a server does not load them by default.
     assert "codec_raw_zstd     not requested" in not_loaded

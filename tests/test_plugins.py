@@ -208,6 +208,8 @@ def test_a_plugin_for_another_core_is_never_loaded(plugin_for_another_core: Path
 def test_installed_plugins_that_are_not_loaded_are_listed_with_why(outside_plugin: str) -> None:
     plugins = get_plugin_manager(PluginSettings(block_plugins=("codec_vp9",)))
     assert plugins.not_loaded == {outside_plugin: "not requested (REMOTE_SUPPORT_PLUGINS)",
+                                  # the workspace's opt-in codec, not a default
+                                  "codec_av1": "not requested (REMOTE_SUPPORT_PLUGINS)",
                                   "codec_vp9": "blocked (REMOTE_SUPPORT_BLOCK_PLUGINS)"}
 
 

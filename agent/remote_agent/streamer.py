@@ -43,11 +43,11 @@ _CHANGE_WAIT = 0.2
 
 _VIDEO_TAG = bytes([(NUMBER_BY_FIELD["video_frame"] << 3) | 2])
 
-LOSSLESS_SECONDS = 0.1
-"""Longest a lossless change may take on the link; a larger one goes out as video."""
-
-REFRESH_SECONDS = 0.3
-"""Longest the lossless picture restored after motion may take on the link."""
+LOSSLESS_SECONDS = 0.3
+"""Longest a lossless frame may take on the link; a larger one goes out as video. (A
+one-off change, a window opening, costs less this way than a video keyframe followed by
+the lossless picture restored a second later; while the screen moves, video carries it
+after two frames whatever their size.)"""
 
 VIDEO_SHARE = 0.5
 """Share of the link's rate the video codec's bitrate is capped at (a keyframe may take
@@ -237,8 +237,7 @@ class Streamer:
                 budget = None
                 if motion is not None and spec is not motion:
                     rate = self.rate.bytes_per_second(now)
-                    budget = (UNKNOWN_LINK_BYTES if rate is None else
-                              int(rate * (REFRESH_SECONDS if keyframe else LOSSLESS_SECONDS)))
+                    budget = UNKNOWN_LINK_BYTES if rate is None else int(rate * LOSSLESS_SECONDS)
                 self.sequence += 1
                 made = await anyio.to_thread.run_sync(
                     self._next_frame, spec, encoder, display, keyframe, self.sequence,

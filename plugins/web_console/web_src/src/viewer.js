@@ -524,5 +524,7 @@ window.remoteViewer = state; // for diagnostics and tests
 decodableCodecs().then((codecs) => {
   state.codecs = codecs;
   codecMenu();
+  // Browsers give WebCodecs only to secure contexts (HTTPS, or loopback).
+  if (!window.isSecureContext) notice("Video codecs need HTTPS: this page decodes raw frames only.");
   connect();
 });
