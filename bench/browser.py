@@ -21,9 +21,9 @@ Stacks, in the same run on the same display with the same driver:
   ``vnc_lite.html`` (Debian's ``novnc``), x11vnc with its default flags and
   tuned (``-defer 0 -wait 1 -xd_area 0``).
 
-Links: loopback, and each of :data:`bench.link.LINKS` (10 Mbit/s with 40 ms
+Links: loopback, and each of :data:`remote_server.testing.link.LINKS` (10 Mbit/s with 40 ms
 round trip and 0.5% loss; 2 Mbit/s with 120 ms), shaped like ``tc netem`` on a
-TUN pair into a namespace of the benchmark's own (:mod:`bench.link`): the
+TUN pair into a namespace of the benchmark's own (:mod:`remote_server.testing.link`): the
 sender (agent or x11vnc) runs inside it, the relay (server or websockify)
 across the link, the browser beside the relay on loopback (a secure context,
 which WebCodecs needs). Needs root for the shaped links (``BENCH_LINKS=0``:
@@ -63,6 +63,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from remote_server.testing.link import LINKS, QUEUE_SECONDS, Link, LinkSpec, shaped_link
 from remote_server.testing.processes import (
     ADMIN_PASSWORD,
     AgentProcess,
@@ -82,7 +83,6 @@ from bench.agent import (
     Driver,
     cpu_seconds,
 )
-from bench.link import LINKS, QUEUE_SECONDS, Link, LinkSpec, shaped_link
 from bench.report import report
 from remote_core.testing.browser import chromium, wait_until, watched_context
 from remote_core.testing.codec_contract import Desktop, video_like

@@ -14,7 +14,7 @@ The queue holds :data:`QUEUE_SECONDS` of the link's rate, like a home router's
 buffer; netem's default of a thousand packets would let a sender build a queue
 of seconds on a 2 Mbit/s link.
 
-Run alone to check a link: ``python -m bench.link`` pings across each link.
+Run alone to check the links: ``python -m remote_server.testing.link``.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def shape(near_dev: str, far_dev: str, namespace: str, spec: LinkSpec) -> None:
     on stdout, then forward packets both ways until SIGTERM."""
     near, far = _open_tun(near_dev), _open_tun(far_dev)
     subprocess.run(["ip", "link", "set", far_dev, "netns", namespace], check=True)
-    rng = random.Random(1)
+    rng = random.Random(1)  # noqa: S311 - packet loss, not secrets
     ways = {near: (far, Direction(spec, rng)), far: (near, Direction(spec, rng))}
     pending: list[tuple[float, int, int, bytes]] = []  # (due, order, fd, packet)
     order = 0
@@ -129,7 +129,7 @@ def shape(near_dev: str, far_dev: str, namespace: str, spec: LinkSpec) -> None:
     while running:
         timeout = max(0.0, pending[0][0] - time.monotonic()) if pending else 0.5
         for key, _ in selector.select(timeout):
-            source = int(key.fd)  # type: ignore[call-overload]
+            source = key.fd
             target, direction = ways[source]
             while True:
                 try:
@@ -165,8 +165,8 @@ def shaped_link(spec: LinkSpec, index: int = 0) -> Iterator[Link]:
     shaper: subprocess.Popen[str] | None = None
     try:
         shaper = subprocess.Popen(
-            [sys.executable, "-m", "bench.link", "--shape", near_dev, far_dev, namespace,
-             str(spec.mbit), str(spec.rtt_ms), str(spec.loss_percent)],
+            [sys.executable, "-m", "remote_server.testing.link", "--shape", near_dev, far_dev,
+             namespace, str(spec.mbit), str(spec.rtt_ms), str(spec.loss_percent)],
             stdout=subprocess.PIPE, text=True)
         assert shaper.stdout is not None
         if shaper.stdout.readline().strip() != "ready":

@@ -1,0 +1,111 @@
+"""The automatic codec over a slow link: a real agent behind a shaped link, a real server.
+
+The agent runs in a network namespace of the test's own, joined to this one by a
+TUN pair shaped to 10 Mbit/s, 40 ms and 0.5% loss (``remote_server.testing.link``).
+A moving screen must not go out lossless (a 800x600 picture of noise is 1.9 MB,
+1.5 s of that link for one frame): it goes out as H.264 at once, and when the
+screen stops, the lossless picture of that noise is too big to restore, so the
+stream stays in H.264 instead of stalling. A desktop-like picture, which is
+small in lossless, comes back lossless and exact. No timing is asserted: the
+sizes and codecs of the frames that arrive say what the agent chose.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import anyio
+import numpy as np
+import pytest
+from remote_server.testing.link import LINKS, shaped_link
+from remote_server.testing.processes import AgentProcess, Api, ServerProcess
+from remote_viewer.client import Frame, open_viewer
+
+from remote_core.testing.codec_contract import Desktop
+from remote_core.testing.xvfb import blank_painter
+
+pytestmark = [
+    pytest.mark.xvfb, pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0 or not Path("/dev/net/tun").exists()
+                       or shutil.which("ip") is None,
+                       reason="a shaped link needs root, /dev/net/tun and ip (iproute2)"),
+]
+
+LINK = LINKS[0]  # 10 Mbit/s, 40 ms, 0.5% loss
+WIDTH, HEIGHT = 800, 600
+LINK_BYTES_PER_S = LINK.mbit * 1e6 / 8
+
+
+@pytest.fixture
+def linked(tmp_path: Path, x_display):
+    """A server listening on every address, and an agent reaching it across the link."""
+    with shaped_link(LINK, index=9) as link:
+        server = ServerProcess(tmp_path / "server")
+        server.listen = "0.0.0.0"  # the agent comes across the link's pair
+        server.start()
+        api = Api(server)
+        agent_id, key = api.machine_with_key()
+        agent = AgentProcess(tmp_path / "agent", x_display.display, "--server",
+                             f"http://{link.near}:{server.port}", "--key", key,
+                             prefix=link.prefix)
+        try:
+            session = api.live_session(agent_id)
+            yield server, api, session["id"]
+        finally:
+            agent.stop()
+            api.close()
+            server.stop()
+
+
+@pytest.mark.anyio
+async def test_a_moving_screen_over_a_slow_link_goes_out_as_video_and_stays_there(
+        linked, x_display) -> None:
+    server, api, session_id = linked
+    rng = np.random.default_rng(5)
+    desktop = Desktop(WIDTH, HEIGHT, seed=4)
+    seen: list[Frame] = []
+    with blank_painter(x_display.display) as painter:
+        painter.put_bgra(0, 0, WIDTH, HEIGHT, desktop.image.tobytes())
+        painter.sync()
+        async with open_viewer(server.url, api.viewer_token(session_id)) as viewer:
+            first = await viewer.wait_for_image(
+                lambda image: np.array_equal(image[:, :, :3], desktop.image[:, :, :3]), 30)
+            assert first.codec == "raw"  # a desktop is small in lossless: exact at once
+            video = anyio.Event()
+
+            async def watch() -> None:
+                after = first.sequence
+                while True:
+                    frame = await viewer.next_frame(60, after=after)
+                    seen.append(frame)
+                    after = frame.sequence
+                    if frame.codec == "h264":
+                        video.set()
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(watch)
+                moved = len(seen)
+                for _ in range(45):  # a second and a half of a moving screen
+                    noise = rng.integers(0, 256, (HEIGHT, WIDTH, 4), dtype=np.uint8)
+                    painter.put_bgra(0, 0, WIDTH, HEIGHT, noise.tobytes())
+                    painter.sync()
+                    await anyio.sleep(1 / 30)
+                with anyio.fail_after(30):
+                    await video.wait()
+                # Nothing moved lossless: no frame near a noise picture's 1.9 MB came.
+                assert all(f.size < 400_000 for f in seen[moved:]), \
+                    [(f.codec, f.size) for f in seen[moved:]]
+
+                stopped = len(seen)  # the screen stops on noise: too big to restore
+                await anyio.sleep(4)  # the calm second, and the retry two seconds later
+                assert all(f.codec == "h264" for f in seen[stopped:]), \
+                    [(f.codec, f.size) for f in seen[stopped:]]
+
+                painter.put_bgra(0, 0, WIDTH, HEIGHT, desktop.image.tobytes())
+                painter.sync()  # a desktop again: lossless and exact once calm
+                exact = await viewer.wait_for_image(
+                    lambda image: np.array_equal(image[:, :, :3], desktop.image[:, :, :3]), 60)
+                assert exact.codec == "raw"
+                group.cancel_scope.cancel()
