@@ -26,6 +26,7 @@ const state = {
   width: 0,
   height: 0,
   codecs: { names: [], labels: {}, plugins: new Map() },
+  standingNotice: "",
   decoder: null,
   decoderCodec: "",
   plugin: null,
@@ -265,9 +266,11 @@ function shown() {
   notice("");
 }
 
-/** A line about the picture (a codec this page cannot draw), beside the connection state. */
+/** A line about the picture (a codec this page cannot draw), beside the connection state;
+ * with none, what always holds for this page (state.standingNotice). */
 function notice(text) {
-  if ($("notice").textContent !== text) $("notice").textContent = text;
+  const shown = text || state.standingNotice;
+  if ($("notice").textContent !== shown) $("notice").textContent = shown;
 }
 
 function decodeVideo(kind, chunk) {
@@ -525,6 +528,9 @@ decodableCodecs().then((codecs) => {
   state.codecs = codecs;
   codecMenu();
   // Browsers give WebCodecs only to secure contexts (HTTPS, or loopback).
-  if (!window.isSecureContext) notice("Video codecs need HTTPS: this page decodes raw frames only.");
+  if (!window.isSecureContext) {
+    state.standingNotice = "Video codecs need HTTPS: this page decodes raw frames only.";
+    notice("");
+  }
   connect();
 });
