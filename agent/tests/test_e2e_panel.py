@@ -91,12 +91,21 @@ async def test_end_session_in_the_panel_ends_it_for_every_viewer(tmp_path, serve
         agent.stop()
 
 
-@pytest.fixture(params=[True, False], ids=["policy on", "policy off"])
+POLICIES = {
+    "policy on": ({"session_panel_managed": True}, True),
+    "on for the machine's organization": ({"session_panel_organizations": "Acme"}, True),
+    "on for another organization": ({"session_panel_organizations": "Globex,Initech"}, False),
+    "policy off": ({}, False),
+}
+
+
+@pytest.fixture(params=list(POLICIES), ids=list(POLICIES))
 def panel_policy(request: pytest.FixtureRequest, tmp_path):
-    """A server whose policy shows managed machines' end users the panel, or not (shipped)."""
-    on = {"session_panel_managed": True} if request.param else {}
-    process = ServerProcess(tmp_path / "server", **on)
-    yield process.start(), request.param
+    """A server whose policy shows managed machines' end users the panel (for every
+    organization or for some), or not (shipped); the machine is Acme's."""
+    settings, shown = POLICIES[request.param]
+    process = ServerProcess(tmp_path / "server", **settings)
+    yield process.start(), shown
     process.stop()
 
 
@@ -112,7 +121,7 @@ async def test_a_managed_agent_shows_the_panel_as_the_servers_policy_says(tmp_pa
     server, policy = panel_policy
     api = Api(server)
     env = x_display.env()
-    agent_id, key = api.machine_with_key()
+    agent_id, key = api.machine_with_key(organization="Acme")
     agent = AgentProcess(tmp_path / "agent", x_display.display, "--server", server.url,
                          "--key", key)
     try:

@@ -59,6 +59,9 @@ class ServerSettings(PluginSettings):
         False, "managed agents show their end user the session panel (who is connected, "
                "chat, End session) while a technician is connected, as attended ones always "
                "do; sent to the agent in StartStream.session_panel")
+    session_panel_organizations: tuple[str, ...] = option(
+        (), "the organizations whose managed machines show the session panel (as "
+            "SESSION_PANEL_MANAGED does for every organization)")
     viewer_buffer_bytes: int = option(8 * 1024 * 1024, "video bytes queued per viewer at most")
     ws_impl: str = option("websockets-sansio",
                           "uvicorn WebSocket implementation (fastest measured: bench/relay.py)")

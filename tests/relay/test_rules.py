@@ -7,9 +7,11 @@ from remote_server.relay.identity import clean_id
 from remote_server.relay.rules import (
     check_session_type,
     initial_consent_state,
+    shows_session_panel,
     status_report,
     viewing_refusal,
 )
+from remote_server.settings import ServerSettings
 
 from remote_core.errors import SessionRefused
 from remote_core.protocol import pb
@@ -78,3 +80,15 @@ def test_an_agent_reports_its_plugin_set_within_the_text_rule() -> None:
     for bad in (["ok 1.0", "evil\n1.0"], ["p 1"] * 65, ["x" * 201]):
         report, refused = status_report("a-1", pb.AgentStatus(plugins=bad))
         assert report.plugins is None and refused == ["plugins"]
+
+
+def test_the_session_panel_shows_as_the_policy_for_the_organization_says() -> None:
+    default = ServerSettings()
+    assert shows_session_panel(default, managed=False, organization="Acme")  # attended
+    assert not shows_session_panel(default, managed=True, organization="Acme")
+    some = ServerSettings(session_panel_organizations=("Acme",))
+    assert shows_session_panel(some, managed=True, organization="Acme")
+    assert not shows_session_panel(some, managed=True, organization="Globex")
+    assert not shows_session_panel(some, managed=True, organization="")
+    every = ServerSettings(session_panel_managed=True)
+    assert shows_session_panel(every, managed=True, organization="Globex")

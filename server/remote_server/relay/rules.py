@@ -48,10 +48,11 @@ _CODEC_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")  # a registration name, boun
 
 def shows_session_panel(settings: ServerSettings, *, managed: bool, organization: str) -> bool:
     """Whether the end user of this machine's session sees the session panel: always when
-    attended; when managed, as the policy for the machine's organization says (today one
-    global setting, ``session_panel_managed``: a per-organization policy replaces it here)."""
-    del organization  # the same for every organization until tenants carry their own policy
-    return not managed or settings.session_panel_managed
+    attended; when managed, as the policy for the machine's organization says
+    (``session_panel_organizations``), or for every organization
+    (``session_panel_managed``)."""
+    return (not managed or settings.session_panel_managed
+            or organization in settings.session_panel_organizations)
 
 
 def check_session_type(session_type: int) -> None:

@@ -81,6 +81,8 @@ DEVIATIONS: dict[str, str] = {
     "join_organization": "the join tests name an organization (empty by default)",
     "session_panel_managed": "the tests of the session-panel policy for managed machines "
                              "switch it on (off by default)",
+    "session_panel_organizations": "the tests of the session-panel policy name an "
+                                   "organization (none by default)",
     **{name: "shortened with the others by one factor (shortened_timeouts), keeping the "
              "shipped ratios, so a test of silence or consent takes seconds, not minutes"
        for name in TIMEOUTS},
