@@ -46,9 +46,14 @@ def test_who_may_view_what() -> None:
 def test_session_types_and_identifiers() -> None:
     check_session_type(pb.SCREEN_CONTROL)
     check_session_type(pb.VIEW_ONLY)
-    for unbuilt in (pb.BACKSTAGE, pb.FILE_TRANSFER, 99):
+    check_session_type(pb.BACKSTAGE, viewer=True)
+    with pytest.raises(SessionRefused, match="BACKSTAGE is a viewer's session type"):
+        check_session_type(pb.BACKSTAGE)
+    for unbuilt in (pb.FILE_TRANSFER, 99):
         with pytest.raises(SessionRefused, match="not supported yet"):
             check_session_type(unbuilt)
+        with pytest.raises(SessionRefused, match="not supported yet"):
+            check_session_type(unbuilt, viewer=True)
     assert clean_id("  agent-1 ", "agent_id") == "agent-1"
     for bad in ("", " ", "x" * 129, "bad\nid"):
         with pytest.raises(SessionRefused, match="printable"):
