@@ -364,7 +364,7 @@ class AgentSession:
                                  timeout_secs=max(1, request.timeout_secs or 60),
                                  connected=tuple(map(str, self.presence.connected)),
                                  organization=escaped(request.organization, 64),
-                                 recorded=request.recorded)
+                                 recorded=request.recorded, backstage=request.backstage)
                 granted, reason = await anyio.to_thread.run_sync(prompt.ask, ask)
         finally:
             self._asking = False
