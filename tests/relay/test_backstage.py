@@ -160,7 +160,7 @@ async def test_the_end_user_is_asked_before_a_terminal_opens(server, admin: Admi
     assert request.backstage and request.technician_name == tech.username
     await agent.send("consent_response", pb.ConsentResponse(session_id=session_id, granted=True))
     await settled(agent, 1)
-    _, viewer_id = await terminal(server, tech, session_id, agent)
+    await terminal(server, tech, session_id, agent)
     told = await agent.expect("participants")
     assert [(p.name, p.backstage) for p in told.participants] == [(tech.username, True)]
     kinds = admin.events(session_id)
