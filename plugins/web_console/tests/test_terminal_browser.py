@@ -133,7 +133,8 @@ def test_a_terminal_runs_commands_resizes_copies_pastes_and_ends_its_shell(
         def refitted() -> tuple[int, int] | None:
             now = geometry(term)
             shown = term.inner_text("#size")
-            return now if now != (rows, cols) and shown == f"{now[1]}×{now[0]}" else None
+            wanted = f"{now[1]}\N{MULTIPLICATION SIGN}{now[0]}"
+            return now if now != (rows, cols) and shown == wanted else None
 
         smaller = wait_until(refitted, what=lambda: f"xterm.js refitting: {geometry(term)}, "
                                                     f"shown {term.inner_text('#size')!r}")
