@@ -4,6 +4,7 @@ shells are tested in agent/tests, end to end in plugins/web_console/tests)."""
 
 from __future__ import annotations
 
+import anyio
 import pytest
 from remote_server.testing.liveserver import eventually, live_server
 
@@ -217,3 +218,36 @@ async def test_the_consent_policy_can_forbid_terminals_per_machine(tmp_path) -> 
         await terminal(live, tech, session_id, agent)
         await agent.close()
         await kiosk.close()
+
+
+async def test_a_huge_paste_waits_for_the_agent_instead_of_closing_it(
+        server, admin: Admin) -> None:
+    agent, session_id = await managed(server, admin)
+    viewer, viewer_id = await terminal(server, admin, session_id, agent)
+    outbox = server.ctx.registry.live(session_id).agent.outbox
+    chunk = b"x" * (64 * 1024)
+    count = 256  # 16 MiB: far past what the sockets and the agent's outbox (1 MiB) hold
+    letters = [bytes([65 + i % 26]) for i in range(count)]
+    fullest = 0
+
+    async def paste() -> None:
+        for letter in letters:
+            await viewer.send("backstage_data", pb.BackstageData(data=letter + chunk[1:]))
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(paste)
+        for _ in range(40):  # 2 s in which the agent reads nothing
+            fullest = max(fullest, outbox.queued_bytes)
+            await anyio.sleep(0.05)
+        assert not outbox.closed
+        got = []
+        while len(got) < count:
+            message = await agent.expect("backstage_data",
+                                         skip=frozenset({"heartbeat_ack", "backstage_resize"}))
+            assert message.viewer_id == viewer_id
+            got.append(message.data[:1])
+            fullest = max(fullest, outbox.queued_bytes)
+    assert got == letters  # all of it, in order
+    assert fullest <= outbox.budget // 2 + len(chunk) + 64  # the paste waited for room
+    await settled(agent, 3)  # and the agent is still connected
+    await agent.close()

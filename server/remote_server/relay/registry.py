@@ -314,6 +314,12 @@ class Registry:
             except WindowError as exc:
                 return str(exc)
         message.viewer_id = sender.id
+        if event.kind == "backstage_data":
+            # Input waits (and so does this viewer's socket) while the agent's outbox is
+            # half full: a huge paste slows its sender, never closes the agent.
+            await session.agent.outbox.wait_room(session.agent.outbox.budget // 2)
+            if session.ended or session.backstage.get(sender.id) is not sender:
+                return "the terminal ended while its input waited"
         session.agent.send(event.kind, message)
         return None
 
