@@ -349,7 +349,10 @@ class Terminal:
 
 
 def _exited(pid: int) -> bool:
-    """Whether child ``pid`` has ended, leaving it unreaped (its pid stays ours)."""
+    """Whether child ``pid`` has ended, leaving it unreaped (its pid stays ours). Without
+    ``waitid`` (macOS) it cannot be told without reaping: say no, so the grace runs out."""
+    if not hasattr(os, "waitid"):
+        return False
     try:
         return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
     except ChildProcessError:
