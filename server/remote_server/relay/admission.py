@@ -342,9 +342,7 @@ class Admission:
             method=session.source, attended=session.consent is not None,
             organization=session.organization, backstage=True))
         terminal = Ask(user.id, user.username, False, backstage=True)
-        if decision is ConsentDecision.DENY:
-            if session.consent is not None:
-                session.consent.refuse(terminal, Standing.DENIED)
+        if decision is ConsentDecision.DENY:  # asked again each time: not kept in the book
             await self._audit.record(AuditEvent(
                 "session.consent_denied", session_id=session.session_id,
                 agent_id=session.agent_id, actor=user.username,
