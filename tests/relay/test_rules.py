@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from remote_server.relay.consent import Ask, ConsentBook, Standing
 from remote_server.relay.identity import clean_id
 from remote_server.relay.rules import (
+    backstage_consent_refusal,
+    backstage_refusal,
     check_session_type,
     initial_consent_state,
     status_report,
@@ -83,3 +86,44 @@ def test_an_agent_reports_its_plugin_set_within_the_text_rule() -> None:
     for bad in (["ok 1.0", "evil\n1.0"], ["p 1"] * 65, ["x" * 201]):
         report, refused = status_report("a-1", pb.AgentStatus(plugins=bad))
         assert report.plugins is None and refused == ["plugins"]
+
+
+def test_who_may_open_a_terminal() -> None:
+    assert backstage_refusal(user(role="admin"), "acme") is None
+    assert backstage_refusal(user(permissions=("backstage",), client_access=("acme",)),
+                             "acme") is None
+    for viewer in (user(permissions=("view", "control"), client_access=("*",)),
+                   user(permissions=("support_codes", "manage_machines"), client_access=("*",))):
+        assert "needs the 'backstage' permission" in str(backstage_refusal(viewer, "acme"))
+    assert "organization" in str(backstage_refusal(
+        user(permissions=("backstage",), client_access=("other",)), "acme"))
+    assert "disabled" in str(backstage_refusal(
+        user(role="admin", disabled=True), "acme"))
+    assert "disabled" in str(backstage_refusal(None, "acme"))
+
+
+def test_consent_to_view_and_consent_to_a_terminal_are_kept_apart() -> None:
+    book = ConsentBook(timeout=10)
+    view = Ask("u2", "techb", control=True)
+    shell = Ask("u2", "techb", control=False, backstage=True)
+    book.queue(view)
+    book.queue(shell)
+    assert book.standing("u2") is Standing.ASKING
+    assert book.standing("u2", backstage=True) is Standing.ASKING
+    assert book.next(now=0) == view
+    book.admit(book.answered() or view)
+    assert book.standing("u2") is Standing.ADMITTED
+    assert book.standing("u2", backstage=True) is Standing.ASKING  # still queued
+    assert book.next(now=1) == shell
+    assert book.expire(now=5) is None and book.expire(now=11) == shell
+    book.refuse(shell, Standing.TIMED_OUT)
+    assert book.standing("u2", backstage=True) is Standing.TIMED_OUT
+    assert book.standing("u2") is Standing.ADMITTED  # viewing stands
+    assert book.admitted == {"u2": True} and book.terminals == set()
+    book.admit(shell)  # a later grant (say, by the policy)
+    assert book.standing("u2", backstage=True) is Standing.ADMITTED
+    assert "u2" not in book.terminals_refused
+    for standing, words in ((Standing.ASKING, "being asked"), (Standing.DENIED, "denied"),
+                            (Standing.TIMED_OUT, "in time"), (Standing.UNASKED, "not allowed")):
+        assert words in str(backstage_consent_refusal(standing))
+    assert backstage_consent_refusal(Standing.ADMITTED) is None
