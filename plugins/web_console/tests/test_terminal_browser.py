@@ -128,6 +128,12 @@ def test_a_terminal_runs_commands_resizes_copies_pastes_and_ends_its_shell(
         run(term, "echo grüße-$((6*7))", r"(?m)^grüße-42")
         rows, cols = geometry(term)
         run(term, "stty size", rf"(?m)^{rows} {cols}\s*$")
+        # truecolor: xterm.js styles such a cell itself, within the CSP (build.mjs)
+        run(term, r"printf '\033[38;2;255;100;0mtrue-%s\033[0m\n' colour", r"(?m)^true-colour")
+        colour = term.evaluate("""() => [...document.querySelectorAll(".xterm-rows span")]
+            .filter((s) => s.textContent.includes("true-colour"))
+            .map((s) => getComputedStyle(s).color)""")
+        assert "rgb(255, 100, 0)" in colour, colour
         # a smaller window: xterm.js refits, the shell hears the new size
         term.set_viewport_size({"width": 700, "height": 450})
         def refitted() -> tuple[int, int] | None:
