@@ -175,9 +175,9 @@ def test_a_terminal_runs_commands_resizes_copies_pastes_and_ends_its_shell(
     assert "viewer.token_issued" in kinds
 
 
-def test_the_shell_ends_with_the_agent(browser: Any, server: ServerProcess, admin: Api,
-                                       display: Xvfb,
-                                       tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_the_shell_ends_with_the_technician_or_the_agent(
+        browser: Any, server: ServerProcess, admin: Api, display: Xvfb,
+        tmp_path_factory: pytest.TempPathFactory) -> None:
     agent_id, key = admin.machine_with_key(organization="acme")
     agent = AgentProcess(tmp_path_factory.mktemp("agent-gone"), display.display,
                          "--server", server.url, "--key", key)
@@ -186,6 +186,14 @@ def test_the_shell_ends_with_the_agent(browser: Any, server: ServerProcess, admi
         with watched_context(browser) as context:
             page = context.new_page()
             log_in(page, server, "admin", ADMIN_PASSWORD)
+            # the technician's tab closes (no Leave): the socket drops, the shell goes
+            gone = open_terminal(page, session_id)
+            gone.wait_for_selector("#state[data-state=connected]", timeout=30_000)
+            gone.click("#terminal")
+            first = int(run(gone, "echo shell=$$", r"shell=(\d+)").group(1))
+            gone.close()
+            wait_until(lambda: group_gone(first), timeout=15, what="the first shell to be gone")
+            # the agent stops
             term = open_terminal(page, session_id)
             term.wait_for_selector("#state[data-state=connected]", timeout=30_000)
             term.click("#terminal")
