@@ -21,19 +21,35 @@ Stacks, in the same run on the same display with the same driver:
   ``vnc_lite.html`` (Debian's ``novnc``), x11vnc with its default flags and
   tuned (``-defer 0 -wait 1 -xd_area 0``).
 
+Links: loopback, and each of :data:`bench.link.LINKS` (10 Mbit/s with 40 ms
+round trip and 0.5% loss; 2 Mbit/s with 120 ms), shaped like ``tc netem`` on a
+TUN pair into a namespace of the benchmark's own (:mod:`bench.link`): the
+sender (agent or x11vnc) runs inside it, the relay (server or websockify)
+across the link, the browser beside the relay on loopback (a secure context,
+which WebCodecs needs). Needs root for the shaped links (``BENCH_LINKS=0``:
+loopback only).
+
+The agent also loads ``codec_av1`` (not a default plugin), so the console's
+AV1 is measured beside VP9 and H.264.
+
 Columns: p50/p99 latency, changes shown / drawn, fps (frames painted with a
-new marker per second), Mbit/s the relay sent towards the browser (the
-kernel's count for the relay's port), and the
+new marker per second), the longest time without a newly painted change while
+changes were being made (stall ms), Mbit/s the relay sent towards the browser
+(the kernel's count for the relay's port), and the
 CPU (% of one core) of the sender (agent or x11vnc), the relay (server or
 websockify) and the browser's renderer and GPU processes.
 
 Run: ``uv run python -m bench.browser`` (``BENCH_SECONDS``, default 5, per
-scenario; ``BENCH_CODECS=raw,h264`` to measure only those).
+scenario; ``BENCH_CODECS=raw,h264`` to measure only those; ``BENCH_LINKS=0,2``
+for loopback and the second shaped link only; ``BENCH_LOG_LEVEL=info`` for the
+server's and the agent's logs, kept in the run's temporary directory).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import itertools
 import os
 import re
 import shutil
@@ -66,15 +82,17 @@ from bench.agent import (
     Driver,
     cpu_seconds,
 )
+from bench.link import LINKS, QUEUE_SECONDS, Link, LinkSpec, shaped_link
 from bench.report import report
 from remote_core.testing.browser import chromium, wait_until, watched_context
 from remote_core.testing.codec_contract import Desktop, video_like
 from remote_core.testing.xvfb import Painter, xvfb
 
 NOVNC = Path("/usr/share/novnc")
-X11VNC_BASE = ["-nopw", "-localhost", "-shared", "-forever", "-quiet"]
+X11VNC_BASE = ["-nopw", "-shared", "-forever", "-quiet"]
 X11VNC_VARIANTS = {"default": [], "tuned": ["-defer", "0", "-wait", "1", "-xd_area", "0"]}
 VIEWPORT = {"width": WIDTH, "height": HEIGHT + 120}
+LOG_LEVEL = os.environ.get("BENCH_LOG_LEVEL", "warning")  # of the server and the agent
 
 # Reads the marker at (x, y) of the canvas on every painted frame; keeps each new value
 # with its wall-clock time in ms. The context is the page's own (getContext returns it).
@@ -102,6 +120,8 @@ _WATCH = """([selector, x, y, block, blocks]) => {
 
 
 _CODEC_COUNT = "(codec) => window.remoteViewer.codecFrames[codec] || 0"
+_CODEC_COUNTS = "() => ({...window.remoteViewer.codecFrames})"
+_NOTICE = "() => document.getElementById('notice')?.textContent || ''"
 _CODEC_FRAMES = "([codec, over]) => (window.remoteViewer.codecFrames[codec] || 0) > over"
 _NOVNC_SHOWS_SCREEN = "(width) => document.querySelector('#screen canvas').width === width"
 
@@ -157,9 +177,17 @@ class Page:
             "() => window.__benchWatch.seen.splice(0)")]
 
 
+def longest_stall(start_ms: float, end_ms: float, painted_ms: list[float]) -> float:
+    """The longest time from ``start_ms`` on without a newly painted change, up to the
+    last painted one or ``end_ms``, whichever is later."""
+    times = sorted(t for t in painted_ms if t >= start_ms)
+    edges = [start_ms, *times, max([end_ms, *times[-1:]])]
+    return max(b - a for a, b in itertools.pairwise(edges))
+
+
 def measure(stack: str, scenario: str, view: Page, painter: Painter, desktop: Desktop,
             movie: list[Any], pids: dict[str, int], port: int,
-            marker: int) -> tuple[dict[str, Any], int]:
+            marker: int, link: str) -> tuple[dict[str, Any], int]:
     driver = Driver(painter, scenario, desktop, movie, marker)
     view.aim(driver.marker_xy)
     time.sleep(0.3)
@@ -178,20 +206,28 @@ def measure(stack: str, scenario: str, view: Page, painter: Painter, desktop: De
     painted = view.take()
     latencies = []
     shown = set()
+    shown_at = []
     for value, painted_ms in painted:
         drawn = driver.drawn.get(value)
         if drawn is not None and value not in shown:
             shown.add(value)
+            shown_at.append(painted_ms)
             latencies.append(painted_ms - (drawn / 1e6 + wall_offset_ms))
+    stall: float | str = ""
+    if driver.drawn:
+        first, last = (min(driver.drawn.values()) / 1e6 + wall_offset_ms,
+                       max(driver.drawn.values()) / 1e6 + wall_offset_ms)
+        stall = longest_stall(first, last, shown_at)
     cpu = {name: 100 * (cpu_seconds(pid) - cpu0[name]) / elapsed for name, pid in pids.items()}
     browser_cpu = 100 * (sum(cpu_seconds(pid) for pid in browser) - browser0) / elapsed
     mbit = (sent_bytes(port) - sent0) * 8 / SECONDS / 1e6
     row: dict[str, Any] = {
-        "stack": stack, "scenario": scenario,
+        "link": link, "stack": stack, "scenario": scenario,
         "p50 ms": statistics.median(latencies) if latencies else "",
         "p99 ms": float(np.percentile(latencies, 99)) if latencies else "",
         "changes shown": f"{len(shown)}/{len(driver.drawn)}" if driver.drawn else "",
         "fps": len([1 for value, _ in painted if value in driver.drawn]) / SECONDS,
+        "stall ms": stall,
         "Mbit/s": mbit,
         "sender CPU %": cpu["sender"], "relay CPU %": cpu["relay"],
         "browser CPU %": browser_cpu,
@@ -207,7 +243,7 @@ def reset(painter: Painter, desktop: Desktop) -> None:
 
 def console_rows(browser: Any, server: ServerProcess, agent: AgentProcess, session_id: str,
                  painter: Painter, desktop: Desktop, movie: list[Any],
-                 marker: int) -> tuple[list[dict[str, Any]], int]:
+                 marker: int, link: str) -> tuple[list[dict[str, Any]], int]:
     rows = []
     pids = {"sender": agent.process.pid, "relay": server.process.pid}  # type: ignore[union-attr]
     with watched_context(browser, viewport=VIEWPORT) as context:
@@ -235,8 +271,17 @@ def console_rows(browser: Any, server: ServerProcess, agent: AgentProcess, sessi
                            what=f"{choice} frames", timeout=20)
                 reset(painter, desktop)
             for scenario in SCENARIOS:
+                before = page.evaluate(_CODEC_COUNTS)
                 row, marker = measure(f"console/{choice or 'default'}", scenario, view,
-                                      painter, desktop, movie, pids, server.port, marker)
+                                      painter, desktop, movie, pids, server.port, marker, link)
+                after = page.evaluate(_CODEC_COUNTS)
+                row["frames by codec"] = " ".join(
+                    f"{name} {after[name] - before.get(name, 0)}" for name in sorted(after)
+                    if after[name] > before.get(name, 0))
+                notice = page.evaluate(_NOTICE)
+                if notice:
+                    print(f"  {link} console/{choice or 'default'} {scenario}: the page "
+                          f"says {notice!r}", flush=True)
                 rows.append(row)
             reset(painter, desktop)
     return rows, marker
@@ -248,15 +293,20 @@ def movie_frame(desktop: Desktop) -> bytes:
 
 
 @contextmanager
-def novnc(display: str, flags: list[str]) -> Iterator[tuple[int, dict[str, int]]]:
-    """x11vnc on ``display`` behind websockify serving noVNC; the web port and the pids."""
+def novnc(display: str, flags: list[str],
+          link: Link | None) -> Iterator[tuple[int, dict[str, int]]]:
+    """x11vnc on ``display`` behind websockify serving noVNC; the web port and the pids.
+
+    Over a shaped ``link``, x11vnc runs in its namespace and websockify reaches it
+    across the link."""
     vnc_port, web_port = free_port(), free_port()
-    vnc = subprocess.Popen(["x11vnc", "-display", display, "-rfbport", str(vnc_port),
-                            *X11VNC_BASE, *flags], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
+    where = ["-listen", link.far] if link else ["-localhost"]
+    vnc = subprocess.Popen([*(link.prefix if link else []), "x11vnc", "-display", display,
+                            "-rfbport", str(vnc_port), *where, *X11VNC_BASE, *flags],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     proxy = subprocess.Popen(["websockify", "--web", str(NOVNC), f"127.0.0.1:{web_port}",
-                              f"127.0.0.1:{vnc_port}"], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+                              f"{link.far if link else '127.0.0.1'}:{vnc_port}"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         yield web_port, {"sender": vnc.pid, "relay": proxy.pid}
     finally:
@@ -266,12 +316,13 @@ def novnc(display: str, flags: list[str]) -> Iterator[tuple[int, dict[str, int]]
 
 
 def novnc_rows(browser: Any, display: str, painter: Painter, desktop: Desktop,
-               movie: list[Any], marker: int) -> tuple[list[dict[str, Any]], int]:
+               movie: list[Any], marker: int,
+               link: Link | None, label: str) -> tuple[list[dict[str, Any]], int]:
     rows = []
     for variant, flags in X11VNC_VARIANTS.items():
         reset(painter, desktop)
         # vnc_lite.html asks for a favicon websockify does not have: noVNC's page, not ours.
-        with novnc(display, flags) as (port, pids), \
+        with novnc(display, flags, link) as (port, pids), \
                 watched_context(browser, viewport=VIEWPORT, allow=("favicon.ico",)) as context:
             page = context.new_page()
             url = (f"http://127.0.0.1:{port}/vnc_lite.html?host=127.0.0.1&port={port}"
@@ -292,7 +343,7 @@ def novnc_rows(browser: Any, display: str, painter: Painter, desktop: Desktop,
             view = Page(page, "#screen canvas")
             for scenario in SCENARIOS:
                 row, marker = measure(f"noVNC/{variant}", scenario, view, painter, desktop,
-                                      movie, pids, port, marker)
+                                      movie, pids, port, marker, label)
                 rows.append(row)
     return rows, marker
 
@@ -300,20 +351,64 @@ def novnc_rows(browser: Any, display: str, painter: Painter, desktop: Desktop,
 def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each console row's p50 and p99 over the best noVNC variant's in the same scenario."""
     out = []
-    for scenario in SCENARIOS[:-1]:
-        peers = [r for r in rows if r["stack"].startswith("noVNC/") and r["scenario"] == scenario
-                 and r["p50 ms"] != ""]
-        if not peers:
-            continue
-        best = min(peers, key=lambda r: r["p50 ms"])
-        for row in rows:
-            if row["stack"].startswith("console/") and row["scenario"] == scenario \
-                    and row["p50 ms"] != "":
-                out.append({"stack": row["stack"], "scenario": scenario,
-                            "vs": best["stack"],
-                            "p50 ratio": row["p50 ms"] / best["p50 ms"],
-                            "p99 ratio": row["p99 ms"] / best["p99 ms"]})
+    for link in dict.fromkeys(r["link"] for r in rows):
+        for scenario in SCENARIOS[:-1]:
+            here = [r for r in rows if r["link"] == link and r["scenario"] == scenario
+                    and r["p50 ms"] != ""]
+            peers = [r for r in here if r["stack"].startswith("noVNC/")]
+            if not peers:
+                continue
+            best = min(peers, key=lambda r: r["p50 ms"])
+            for row in here:
+                if row["stack"].startswith("console/"):
+                    out.append({"link": link, "stack": row["stack"], "scenario": scenario,
+                                "vs": best["stack"],
+                                "p50 ratio": row["p50 ms"] / best["p50 ms"],
+                                "p99 ratio": row["p99 ms"] / best["p99 ms"]})
     return out
+
+
+def links() -> list[tuple[int, LinkSpec | None]]:
+    """Loopback (0), then the shaped links (1, 2 ...), or those ``BENCH_LINKS`` names by
+    number (``BENCH_LINKS=0``: loopback only)."""
+    every: list[LinkSpec | None] = [None, *LINKS]
+    wanted = os.environ.get("BENCH_LINKS")
+    numbers = [int(n) for n in wanted.split(",")] if wanted else range(len(every))
+    return [(n, every[n]) for n in numbers]
+
+
+def run_link(browser: Any, screen: Any, painter: Painter, desktop: Desktop, movie: list[Any],
+             work: Path, spec: LinkSpec | None, index: int,
+             marker: int) -> tuple[list[dict[str, Any]], int]:
+    """Both stacks over one link (``None``: loopback)."""
+    label = spec.name if spec else "loopback"
+    rows: list[dict[str, Any]] = []
+    with contextlib.ExitStack() as stack:
+        link = stack.enter_context(shaped_link(spec, index)) if spec else None
+        server = ServerProcess(work / f"server{index}", log_level=LOG_LEVEL)
+        if link:  # the agent comes across the link; the page stays on loopback, which
+            server.listen = "0.0.0.0"  # browsers trust as a secure context (WebCodecs)
+        server.start()
+        api = Api(server)
+        agent_id, key = api.machine_with_key()
+        agent_url = f"http://{link.near}:{server.port}" if link else server.url
+        agent = AgentProcess(work / f"agent{index}", screen.display, "--server", agent_url,
+                             "--key", key, "--log-level", LOG_LEVEL,
+                             prefix=link.prefix if link else (),
+                             REMOTE_AGENT_EXTRA_PLUGINS="codec_av1")
+        try:
+            session = api.live_session(agent_id)
+            more, marker = console_rows(browser, server, agent, session["id"], painter,
+                                        desktop, movie, marker, label)
+            rows.extend(more)
+        finally:
+            agent.stop()
+            api.close()
+            server.stop()
+        more, marker = novnc_rows(browser, screen.display, painter, desktop, movie, marker,
+                                  link, label)
+        rows.extend(more)
+    return rows, marker
 
 
 def main() -> None:
@@ -329,35 +424,27 @@ def main() -> None:
         desktop = Desktop(WIDTH, HEIGHT, seed=1)
         movie = [painter.upload(video_like(WIDTH, HEIGHT, t)) for t in range(8)]
         reset(painter, desktop)
-        server = ServerProcess(work / "server", log_level="warning").start()
-        api = Api(server)
-        agent_id, key = api.machine_with_key()
-        agent = AgentProcess(work / "agent", screen.display, "--server", server.url,
-                             "--key", key, "--log-level", "warning")
         marker = 0
-        try:
-            session = api.live_session(agent_id)
-            more, marker = console_rows(browser, server, agent, session["id"], painter,
-                                        desktop, movie, marker)
+        for index, spec in links():
+            more, marker = run_link(browser, screen, painter, desktop, movie, work, spec,
+                                    index, marker)
             rows.extend(more)
-        finally:
-            agent.stop()
-            api.close()
-            server.stop()
-        more, marker = novnc_rows(browser, screen.display, painter, desktop, movie, marker)
-        rows.extend(more)
         painter.close()
     report("browser", rows, title=f"Glass to glass in Chromium at {WIDTH}x{HEIGHT}, "
-           f"{RATE} changes/s, {SECONDS:g} s per scenario, loopback", notes=[
+           f"{RATE} changes/s, {SECONDS:g} s per scenario", notes=[
                "console/<codec>: remote-agent -> remote-support serve -> the console's "
                "viewer; console/default: as the viewer starts (codec and quality Auto).",
                "noVNC/<variant>: x11vnc -> websockify -> noVNC vnc_lite.html; tuned: "
                "-defer 0 -wait 1 -xd_area 0.",
+               "links: the sender (agent, x11vnc) behind a TUN pair shaped like tc netem "
+               "(each direction half the round trip, the loss and the rate, a queue of "
+               f"{QUEUE_SECONDS:g} s); the relay and the browser on this side.",
                "changes shown: changes whose marker a painted frame showed / changes drawn; "
-               "fps: painted frames with a new marker per second.",
+               "fps: painted frames with a new marker per second; stall ms: the longest "
+               "time without a newly painted change while changes were being made.",
            ])
     report("browser_ratios", ratios(rows),
-           title="The console over the best noVNC variant, same run (below 1: ahead)")
+           title="The console over the best noVNC variant, same run and link (below 1: ahead)")
 
 
 if __name__ == "__main__":

@@ -155,7 +155,9 @@ def check_targets(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def main(sizes: list[str], frames: int, names: list[str] | None) -> None:
-    specs = usable_codecs(get_plugin_manager(PluginSettings()).codecs(), encode=True, decode=True)
+    # Every installed codec plugin, built-in or not (codec_av1 is not a default).
+    plugins = get_plugin_manager(PluginSettings(autoload_plugins=True))
+    specs = usable_codecs(plugins.codecs(), encode=True, decode=True)
     if names:
         specs = [s for s in specs if s.name in names]
     rows: list[dict[str, Any]] = []

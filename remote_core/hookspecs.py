@@ -95,8 +95,9 @@ def register_codecs() -> list[CodecSpec]:
     ``CodecPreference``), else the highest ``auto_rank`` among the codecs with a slot
     of their own; a plugin codec is chosen unasked only when it is the one codec
     every viewer decodes. Left to the agent, a ``lossless`` slot codec carries small
-    changes and the best lossy one every viewer decodes carries motion. The relay never
-    passes a viewer a frame of a codec it did not list.
+    changes and the best lossy one every viewer decodes carries motion, and any
+    change too large for the link's rate. The relay never passes a viewer a frame of
+    a codec it did not list.
 
     **Browser.** ``browser_decoder`` names an ES module in the plugin's package; the
     server serves it from its own origin (``/codecs/<name>.js``) and the console's

@@ -23,6 +23,7 @@ from .records import (
     Machine,
     MachineFilter,
     MachineReport,
+    Passkey,
     Release,
     RestoreResult,
     SecondFactors,
@@ -30,6 +31,7 @@ from .records import (
     SigningKey,
     SupportCode,
     User,
+    WebAuthnChallenge,
     WebhookDelivery,
 )
 
@@ -441,6 +443,37 @@ class Store(ABC):
     @abstractmethod
     async def end_login_sessions(self, user_id: str, session_id: str | None = None) -> int:
         """End one of the user's logins, or all of them; how many ended."""
+
+    # -- passkeys (WebAuthn) -------------------------------------------------------------------
+    @abstractmethod
+    async def add_webauthn_challenge(self, challenge: WebAuthnChallenge) -> None:
+        """Record a challenge handed out; the user's expired challenges are dropped here."""
+
+    @abstractmethod
+    async def take_webauthn_challenge(self, challenge: str, user_id: str,
+                                      purpose: str) -> bool:
+        """Use up a challenge: True when it was handed to ``user_id`` for ``purpose`` and
+        has not expired, and it is deleted in the same step (it works once, even on two
+        nodes at once); False otherwise."""
+
+    @abstractmethod
+    async def add_passkey(self, passkey: Passkey) -> None:
+        """Record a credential; :class:`ConflictError` when its ``credential_id`` exists."""
+
+    @abstractmethod
+    async def list_passkeys(self, user_id: str) -> list[Passkey]:
+        """The user's passkeys, oldest first."""
+
+    @abstractmethod
+    async def delete_passkeys(self, user_id: str, passkey_id: str | None = None) -> int:
+        """Remove one of the user's passkeys, or all of them; how many were removed."""
+
+    @abstractmethod
+    async def use_passkey(self, passkey_id: str, seen_count: int, new_count: int) -> bool:
+        """Record an assertion: the counter goes from ``seen_count`` to ``new_count`` and
+        ``last_used_at`` is now, in one conditional update; False when the stored counter
+        is no longer ``seen_count`` (another login used the credential meanwhile) or the
+        passkey is gone."""
 
     # -- releases ----------------------------------------------------------------------------
     @abstractmethod

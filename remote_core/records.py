@@ -24,6 +24,7 @@ __all__ = [
     "Machine",
     "MachineFilter",
     "MachineReport",
+    "Passkey",
     "Release",
     "RestoreResult",
     "SessionRecord",
@@ -31,6 +32,7 @@ __all__ = [
     "SupportCode",
     "User",
     "UserRole",
+    "WebAuthnChallenge",
     "WebhookDelivery",
     "utcnow",
 ]
@@ -252,6 +254,38 @@ class LoginSession:
     client_ip: str = ""
     user_agent: str = ""
     methods: tuple[str, ...] = ("pwd",)
+
+
+@dataclass(frozen=True, slots=True)
+class Passkey:
+    """A user's WebAuthn credential (a passkey or security key), a second factor.
+
+    ``credential_id`` is the authenticator's credential id, base64url without padding;
+    ``public_key`` its COSE public key; ``sign_count`` the signature counter the
+    authenticator last reported (a later assertion must report more, unless both are 0).
+    """
+
+    id: str
+    user_id: str
+    credential_id: str
+    public_key: bytes = field(repr=False)
+    sign_count: int = 0
+    name: str = ""
+    created_at: datetime = field(default_factory=lambda: utcnow())
+    transports: tuple[str, ...] = ()
+    last_used_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WebAuthnChallenge:
+    """A challenge handed to a browser for one WebAuthn ceremony: bound to one user and
+    one ``purpose`` (``register`` or ``login``), usable once, until ``expires_at``."""
+
+    challenge: str
+    """base64url without padding, as it comes back in the client data."""
+    user_id: str
+    purpose: str
+    expires_at: datetime
 
 
 @dataclass(frozen=True, slots=True)

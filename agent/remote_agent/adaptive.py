@@ -10,6 +10,12 @@ frames in a row that each change a large share of the screen switch it to the
 video codec; a calm spell switches it back to lossless, whose keyframe then
 restores the exact picture. No I/O here: the streamer feeds each frame's changed
 share and asks which way to go.
+
+The streamer also tells it when a lossless frame was too big for the link and
+went out as video (:meth:`ContentSwitch.lossless_too_costly`): that counts as
+motion, and each time it happens the calm spell before the next try doubles
+(up to :data:`MAX_CALM_SECONDS`), so a still picture that is costly in lossless
+(a paused video) is not encoded in vain every second.
 """
 
 from __future__ import annotations
@@ -20,7 +26,10 @@ from dataclasses import dataclass
 
 from remote_core.types import Rect
 
-__all__ = ["ContentSwitch", "changed_share"]
+__all__ = ["MAX_CALM_SECONDS", "ContentSwitch", "changed_share"]
+
+MAX_CALM_SECONDS = 16.0
+"""Longest calm spell asked for before lossless is tried again after it proved costly."""
 
 
 def changed_share(rects: Sequence[Rect] | None, width: int, height: int) -> float | None:
@@ -47,12 +56,22 @@ class ContentSwitch:
     motion: bool = False
     _streak: int = 0
     _last_motion: float = -math.inf
+    _calm: float | None = None
+    """The calm spell in force: :attr:`calm_seconds`, or more after costly tries."""
+    _returning: bool = False
+    """Motion just ended and no lossless frame has gone out since."""
+
+    @property
+    def _calm_for(self) -> float:
+        return self.calm_seconds if self._calm is None else self._calm
 
     def observe(self, share: float | None, now: float) -> bool:
         """Feed one frame's changed share (``None``: unknown, which changes nothing);
         return whether the stream should now be in the video codec."""
         if share is None:
             return self.motion
+        if not self.motion:  # a lossless frame went out: its cost was fine
+            self._returning, self._calm = False, None
         if share >= self.motion_share:
             self._streak += 1
             self._last_motion = now
@@ -60,13 +79,24 @@ class ContentSwitch:
                 self.motion = True
         else:
             self._streak = 0
-            if self.motion and now - self._last_motion >= self.calm_seconds:
-                self.motion = False
+            if self.motion and now - self._last_motion >= self._calm_for:
+                self._end_motion()
         return self.motion
 
     def tick(self, now: float) -> bool:
         """No frame was made (the screen is still): the calm spell goes on all the same."""
-        if self.motion and now - self._last_motion >= self.calm_seconds:
-            self.motion = False
-            self._streak = 0
+        if self.motion and now - self._last_motion >= self._calm_for:
+            self._end_motion()
         return self.motion
+
+    def _end_motion(self) -> None:
+        self.motion, self._streak, self._returning = False, 0, True
+
+    def lossless_too_costly(self, now: float) -> None:
+        """A lossless frame was too big for the link and went out as video: the stream is
+        in video from here, and the next try at lossless waits twice as long as the last."""
+        if self._returning:  # the picture restored after motion was too costly
+            self._calm = min(MAX_CALM_SECONDS, 2 * self._calm_for)
+        else:  # a large change while lossless: the usual wait
+            self._calm = None
+        self.motion, self._returning, self._last_motion = True, False, now

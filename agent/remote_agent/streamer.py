@@ -4,10 +4,17 @@ The loop waits, in this order, for a viewer, for the pacer's token, for room
 in the flow window, and for the screen to change; only then does it grab and
 encode (in a worker thread), so a slow link or an idle screen costs nothing
 but a sleeping task, and what is sent is always the newest picture.
+
+Left to the agent, the stream is lossless with a video codec for motion
+(:mod:`.adaptive`), and the link has a say (:mod:`.linkrate`): a lossless frame
+the link would take longer than :data:`LOSSLESS_SECONDS` to carry (a moving
+picture over a slow link is megabytes) goes out as a video keyframe instead,
+and the video codec's bitrate is capped at :data:`VIDEO_SHARE` of the link.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -23,6 +30,7 @@ from remote_core.video import to_wire
 from .adaptive import ContentSwitch, changed_share
 from .devices import Devices
 from .flow import FlowWindow
+from .linkrate import DeliveryRate
 from .pacing import Pacer
 from .stream import StreamState
 
@@ -34,6 +42,33 @@ _CHANGE_WAIT = 0.2
 """Longest blocking wait for a screen change, so stream changes are seen promptly."""
 
 _VIDEO_TAG = bytes([(NUMBER_BY_FIELD["video_frame"] << 3) | 2])
+
+LOSSLESS_SECONDS = 0.1
+"""Longest a lossless change may take on the link; a larger one goes out as video."""
+
+REFRESH_SECONDS = 0.3
+"""Longest the lossless picture restored after motion may take on the link."""
+
+VIDEO_SHARE = 0.5
+"""Share of the link's rate the video codec's bitrate is capped at (a keyframe may take
+up to a second of that bitrate)."""
+
+UNKNOWN_LINK_BYTES = 256 * 1024
+"""The lossless budget before the link's rate is known (the stream's first frames): a
+desktop's whole picture (about 200 KB at 1080p) goes lossless, a moving one (megabytes)
+as video, which over a 2 Mbit/s link is the difference between one second and twenty."""
+
+BEST_LOSSLESS_RATIO = 40
+"""About the best a lossless codec squeezes a desktop (raw_zstd: 39x on a 1080p desktop,
+``bench.codecs``): a change whose pixels over this are already over the link's budget
+goes to video without a lossless try."""
+
+_REBUILD_RATIO = 1.5
+"""A video encoder is rebuilt for the link when its cap is this far off (either way)."""
+
+Frame = tuple[bytes | None, bool, float, float | None, CodecSpec]
+"""What a frame turned into: the message (``None``: the encoder had nothing), whether it
+is a keyframe, when it was grabbed, the share of the screen changed, its codec."""
 
 
 def wire_frame(frame: EncodedFrame, spec: CodecSpec, *, timestamp: int, display_id: int,
@@ -70,6 +105,7 @@ class Streamer:
         self.devices = devices
         self.state = state
         self.flow = FlowWindow(window)
+        self.rate = DeliveryRate()
         self._send = send
         self._displays = displays
         self._clock = clock
@@ -84,6 +120,7 @@ class Streamer:
 
     def ack(self, sequence: int) -> None:
         self.flow.ack(sequence)
+        self.rate.acked(sequence, self._clock())
         self.poke()
 
     async def _pause(self, seconds: float | None) -> None:
@@ -118,13 +155,21 @@ class Streamer:
                              f"displays are {[d.id for d in displays]}")
         return display
 
-    def _encoder(self, spec: CodecSpec, display: DisplayDesc) -> Encoder:
+    def _encoder(self, spec: CodecSpec, display: DisplayDesc,
+                 cap_kbps: int | None = None) -> Encoder:
         if spec.encoder_factory is None:
             raise ValueError(f"codec {spec.name} cannot encode")
         config = encoder_config(display.width, display.height, self.state.quality)
-        log.info("streaming display %d (%dx%d) with %s at %d fps", display.id, display.width,
-                 display.height, spec.name, config.fps)
+        if cap_kbps is not None and cap_kbps < config.bitrate_kbps:
+            config = dataclasses.replace(config, bitrate_kbps=cap_kbps)
+        log.info("streaming display %d (%dx%d) with %s at %d fps, %d kbps", display.id,
+                 display.width, display.height, spec.name, config.fps, config.bitrate_kbps)
         return spec.encoder_factory(config)
+
+    def _video_cap(self) -> int | None:
+        """The video bitrate the link allows, in kbps (``None``: not known yet)."""
+        rate = self.rate.bytes_per_second(self._clock())
+        return None if rate is None else max(1, round(rate * 8 / 1000 * VIDEO_SHARE))
 
     def _build(self) -> tuple[DisplayDesc, CodecSpec, Encoder]:
         display = self._display()
@@ -142,10 +187,28 @@ class Streamer:
         # The automatic codec: ``spec`` (lossless) for small changes, ``state.motion`` while
         # the screen moves, its encoder made the first time it is needed.
         lossless, motion = (spec, encoder), state.motion
-        videos: tuple[CodecSpec, Encoder] | None = None
+        videos: tuple[CodecSpec, Encoder, int | None] | None = None
         switch = ContentSwitch()
         pacer = Pacer(state.fps())
         self.flow.reset()
+        self.rate.reset()
+        sent_in: CodecSpec | None = None  # the codec of the last frame sent
+        fresh = False
+
+        def video() -> tuple[CodecSpec, Encoder]:
+            """The motion codec's encoder, made again for the link's rate as it is now when
+            the viewers are not watching it (a new one starts with a keyframe); called by
+            the loop or its worker, in turn."""
+            nonlocal videos
+            assert motion is not None
+            cap = self._video_cap()
+            if videos is not None and (sent_in is motion or not _far_apart(videos[2], cap)):
+                return videos[0], videos[1]
+            if videos is not None:
+                videos[1].close()
+            videos = motion, self._encoder(motion, display, cap), cap
+            return videos[0], videos[1]
+
         state.keyframe_wanted = True
         last_keyframe = self._clock()
         try:
@@ -165,31 +228,40 @@ class Streamer:
                         if not wanted:
                             spec, encoder = lossless
                         else:
-                            if videos is None:
-                                videos = motion, await anyio.to_thread.run_sync(
-                                    self._encoder, motion, display, limiter=self._limiter)
-                            spec, encoder = videos
-                        state.keyframe_wanted = True  # the other codec starts afresh
-                keyframe = state.keyframe_wanted or now - last_keyframe >= KEYFRAME_INTERVAL_S
-                if keyframe:
-                    state.take_keyframe()
+                            spec, encoder = await anyio.to_thread.run_sync(
+                                video, limiter=self._limiter)
+                        fresh = True  # the other codec starts with a keyframe
+                # A keyframe the viewers need, besides the one a codec switch starts with.
+                needed = state.take_keyframe() or now - last_keyframe >= KEYFRAME_INTERVAL_S
+                keyframe, fresh = needed or fresh, False
+                budget = None
+                if motion is not None and spec is not motion:
+                    rate = self.rate.bytes_per_second(now)
+                    budget = (UNKNOWN_LINK_BYTES if rate is None else
+                              int(rate * (REFRESH_SECONDS if keyframe else LOSSLESS_SECONDS)))
                 self.sequence += 1
                 made = await anyio.to_thread.run_sync(
                     self._next_frame, spec, encoder, display, keyframe, self.sequence,
-                    limiter=self._limiter)
+                    budget, video, needed or sent_in is not motion, limiter=self._limiter)
                 if made is None:
                     self.sequence -= 1
                     continue
-                data, key, started, share = made
-                if motion is not None:
+                data, key, started, share, used = made
+                if used is not spec:  # too big for the link without video
+                    assert videos is not None
+                    spec, encoder = videos[0], videos[1]
+                    switch.lossless_too_costly(started)
+                elif motion is not None:
                     switch.observe(share, started)
                 if data is None:
                     self.sequence -= 1
                     continue
                 if key:
                     last_keyframe = started
+                sent_in = spec
                 await self._send(data)
                 self.flow.sent(self.sequence, self._clock())
+                self.rate.sent(self.sequence, len(data), self._clock())
                 pacer.sent(started)
         finally:
             lossless[1].close()
@@ -197,12 +269,18 @@ class Streamer:
                 videos[1].close()
 
     def _next_frame(self, spec: CodecSpec, encoder: Encoder, display: DisplayDesc,
-                    keyframe: bool, sequence: int
-                    ) -> tuple[bytes | None, bool, float, float | None] | None:
+                    keyframe: bool, sequence: int, budget: int | None = None,
+                    video: Callable[[], tuple[CodecSpec, Encoder]] | None = None,
+                    video_keyframe: bool = True) -> Frame | None:
         """In a worker thread: wait for a change (unless a keyframe is due), grab, encode
         and frame it; ``None`` when nothing changed, no bytes when the encoder had nothing
         to send. Also the share of the screen the capture says changed. One thread hop
-        per frame."""
+        per frame.
+
+        A frame over ``budget`` bytes (or one in parts, or one whose change is too large
+        to come under it) goes out of ``video()``'s encoder instead, and is said to be of
+        its codec: as a keyframe if ``video_keyframe`` (the viewers need one, or the last
+        frame sent was not video, so they lack that encoder's picture)."""
         # A frame too big for one message goes in parts: send the rest before waiting.
         if (not keyframe and not encoder.pending
                 and not self.devices.capture.wait_for_change(_CHANGE_WAIT)):
@@ -211,9 +289,27 @@ class Streamer:
         timestamp = time.time_ns() // 1000
         image, dirty = self.devices.capture.grab(display.id)
         share = changed_share(dirty, display.width, display.height)
-        frame = encoder.encode(image, keyframe=keyframe, dirty=dirty)
+        changed = (1.0 if keyframe or share is None else share) * display.width * display.height
+        hopeless = (video is not None and budget is not None
+                    and changed * 4 / BEST_LOSSLESS_RATIO > budget)
+        frame = None if hopeless else encoder.encode(image, keyframe=keyframe, dirty=dirty)
+        if video is not None and budget is not None and (
+                hopeless or (frame is not None
+                             and (len(frame.data) > budget or encoder.pending))):
+            log.debug("a %s frame is over the link's %d bytes: video instead",
+                      spec.name, budget)
+            spec, encoder = video()
+            frame = encoder.encode(image, keyframe=video_keyframe)
         if frame is None:
-            return None, False, started, share
+            return None, False, started, share, spec
         data = wire_frame(frame, spec, timestamp=timestamp, display_id=display.id,
                           sequence=sequence)
-        return data, frame.keyframe, started, share
+        return data, frame.keyframe, started, share, spec
+
+
+def _far_apart(built: int | None, now: int | None) -> bool:
+    """Whether a video encoder built for a cap of ``built`` kbps should be rebuilt for
+    ``now`` (``None``: no cap)."""
+    if built is None or now is None:
+        return built != now
+    return max(built, now) > _REBUILD_RATIO * min(built, now)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from remote_agent.adaptive import ContentSwitch, changed_share
+from remote_agent.adaptive import MAX_CALM_SECONDS, ContentSwitch, changed_share
 from remote_agent.backoff import Backoff
 from remote_agent.config import AgentConfig
 from remote_agent.flow import FlowWindow
+from remote_agent.linkrate import DeliveryRate
 from remote_agent.presence import Connected, Presence, describe
 from remote_agent.session import HANDLERS, NOT_ACTED_ON
 from remote_agent.stream import StreamState
@@ -257,3 +258,46 @@ def test_the_changed_share_of_the_screen() -> None:
     assert changed_share([], 100, 100) == 0.0
     assert changed_share([Rect(0, 0, 10, 10), Rect(50, 50, 10, 10)], 100, 100) == 0.02
     assert changed_share([Rect(0, 0, 100, 100)] * 2, 100, 100) == 1.0
+
+
+def test_a_costly_lossless_picture_waits_longer_each_time_and_a_cheap_one_resets() -> None:
+    switch = ContentSwitch(calm_seconds=1.0)
+    switch.lossless_too_costly(0.0)  # a large change while lossless: the usual wait
+    assert switch.motion and switch.tick(0.9) and not switch.tick(1.0)
+    switch.lossless_too_costly(1.0)  # the picture restored after it was too costly
+    assert switch.tick(2.9) and not switch.tick(3.0)  # twice the wait
+    switch.lossless_too_costly(3.0)
+    assert switch.tick(6.9) and not switch.tick(7.0)  # four times
+    for _ in range(6):
+        switch.lossless_too_costly(100.0)
+        switch.tick(1000.0)
+    switch.lossless_too_costly(1000.0)
+    assert switch.tick(1000.0 + MAX_CALM_SECONDS - 0.1)  # never longer than the cap
+    assert not switch.tick(1000.0 + MAX_CALM_SECONDS)
+    switch.observe(0.01, 1017.0)  # a lossless frame went out: back to the usual wait
+    switch.lossless_too_costly(1018.0)
+    assert not switch.tick(1019.0)
+
+
+def test_the_link_rate_comes_from_acknowledged_large_frames_less_the_round_trip() -> None:
+    rate = DeliveryRate(window=5.0)
+    assert rate.bytes_per_second(0.0) is None
+    rate.sent(1, 1000, 0.0)
+    rate.acked(1, 0.04)  # a small frame: the round trip, 40 ms
+    assert rate.round_trip(0.04) == pytest.approx(0.04)
+    assert rate.bytes_per_second(0.04) is None  # small frames are no samples
+    rate.sent(2, 125_000, 1.0)  # 125 kB over a 10 Mbit/s link: 100 ms, plus the round trip
+    rate.acked(2, 1.14)
+    assert rate.bytes_per_second(1.14) == pytest.approx(1_250_000)
+    rate.sent(3, 125_000, 1.14)  # queued behind nothing; a slower spell
+    rate.sent(4, 125_000, 1.15)  # queued behind 3: counted from 3's acknowledgement
+    rate.acked(3, 1.38)
+    rate.acked(4, 1.62)
+    assert rate.bytes_per_second(1.62) == pytest.approx(1_250_000)  # the best sample
+    assert rate.bytes_per_second(7.0) == pytest.approx(125_000 / 0.2)  # the latest, once old
+
+
+def test_a_lost_sample_of_an_unsent_sequence_changes_nothing() -> None:
+    rate = DeliveryRate()
+    rate.acked(7, 1.0)
+    assert rate.bytes_per_second(1.0) is None and rate.round_trip(1.0) == 0.0

@@ -48,6 +48,7 @@ from ..records import (
     Machine,
     MachineFilter,
     MachineReport,
+    Passkey,
     Release,
     RestoreResult,
     SecondFactors,
@@ -55,6 +56,7 @@ from ..records import (
     SigningKey,
     SupportCode,
     User,
+    WebAuthnChallenge,
     WebhookDelivery,
     utcnow,
 )
@@ -147,6 +149,8 @@ class MemoryStore(Store):
         self._factors: dict[str, SecondFactors] = {}
         self._totp_steps: dict[str, int] = {}
         self._logins: dict[str, LoginSession] = {}
+        self._challenges: dict[str, WebAuthnChallenge] = {}
+        self._passkeys: dict[str, Passkey] = {}  # by id
         self._releases: dict[str, Release] = {}
         self._events: list[AuditEvent] = []
         self._deliveries: list[WebhookDelivery] = []
@@ -547,6 +551,8 @@ class MemoryStore(Store):
         self._factors.pop(user_id, None)
         self._totp_steps.pop(user_id, None)
         self._logins = {k: v for k, v in self._logins.items() if v.user_id != user_id}
+        self._challenges = {k: v for k, v in self._challenges.items() if v.user_id != user_id}
+        self._passkeys = {k: v for k, v in self._passkeys.items() if v.user_id != user_id}
         return self._users.pop(user_id, None) is not None
 
     @_operation
@@ -633,6 +639,58 @@ class MemoryStore(Store):
         self._factors[user_id] = replace(factors,
                                          token_generation=factors.token_generation + 1)
         return factors.token_generation + 1
+
+    # -- passkeys --------------------------------------------------------------------------------
+    @_operation
+    async def add_webauthn_challenge(self, challenge: WebAuthnChallenge) -> None:
+        if challenge.user_id not in self._users:  # the SQL store's foreign key refuses it alike
+            raise ConflictError(f"no user {challenge.user_id!r}")
+        if challenge.challenge in self._challenges:
+            raise ConflictError("this challenge exists")
+        now = utcnow()
+        self._challenges = {k: v for k, v in self._challenges.items()
+                            if not (v.user_id == challenge.user_id and v.expires_at <= now)}
+        self._challenges[challenge.challenge] = challenge
+
+    @_operation
+    async def take_webauthn_challenge(self, challenge: str, user_id: str,
+                                      purpose: str) -> bool:
+        found = self._challenges.get(challenge)
+        if found is None or found.user_id != user_id or found.purpose != purpose:
+            return False
+        del self._challenges[challenge]
+        return found.expires_at > utcnow()
+
+    @_operation
+    async def add_passkey(self, passkey: Passkey) -> None:
+        if passkey.user_id not in self._users:  # the SQL store's foreign key refuses it alike
+            raise ConflictError(f"no user {passkey.user_id!r}")
+        if passkey.id in self._passkeys or any(
+                p.credential_id == passkey.credential_id for p in self._passkeys.values()):
+            raise ConflictError("this credential is registered already")
+        self._passkeys[passkey.id] = passkey
+
+    @_operation
+    async def list_passkeys(self, user_id: str) -> list[Passkey]:
+        mine = [p for p in self._passkeys.values() if p.user_id == user_id]
+        return sorted(mine, key=lambda p: (p.created_at, p.id))
+
+    @_operation
+    async def delete_passkeys(self, user_id: str, passkey_id: str | None = None) -> int:
+        gone = [k for k, v in self._passkeys.items()
+                if v.user_id == user_id and passkey_id in (None, k)]
+        for key in gone:
+            del self._passkeys[key]
+        return len(gone)
+
+    @_operation
+    async def use_passkey(self, passkey_id: str, seen_count: int, new_count: int) -> bool:
+        found = self._passkeys.get(passkey_id)
+        if found is None or found.sign_count != seen_count:
+            return False
+        self._passkeys[passkey_id] = replace(found, sign_count=new_count,
+                                             last_used_at=utcnow())
+        return True
 
     # -- releases --------------------------------------------------------------------------------
     @_operation

@@ -41,11 +41,13 @@ from ..records import (
     LoginSession,
     MachineFilter,
     MachineReport,
+    Passkey,
     Release,
     SessionRecord,
     SigningKey,
     SupportCode,
     User,
+    WebAuthnChallenge,
     WebhookDelivery,
     utcnow,
 )
@@ -601,6 +603,58 @@ class StoreContract:
             await store.set_totp("nobody", secret)
         assert await store.delete_user(alice.id)
         assert (await store.get_second_factors(alice.id)).token_generation == 0
+
+    async def test_passkeys_and_their_challenges(self, store: Store) -> None:
+        alice = await store.create_user(make_user("alice"))
+        bob = await store.create_user(make_user("bob"))
+        now = utcnow()
+        later = now + timedelta(minutes=5)
+        await store.add_webauthn_challenge(WebAuthnChallenge("c-1", alice.id, "login", later))
+        await store.add_webauthn_challenge(WebAuthnChallenge("c-2", alice.id, "register",
+                                                             later))
+        await store.add_webauthn_challenge(WebAuthnChallenge(
+            "c-old", alice.id, "login", now - timedelta(seconds=1)))
+        with pytest.raises(ConflictError):
+            await store.add_webauthn_challenge(WebAuthnChallenge("c-x", "nobody", "login",
+                                                                 later))
+        assert not await store.take_webauthn_challenge("c-1", bob.id, "login")  # not bob's
+        assert not await store.take_webauthn_challenge("c-1", alice.id, "register")
+        assert await store.take_webauthn_challenge("c-1", alice.id, "login")
+        assert not await store.take_webauthn_challenge("c-1", alice.id, "login")  # once
+        assert not await store.take_webauthn_challenge("c-old", alice.id, "login")  # expired
+        assert not await store.take_webauthn_challenge("c-3", alice.id, "login")
+        await store.add_webauthn_challenge(WebAuthnChallenge("c-3", alice.id, "login", later))
+        assert await store.take_webauthn_challenge("c-2", alice.id, "register")
+
+        key = Passkey(id="p-1", user_id=alice.id, credential_id="Y3JlZA", public_key=b"\x01k",
+                      sign_count=3, name="laptop", created_at=now,
+                      transports=("internal", "hybrid"))
+        await store.add_passkey(key)
+        await store.add_passkey(replace(key, id="p-2", credential_id="Y3JlZDI",
+                                        created_at=now + timedelta(seconds=1)))
+        await store.add_passkey(replace(key, id="p-bob", user_id=bob.id, credential_id="Ym9i"))
+        with pytest.raises(ConflictError):  # one credential belongs to one account
+            await store.add_passkey(replace(key, id="p-3", user_id=bob.id))
+        with pytest.raises(ConflictError):
+            await store.add_passkey(replace(key, id="p-4", user_id="nobody",
+                                            credential_id="bm9ib2R5"))
+        listed = await store.list_passkeys(alice.id)
+        assert [p.id for p in listed] == ["p-1", "p-2"]
+        assert listed[0] == key  # every field round-trips
+        assert await store.use_passkey("p-1", 3, 4)
+        assert not await store.use_passkey("p-1", 3, 5)  # the counter moved meanwhile
+        used = (await store.list_passkeys(alice.id))[0]
+        assert used.sign_count == 4 and used.last_used_at is not None
+        assert not await store.use_passkey("p-none", 0, 1)
+        assert await store.delete_passkeys(bob.id, "p-1") == 0  # not bob's
+        assert await store.delete_passkeys(alice.id, "p-1") == 1
+        assert [p.id for p in await store.list_passkeys(alice.id)] == ["p-2"]
+        await store.add_passkey(replace(key, id="p-5", credential_id="Y3JlZDU"))
+        assert await store.delete_passkeys(alice.id) == 2
+        assert await store.list_passkeys(alice.id) == []
+        assert [p.id for p in await store.list_passkeys(bob.id)] == ["p-bob"]
+        assert await store.delete_user(bob.id)  # its passkeys and challenges go with it
+        assert await store.list_passkeys(bob.id) == []
 
     async def test_login_sessions(self, store: Store) -> None:
         alice = await store.create_user(make_user("alice"))

@@ -70,7 +70,7 @@ def test_a_password_only_admin_token_is_refused_admin_actions_and_viewer_tokens(
     name = technician(admin, role="admin")
     only = ApiClient(server, login(server, name).json()["access_token"])
     status = only.get("/api/auth/second-factor").json()
-    assert status == {"totp_enrolled": False, "required": True,
+    assert status == {"totp_enrolled": False, "passkeys": 0, "required": True,
                       "token_has_second_factor": False, "recovery_codes_left": 0}
     problem = assert_problem(only.get("/api/users"), 403, "second factor")
     assert problem["type"] == "/api/problems/second-factor-required"

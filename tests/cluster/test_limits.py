@@ -52,6 +52,19 @@ async def test_the_threshold_th_failure_locks_the_key_out(limiter: RateLimiter) 
     assert await limiter.locked_for("code", "10.0.0.8") is None
 
 
+async def test_an_unlock_lifts_the_guard_and_forgets_the_failures(limiter: RateLimiter) -> None:
+    for _ in range(RateLimiter.ACCOUNT_FAILURES_BEFORE_GUARD):
+        await limiter.record_account_failure("alice")
+    assert await limiter.account_guard_for("alice") is not None
+    assert await limiter.clear_account_guard("alice")
+    assert await limiter.account_guard_for("alice") is None
+    assert not await limiter.clear_account_guard("alice")  # down already
+    for _ in range(RateLimiter.ACCOUNT_FAILURES_BEFORE_GUARD - 1):
+        await limiter.record_account_failure("bob")
+    assert not await limiter.clear_account_guard("bob")  # counting, not up
+    assert not await limiter.record_account_failure("bob")  # the count started again
+
+
 async def test_attempts_from_many_nodes_share_one_count() -> None:
     require_service("Redis", "127.0.0.1", 6379)
     prefix = unique_name("limits") + ":"

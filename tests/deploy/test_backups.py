@@ -3,10 +3,11 @@
 A ``remote-support serve`` process (as the README starts it) gets rows in every
 table the API writes: users with permissions and client access, a support code,
 a machine with a key and a live agent (its session and audit events), a release,
-login addresses. ``remote-support backup`` then runs while it serves; the restore
-must give back every row exactly. ``migrate-db`` copies a running SQLite server
-into PostgreSQL, and the server restarted there takes back its agent, whose key
-still admits it, and its operators, whose passwords still work.
+login addresses, TOTP, a passkey and a passkey challenge. ``remote-support backup``
+then runs while it serves; the restore must give back every row exactly.
+``migrate-db`` copies a running SQLite server into PostgreSQL, and the server
+restarted there takes back its agent, whose key still admits it, and its operators,
+whose passwords still work.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 from remote_server.testing.processes import BIN, AgentProcess, Api, ServerProcess
+from remote_server.testing.softkey import SoftAuthenticator
 from remote_server.web import totp
 from remote_store_sql.testing import all_rows, postgres_database, require_postgres
 
@@ -30,6 +32,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xvfb]
 
 OPERATOR = ("kept", "kept-password-0123")
 ENROLLED = ("second", "second-password-0123")  # has TOTP and recovery codes
+KEYED = ("keyed", "keyed-password-0123")  # has a passkey, and a challenge unanswered
 ATTEMPTS = 5
 WEBHOOK = "https://10.20.30.40/hook"
 
@@ -62,6 +65,9 @@ def populate(server: ServerProcess, home: Path) -> tuple[str, AgentProcess]:
         r = api.post("/api/users", json={"username": ENROLLED[0], "password": ENROLLED[1]})
         assert r.status_code == 201, r.text
         enrol_totp(server.url, *ENROLLED)
+        r = api.post("/api/users", json={"username": KEYED[0], "password": KEYED[1]})
+        assert r.status_code == 201, r.text
+        enrol_passkey(server, *KEYED)
         api.support_code()
         r = api.post("/api/releases", json={
             "version": "9.9.9", "download_url": "https://updates.example/remote-agent.pyz",
@@ -87,6 +93,23 @@ def enrol_totp(url: str, username: str, password: str) -> None:
     r = httpx.post(f"{url}/api/auth/totp", headers=headers,
                    json={"secret": secret, "code": totp.totp(secret)})
     assert r.status_code == 201, r.text
+
+
+def enrol_passkey(server: ServerProcess, username: str, password: str) -> None:
+    """A passkey for ``username``, and a registration challenge left unanswered (the
+    server is named ``localhost``: WebAuthn refuses addresses)."""
+    with httpx.Client(base_url=server.url, headers={"Host": f"localhost:{server.port}"},
+                      timeout=30) as client:
+        r = client.post("/api/auth/login", json={"username": username, "password": password})
+        assert r.status_code == 200, r.text
+        client.headers["Authorization"] = f"Bearer {r.json()['access_token']}"
+        options = client.post("/api/auth/passkeys/options").json()["options"]
+        key = SoftAuthenticator(f"http://localhost:{server.port}")
+        r = client.post("/api/auth/passkeys", json={"name": "key",
+                                                    "credential": key.create(options)})
+        assert r.status_code == 201, r.text
+        client.headers["Authorization"] = f"Bearer {r.json()['access_token']}"
+        assert client.post("/api/auth/passkeys/options").status_code == 200
 
 
 def login(url: str, username: str, password: str) -> None:

@@ -17,6 +17,7 @@ from ._migrate import exclusive
 from ._schema import (
     login_addresses,
     login_sessions,
+    passkeys,
     recovery_codes,
     secrets,
     signing_keys,
@@ -24,6 +25,7 @@ from ._schema import (
     user_factors,
     user_permissions,
     users,
+    webauthn_challenges,
 )
 from ._sql import insert, keyset_page, values_given
 
@@ -122,6 +124,8 @@ def delete_user(conn: Connection, user_id: str) -> bool:
     conn.execute(sa.delete(recovery_codes).where(recovery_codes.c.user_id == user_id))
     conn.execute(sa.delete(user_factors).where(user_factors.c.user_id == user_id))
     conn.execute(sa.delete(login_sessions).where(login_sessions.c.user_id == user_id))
+    conn.execute(sa.delete(passkeys).where(passkeys.c.user_id == user_id))
+    conn.execute(sa.delete(webauthn_challenges).where(webauthn_challenges.c.user_id == user_id))
     return conn.execute(sa.delete(users).where(users.c.id == user_id)).rowcount == 1
 
 

@@ -9,20 +9,33 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from remote_core.errors import ConflictError
-from remote_core.records import LoginSession, SecondFactors
+from remote_core.records import LoginSession, Passkey, SecondFactors, WebAuthnChallenge, utcnow
 
-from ._schema import login_sessions, recovery_codes, user_factors, users
+from ._schema import (
+    login_sessions,
+    passkeys,
+    recovery_codes,
+    user_factors,
+    users,
+    webauthn_challenges,
+)
 from ._sql import insert
 
 __all__ = [
     "add_login_session",
+    "add_passkey",
+    "add_webauthn_challenge",
     "bump_token_generation",
     "consume_recovery_code",
+    "delete_passkeys",
     "end_login_sessions",
     "get_login_session",
     "get_second_factors",
     "list_login_sessions",
+    "list_passkeys",
     "set_totp",
+    "take_webauthn_challenge",
+    "use_passkey",
     "use_totp_step",
 ]
 
@@ -116,3 +129,65 @@ def end_login_sessions(conn: Connection, user_id: str, session_id: str | None) -
         query = query.where(login_sessions.c.id == session_id)
     ended: int = conn.execute(query).rowcount
     return ended
+
+
+# -- passkeys (WebAuthn) -------------------------------------------------------------------
+
+
+def add_webauthn_challenge(conn: Connection, challenge: WebAuthnChallenge) -> None:
+    conn.execute(sa.delete(webauthn_challenges).where(
+        webauthn_challenges.c.user_id == challenge.user_id,
+        webauthn_challenges.c.expires_at <= utcnow()))
+    conn.execute(sa.insert(webauthn_challenges).values(
+        challenge=challenge.challenge, user_id=challenge.user_id, purpose=challenge.purpose,
+        expires_at=challenge.expires_at))
+
+
+def take_webauthn_challenge(conn: Connection, challenge: str, user_id: str,
+                            purpose: str) -> bool:
+    """One conditional DELETE: of two logins answering one challenge, only one removes it."""
+    taken = conn.execute(sa.delete(webauthn_challenges).where(
+        webauthn_challenges.c.challenge == challenge,
+        webauthn_challenges.c.user_id == user_id,
+        webauthn_challenges.c.purpose == purpose,
+        webauthn_challenges.c.expires_at > utcnow()))
+    return taken.rowcount == 1
+
+
+def _passkey(row: sa.Row[Any]) -> Passkey:
+    return Passkey(id=row.id, user_id=row.user_id, credential_id=row.credential_id,
+                   public_key=bytes(row.public_key), sign_count=row.sign_count, name=row.name,
+                   created_at=row.created_at,
+                   transports=tuple(t for t in row.transports.split(",") if t),
+                   last_used_at=row.last_used_at)
+
+
+def add_passkey(conn: Connection, passkey: Passkey) -> None:
+    conn.execute(sa.insert(passkeys).values(
+        id=passkey.id, user_id=passkey.user_id, credential_id=passkey.credential_id,
+        public_key=passkey.public_key, sign_count=passkey.sign_count, name=passkey.name,
+        transports=",".join(passkey.transports), created_at=passkey.created_at,
+        last_used_at=passkey.last_used_at))
+
+
+def list_passkeys(conn: Connection, user_id: str) -> list[Passkey]:
+    rows = conn.execute(sa.select(passkeys).where(passkeys.c.user_id == user_id)
+                        .order_by(passkeys.c.created_at, passkeys.c.id))
+    return [_passkey(row) for row in rows]
+
+
+def delete_passkeys(conn: Connection, user_id: str, passkey_id: str | None) -> int:
+    query = sa.delete(passkeys).where(passkeys.c.user_id == user_id)
+    if passkey_id is not None:
+        query = query.where(passkeys.c.id == passkey_id)
+    deleted: int = conn.execute(query).rowcount
+    return deleted
+
+
+def use_passkey(conn: Connection, passkey_id: str, seen_count: int, new_count: int) -> bool:
+    """One conditional UPDATE on the counter seen: of two logins with one credential at
+    the same moment, only one moves it."""
+    changed = conn.execute(sa.update(passkeys).where(
+        passkeys.c.id == passkey_id, passkeys.c.sign_count == seen_count,
+    ).values(sign_count=new_count, last_used_at=utcnow()))
+    return changed.rowcount == 1

@@ -23,6 +23,7 @@ __all__ = [
     "login_sessions",
     "machines",
     "metadata",
+    "passkeys",
     "recovery_codes",
     "releases",
     "secrets",
@@ -35,6 +36,7 @@ __all__ = [
     "user_factors",
     "user_permissions",
     "users",
+    "webauthn_challenges",
     "webhook_deliveries",
 ]
 
@@ -261,6 +263,31 @@ recovery_codes = sa.Table(
     sa.Column("user_id", sa.String(36), sa.ForeignKey("users.id", ondelete="CASCADE"),
               primary_key=True),
     sa.Column("code_hash", sa.String(255), primary_key=True),
+)
+
+passkeys = sa.Table(
+    "passkeys", metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("user_id", sa.String(36), sa.ForeignKey("users.id", ondelete="CASCADE"),
+              nullable=False),
+    sa.Column("credential_id", sa.String(1400), nullable=False, unique=True),
+    sa.Column("public_key", sa.LargeBinary, nullable=False),
+    sa.Column("sign_count", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("name", sa.String(64), nullable=False, server_default=""),
+    sa.Column("transports", sa.String(128), nullable=False, server_default=""),
+    sa.Column("created_at", UTCDateTime, nullable=False),
+    sa.Column("last_used_at", UTCDateTime, nullable=True),
+    sa.Index("ix_passkeys_user", "user_id", "created_at"),
+)
+
+webauthn_challenges = sa.Table(
+    "webauthn_challenges", metadata,
+    sa.Column("challenge", sa.String(128), primary_key=True),
+    sa.Column("user_id", sa.String(36), sa.ForeignKey("users.id", ondelete="CASCADE"),
+              nullable=False),
+    sa.Column("purpose", sa.String(16), nullable=False),
+    sa.Column("expires_at", UTCDateTime, nullable=False),
+    sa.Index("ix_webauthn_challenges_user", "user_id", "expires_at"),
 )
 
 webhook_deliveries = sa.Table(

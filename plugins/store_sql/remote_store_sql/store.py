@@ -25,6 +25,7 @@ from remote_core.records import (
     Machine,
     MachineFilter,
     MachineReport,
+    Passkey,
     Release,
     RestoreResult,
     SecondFactors,
@@ -32,6 +33,7 @@ from remote_core.records import (
     SigningKey,
     SupportCode,
     User,
+    WebAuthnChallenge,
     WebhookDelivery,
     utcnow,
 )
@@ -273,6 +275,28 @@ class SqlStore(Store):
 
     async def bump_token_generation(self, user_id: str) -> int:
         return await self._runner.write(_factors.bump_token_generation, user_id)
+
+    # -- passkeys ---------------------------------------------------------------------------
+    async def add_webauthn_challenge(self, challenge: WebAuthnChallenge) -> None:
+        await self._runner.write(_factors.add_webauthn_challenge, challenge)
+
+    async def take_webauthn_challenge(self, challenge: str, user_id: str,
+                                      purpose: str) -> bool:
+        return await self._runner.write(_factors.take_webauthn_challenge, challenge, user_id,
+                                        purpose)
+
+    async def add_passkey(self, passkey: Passkey) -> None:
+        await self._runner.write(_factors.add_passkey, passkey)
+
+    async def list_passkeys(self, user_id: str) -> list[Passkey]:
+        return await self._runner.read(_factors.list_passkeys, user_id)
+
+    async def delete_passkeys(self, user_id: str, passkey_id: str | None = None) -> int:
+        return await self._runner.write(_factors.delete_passkeys, user_id, passkey_id)
+
+    async def use_passkey(self, passkey_id: str, seen_count: int, new_count: int) -> bool:
+        return await self._runner.write(_factors.use_passkey, passkey_id, seen_count,
+                                        new_count)
 
     # -- releases ------------------------------------------------------------------
     async def create_release(self, release: Release) -> Release:

@@ -48,6 +48,7 @@ CODECS = {
     "raw": (0, 0xFFA500),
     "vp9": (16, 0x00C0C0),
     "h264": (16, 0xC000C0),
+    "av1": (16, 0x60C060),  # an opt-in plugin: the agent below loads it
 }
 MARK = (300, 260, 120, 80)
 
@@ -187,7 +188,8 @@ def attended(tmp_path_factory: pytest.TempPathFactory, display: Xvfb, server: Se
         code = page.inner_text("#big-code").strip()
         assert len(code) == 11 and code[3] == "-" and code[7] == "-"
         agent = AgentProcess(tmp_path_factory.mktemp("agent"), display.display,
-                             "--server", server.url, "--code", code)
+                             "--server", server.url, "--code", code,
+                             REMOTE_AGENT_EXTRA_PLUGINS="codec_av1")
         try:
             page.wait_for_selector("#code-state >> text=Waiting for consent", timeout=30_000)
             page.screenshot(path=str(DOCS / "console-support-code.png"))
@@ -205,12 +207,14 @@ def attended(tmp_path_factory: pytest.TempPathFactory, display: Xvfb, server: Se
 
 
 def test_this_chromium_decodes_the_offered_codecs(attended: Attended) -> None:
-    for codec in ("vp09.00.10.08", "avc1.42E01F"):
+    for codec in ("vp09.00.10.08", "avc1.42E01F", "av01.0.08M.08"):
         support = attended.viewer.evaluate(
             "(codec) => VideoDecoder.isConfigSupported({codec}).then((s) => s.supported)", codec)
         assert support, f"WebCodecs in this Chromium does not decode {codec}"
     listed = attended.viewer.evaluate("window.remoteViewer.codecs.names")
-    assert listed[:3] == ["raw", "vp9", "h264"]
+    assert listed[:4] == ["raw", "vp9", "h264", "av1"]
+    # Every codec the page advertises is one the test below sees it draw.
+    assert set(listed) <= set(CODECS), f"advertised but not tested: {set(listed) - set(CODECS)}"
     menu = attended.viewer.eval_on_selector_all("#codec option", "(os) => os.map((o) => o.value)")
     assert menu == ["", *listed]
 

@@ -67,5 +67,10 @@ class RedisRateLimiter(RateLimiter):
             args=[threshold, _ms(window), _ms(lockout)])
         return bool(int(locked))
 
+    async def clear_failures(self, bucket: str, key: str) -> bool:
+        removed = await self._redis.delete(self._key("lock", bucket, key))
+        await self._redis.delete(self._key("fails", bucket, key))
+        return bool(removed)
+
     async def close(self) -> None:
         await self._redis.aclose()

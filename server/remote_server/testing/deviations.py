@@ -32,9 +32,12 @@ DEVIATIONS: dict[str, str] = {
     "port": "a free port per server, so servers of several tests run side by side",
     "trusted_proxies": "in-process suites trust 127.0.0.1, so each test client speaks from its "
                        "own X-Forwarded-For address and one test's rate limits and lockouts "
-                       "never reach another; the tests of the setting itself change it too, "
+                       "never reach another (so does the passkey suite's server process); "
+                       "the tests of the setting itself change it too, "
                        "and the reverse-proxy tests trust their proxy as deploy/ tells to",
-    "public_origins": "only the tests of the origin setting itself",
+    "public_origins": "only the tests of the origin setting itself, and the cluster's "
+                      "passkey test, whose nodes stand behind one public origin as a "
+                      "load-balanced deployment's do",
     "shared_agent_key": "the deprecated shared key is off by default; only its own tests and "
                         "the relay tests that speak as a keyless agent switch it on",
     "viewer_buffer_bytes": "a 1 MiB outbox, so the slow-viewer tests fill it in a moment",

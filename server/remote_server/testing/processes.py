@@ -8,7 +8,7 @@ import ssl
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,10 @@ class ServerProcess:
     """
 
     def __init__(self, workdir: Path, **settings: object) -> None:
+        self.listen = "127.0.0.1"
+        """The address it listens on; set it before :meth:`start` to listen elsewhere too
+        (``0.0.0.0``: a benchmark's agent reaches it across a link of its own, while
+        :attr:`url` stays on loopback, where browsers give pages a secure context)."""
         deviations = settings_env(settings)
         self.port = free_port()
         self.bin_dir = BIN
@@ -70,7 +74,7 @@ class ServerProcess:
         self.workdir = workdir
         self.env = {**os.environ, "REMOTE_SUPPORT_ADMIN_PASSWORD": ADMIN_PASSWORD,
                     "REMOTE_SUPPORT_DATABASE_URL": f"sqlite:///{workdir / 'server.db'}",
-                    "REMOTE_SUPPORT_HOST": "127.0.0.1", "REMOTE_SUPPORT_PORT": str(self.port),
+                    "REMOTE_SUPPORT_PORT": str(self.port),
                     **deviations}
         self.process: subprocess.Popen[bytes] | None = None
         self.log = workdir / "server.log"
@@ -87,6 +91,7 @@ class ServerProcess:
         return self.url.replace("http", "ws", 1) + path  # https -> wss
 
     def start(self) -> ServerProcess:
+        self.env["REMOTE_SUPPORT_HOST"] = self.listen
         with self.log.open("ab") as log:
             self.process = subprocess.Popen([str(self.bin_dir / "remote-support"), "serve"],
                                             env=self.env, stdout=log, stderr=log)
@@ -167,7 +172,8 @@ class AgentProcess:
     (``bin_dir``: the environment it runs from)."""
 
     def __init__(self, home: Path, display: str, *args: str, bin_dir: Path = BIN,
-                 **env: str) -> None:
+                 prefix: Sequence[str] = (), **env: str) -> None:
+        """``prefix`` runs it through another command (``ip netns exec NS``)."""
         home.mkdir(parents=True, exist_ok=True)
         self.home = home
         self.log = home / "agent.log"
@@ -175,7 +181,8 @@ class AgentProcess:
                    "HOME": str(home), **env}
         environ.pop("REMOTE_SUPPORT_PORT", None)
         with self.log.open("ab") as log:
-            self.process = subprocess.Popen([str(bin_dir / "remote-agent"), *args], env=environ,
+            self.process = subprocess.Popen([*prefix, str(bin_dir / "remote-agent"), *args],
+                                            env=environ,
                                             stdout=log, stderr=log)
 
     @property

@@ -43,13 +43,16 @@ PROBLEM_TYPES: tuple[ProblemType, ...] = (
                 "a login with credentials that do not match an enabled account"),
     ProblemType("second-factor-needed", 401, "Second factor needed",
                 "a login whose password matched, by an account with a second factor: send "
-                "the TOTP code (otp) or a recovery code (recovery_code) with the password"),
+                "the TOTP code (otp), a recovery code (recovery_code) or a passkey's "
+                "assertion (passkey, answering the passkey_options of this problem) with the "
+                "password"),
     ProblemType("bad-second-factor", 401, "Wrong second factor",
-                "a login whose TOTP or recovery code does not match (it counts toward the "
-                "login limit and the account's guard)"),
+                "a login whose TOTP code, recovery code or passkey assertion does not "
+                "match (it counts toward the login limit and the account's guard)"),
     ProblemType("second-factor-required", 403, "Second factor required",
                 "the server requires a second factor of this account and the token does not "
-                "carry one: enrol one (POST /api/auth/totp) and log in with it"),
+                "carry one: enrol one (POST /api/auth/totp or POST /api/auth/passkeys) and "
+                "log in with it"),
     ProblemType("forbidden", 403, "Not allowed",
                 "an administrator's endpoint, or a permission the caller lacks"),
     ProblemType("wrong-password", 403, "Current password is wrong",
@@ -79,6 +82,12 @@ PROBLEM_TYPES: tuple[ProblemType, ...] = (
                 "an administrator disabling, demoting or deleting their own account"),
     ProblemType("second-factor-enrolled", 409, "Second factor already enrolled",
                 "enrolling TOTP on an account that has it; reset it first"),
+    ProblemType("passkey-registered", 409, "Passkey already registered",
+                "registering a passkey (WebAuthn credential) that is registered already"),
+    ProblemType("passkeys-unavailable", 409, "Passkeys unavailable at this address",
+                "a passkey ceremony at an address WebAuthn refuses (an IP address, or a "
+                "name that is not this server's): open the console at the server's name, "
+                "or set REMOTE_SUPPORT_PUBLIC_ORIGINS"),
     ProblemType("code-not-pending", 409, "Support code not pending",
                 "cancelling a support code that was used, cancelled or has expired"),
     ProblemType("conflict", 409, "Conflict",

@@ -57,6 +57,10 @@ class RateLimiter(ABC):
         """One more failure in ``key``'s fixed ``window``; the ``threshold``-th within it
         locks ``key`` out for ``lockout`` seconds (and answers True)."""
 
+    @abstractmethod
+    async def clear_failures(self, bucket: str, key: str) -> bool:
+        """Forget ``key``'s failures and lift its lockout; True when one was in force."""
+
     # -- the policy (SPEC 8) --------------------------------------------------
     async def check_login(self, client_ip: str) -> float | None:
         return rate_limited("login", await self.hit(*self._split(self.LOGIN, client_ip)))
@@ -99,6 +103,11 @@ class RateLimiter(ABC):
         return await self.record_failure(self.ACCOUNT_GUARD, username,
                                          self.ACCOUNT_FAILURES_BEFORE_GUARD,
                                          self.ACCOUNT_FAILURE_WINDOW, self.ACCOUNT_GUARD_SECONDS)
+
+    async def clear_account_guard(self, username: str) -> bool:
+        """An administrator's unlock: the account's failed logins are forgotten and its
+        guard comes down at once; True when the guard was up."""
+        return await self.clear_failures(self.ACCOUNT_GUARD, username)
 
     @staticmethod
     def _split(rule: tuple[str, int, float], key: str) -> tuple[str, str, int, float]:
@@ -168,6 +177,10 @@ class MemoryRateLimiter(RateLimiter):
         state.window.count = 0
         state.locked_until = now + lockout
         return True
+
+    async def clear_failures(self, bucket: str, key: str) -> bool:
+        state = self._failures.pop((bucket, key), None)
+        return state is not None and state.locked_until > self._clock()
 
     def _sweep(self, now: float) -> None:
         for slot, window in list(self._windows.items()):

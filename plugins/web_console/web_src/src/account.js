@@ -1,7 +1,8 @@
-// The caller's own account: the second factor (TOTP with recovery codes shown once),
-// and ending every login of the account.
+// The caller's own account: the second factor (TOTP with recovery codes shown once, and
+// passkeys), and ending every login of the account.
 import { api, token } from "./api.js";
 import { h, when } from "./dom.js";
+import { createPasskey, passkeysAvailable } from "./passkey.js";
 
 /** Render the page into `main`; `guarded`, `errorLine`, `loggedOut` (to the login page) and
  * `enrolled` (start over with the new token) are the console's. */
@@ -10,7 +11,20 @@ export function accountView(main, { guarded, errorLine, loggedOut, enrolled: res
   const status = h("p", { id: "second-factor-status" });
   const area = h("div", { id: "second-factor" });
   const logins = h("tbody", { id: "login-sessions" });
+  const passkeys = h("tbody", { id: "passkeys" });
+  const passkeyName = h("input", { id: "passkey-name", name: "passkey-name", maxlength: "64", required: true, value: "Passkey" });
+  const passkeyForm = h("form", { id: "passkey-form" },
+    h("p", {}, h("label", {}, "Name ", passkeyName), " ", h("button", { type: "submit", id: "passkey-add" }, "Add a passkey")));
+  passkeyForm.onsubmit = (event) => {
+    event.preventDefault();
+    addPasskey();
+  };
   main.append(h("h1", {}, "Account"), h("h2", {}, "Second factor"), status, error, area,
+    h("h2", {}, "Passkeys"),
+    h("p", { className: "muted" }, "A passkey (a security key, this computer's or your phone's) logs in as the second step instead of a code."),
+    h("table", {}, h("thead", {}, h("tr", {}, ...["Name", "Added", "Last used", ""].map((t) => h("th", {}, t)))), passkeys),
+    passkeysAvailable() ? passkeyForm
+      : h("p", { className: "muted", id: "passkeys-unavailable" }, "This browser cannot use passkeys on this page (they need https, or localhost)."),
     h("h2", {}, "Sessions"),
     h("table", {}, h("thead", {}, h("tr", {}, ...["Logged in", "Until", "From", "Browser", "Second factor", ""].map((t) => h("th", {}, t)))), logins),
     h("p", { className: "muted" }, "Logging out everywhere ends every login of this account and closes its open viewers, on every server."),
@@ -29,14 +43,27 @@ export function accountView(main, { guarded, errorLine, loggedOut, enrolled: res
         await loadLogins();
       }) }, "End")))));
   });
+  const loadPasskeys = () => guarded(error, async () => {
+    const mine = await api("GET", "/api/auth/passkeys");
+    passkeys.replaceChildren(...mine.map((key) => h("tr", { "data-passkey": key.id },
+      h("td", {}, key.name), h("td", {}, when(key.created_at)), h("td", {}, when(key.last_used_at)),
+      h("td", {}, h("button", { className: "remove-passkey", onclick: () => guarded(error, async () => {
+        await api("DELETE", `/api/auth/passkeys/${encodeURIComponent(key.id)}`);
+        await load();
+      }) }, "Remove")))));
+  });
   const load = () => guarded(error, async () => {
     loadLogins();
+    loadPasskeys();
     const state = await api("GET", "/api/auth/second-factor");
+    const keys = state.passkeys === 1 ? "1 passkey" : `${state.passkeys} passkeys`;
     status.textContent = state.totp_enrolled
-      ? `Authenticator app (TOTP) enrolled; ${state.recovery_codes_left} recovery codes left.`
-      : state.required
-        ? "This server requires a second factor of your account: set up an authenticator app to continue."
-        : "No second factor yet.";
+      ? `Authenticator app (TOTP) enrolled; ${state.recovery_codes_left} recovery codes left.${state.passkeys ? ` And ${keys}.` : ""}`
+      : state.passkeys
+        ? `${keys} registered.`
+        : state.required
+          ? "This server requires a second factor of your account: set up an authenticator app or add a passkey to continue."
+          : "No second factor yet.";
     area.replaceChildren(state.totp_enrolled ? resetForm() : h("button", { id: "totp-start", className: "primary", onclick: setup }, "Set up an authenticator app"));
   });
 
@@ -62,6 +89,23 @@ export function accountView(main, { guarded, errorLine, loggedOut, enrolled: res
         });
       };
       area.replaceChildren(form);
+    });
+  }
+
+  function addPasskey() {
+    guarded(error, async () => {
+      const { options } = await api("POST", "/api/auth/passkeys/options");
+      let credential;
+      try {
+        credential = await createPasskey(options);
+      } catch (failure) {
+        error.textContent = `No passkey was added (${failure.name || failure}).`;
+        return;
+      }
+      const enrolled = await api("POST", "/api/auth/passkeys", { name: passkeyName.value.trim(), credential });
+      token.set(enrolled.access_token); // this login now carries the passkey
+      location.hash = "#account";
+      restart();
     });
   }
 

@@ -2,8 +2,8 @@
 // SessionRequest.codecs, so the relay and the agent never send it anything else.
 //
 // - "raw": decoded here (fzstd);
-// - "vp9", "h264", "h265": through WebCodecs, where VideoDecoder.isConfigSupported says
-//   this browser can;
+// - "vp9", "h264", "h265", "av1": through WebCodecs, where VideoDecoder.isConfigSupported
+//   says this browser can (AV1's frames are plugin frames named "av1": SPEC has no slot);
 // - any codec plugin's browser decoder: the server lists them at /codecs/index.json and
 //   serves each ES module from its own origin (/codecs/NAME.js), so the console's CSP
 //   (script-src 'self') admits them and nothing else.
@@ -25,9 +25,11 @@
 //     },
 //   }
 
-export const WEBCODECS = { vp9: "vp09.00.10.08", h264: "avc1.42E01F", h265: "hev1.1.6.L93.B0" };
+export const WEBCODECS = {
+  vp9: "vp09.00.10.08", h264: "avc1.42E01F", h265: "hev1.1.6.L93.B0", av1: "av01.0.08M.08",
+};
 
-const LABELS = { raw: "Raw (LAN)", vp9: "VP9", h264: "H.264", h265: "H.265" };
+const LABELS = { raw: "Raw (LAN)", vp9: "VP9", h264: "H.264", h265: "H.265", av1: "AV1" };
 
 // The agent's encoders convert with BT.601, limited range, and say so in the
 // stream; Chromium takes VP9's colours from the codec string's defaults

@@ -3,6 +3,7 @@ import { ApiError, api, apiAll, token } from "./api.js";
 import { badge, h, items, when } from "./dom.js";
 import { qrSvg } from "./qr.js";
 import { accountView } from "./account.js";
+import { getPasskey } from "./passkey.js";
 import { webhooksView } from "./webhooks.js";
 
 const app = document.getElementById("app");
@@ -86,16 +87,42 @@ function showLogin(message = "") {
     } catch (failure) {
       const type = failure.problem?.type || "";
       if (type.endsWith("/second-factor-needed")) {
-        // Login's second step: the password matched; ask for the app's code.
-        secondStep.replaceChildren(h("label", {}, "Code from your authenticator app, or a recovery code",
-          h("input", { name: "code", id: "login-code", inputmode: "numeric", autocomplete: "one-time-code", required: true })));
-        secondStep.querySelector("input").focus();
+        // Login's second step: the password matched; ask for the app's code, or a passkey.
+        const methods = failure.problem.methods || ["otp", "recovery_code"];
+        const steps = [];
+        if (methods.includes("otp")) {
+          steps.push(h("label", {}, "Code from your authenticator app, or a recovery code",
+            h("input", { name: "code", id: "login-code", inputmode: "numeric", autocomplete: "one-time-code", required: !failure.problem.passkey_options })));
+        }
+        if (failure.problem.passkey_options) {
+          steps.push(h("button", { type: "button", id: "login-passkey", className: methods.includes("otp") ? "" : "primary",
+            onclick: () => passkeyLogin(body, failure.problem.passkey_options, error) }, "Use a passkey"));
+        } else if (methods.includes("passkey")) {
+          error.textContent = failure.message;
+        }
+        secondStep.replaceChildren(...steps);
+        secondStep.querySelector("input, button")?.focus();
         return;
       }
       error.textContent = failure.status === 429 ? `Too many attempts. ${failure.message}` : failure.message;
     }
   };
   app.replaceChildren(form);
+}
+
+// Login's second step with a passkey: the browser answers the server's challenge.
+async function passkeyLogin(body, options, error) {
+  error.textContent = "";
+  try {
+    const passkey = await getPasskey(options);
+    const answer = await api("POST", "/api/auth/login", { username: body.username, password: body.password, passkey });
+    token.set(answer.access_token);
+    await start();
+  } catch (failure) {
+    // The challenge is used up either way: logging in again asks for a new one.
+    const text = failure instanceof ApiError ? failure.message : `The passkey did not answer (${failure.name || failure}).`;
+    showLogin(failure.status === 429 ? `Too many attempts. ${text}` : text);
+  }
 }
 
 // Single sign-on (plugin auth_oidc): a button for each offer of the server. The login

@@ -278,8 +278,11 @@ function decodeVideo(kind, chunk) {
     state.decoder?.close();
     state.decoder = new VideoDecoder({
       output(frame) {
-        resize(frame.displayWidth, frame.displayHeight);
-        ctx.drawImage(frame, 0, 0);
+        // A frame that states the display's size (AV1's) may be coded larger: crop.
+        const width = state.codedDisplay?.width || frame.displayWidth;
+        const height = state.codedDisplay?.height || frame.displayHeight;
+        resize(width, height);
+        ctx.drawImage(frame, 0, 0, width, height, 0, 0, width, height);
         frame.close();
         shown();
       },
@@ -295,6 +298,10 @@ function decodeVideo(kind, chunk) {
       return fallBackToRaw();
     }
     state.decoderCodec = kind;
+  }
+  if (chunk.keyframe) {
+    state.codedDisplay = chunk.width && chunk.height
+      ? { width: chunk.width, height: chunk.height } : null;
   }
   state.decoder.decode(new EncodedVideoChunk({
     type: chunk.keyframe ? "key" : "delta",

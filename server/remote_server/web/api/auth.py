@@ -3,10 +3,11 @@ and the per-account guard against distributed guessing (T06)."""
 
 from __future__ import annotations
 
-from remote_core.records import AuditEvent, User
+from remote_core.records import AuditEvent, Passkey, User
 
 from ...observe.counters import auth_failed, rate_limited
 from ..logins import open_login
+from ..passkeys import check_assertion, login_options, relying_party
 from ..problem import Problem
 from ..ratelimit import RateLimiter
 from ..secondfactor import check_code
@@ -50,25 +51,56 @@ async def _failed(call: Call, username: str, kind: str) -> None:
 
 async def _second_factor(call: Call, user: User, body: s.LoginIn) -> list[str]:
     """The ``amr`` methods of this login; raises when the account's second factor is
-    missing (401 ``second-factor-needed``) or wrong (401 ``bad-second-factor``, counted)."""
+    missing (401 ``second-factor-needed``, with a passkey challenge when the account has
+    passkeys) or wrong (401 ``bad-second-factor``, counted)."""
     factors = await call.ctx.store.get_second_factors(user.id)
-    if factors.totp_secret is None:
+    keys = await call.ctx.store.list_passkeys(user.id)
+    if factors.totp_secret is None and not keys:
         return ["pwd"]
-    if body.otp is None and body.recovery_code is None:
-        raise Problem(401, "this account needs its second factor: send the TOTP code as "
-                           "otp, or a recovery code as recovery_code",
-                      kind="second-factor-needed", extra={"methods": ["otp", "recovery_code"]})
-    method = await check_code(call.ctx.store, factors, otp=body.otp,
-                              recovery_code=None if body.otp is not None
-                              else body.recovery_code)
+    if body.otp is None and body.recovery_code is None and body.passkey is None:
+        raise await _needed(call, user, factors.totp_secret is not None, keys)
+    if body.otp is not None or body.recovery_code is not None:
+        method = await check_code(call.ctx.store, factors, otp=body.otp,
+                                  recovery_code=None if body.otp is not None
+                                  else body.recovery_code)
+    else:
+        assert body.passkey is not None
+        method = None
+        try:
+            rp = relying_party(call.ctx.settings, call.request.scope)
+        except Problem:
+            pass  # reached at an address: no passkey can have answered a challenge here
+        else:
+            assertion = body.passkey.model_dump(mode="json", exclude_none=True)
+            if await check_assertion(call.ctx.store, user, rp, assertion):
+                method = "hwk"
     if method is None:
         await _failed(call, body.username, "second_factor")
         raise Problem.unauthorized("wrong second factor", kind="bad-second-factor")
-    if body.otp is None:
+    if body.recovery_code is not None and body.otp is None:
         await call.ctx.audit.record(AuditEvent(
             kind="auth.recovery_code_used", actor=user.username, target=user.id,
             client_ip=call.ip, detail={"left": len(factors.recovery_hashes) - 1}))
     return ["pwd", method]
+
+
+async def _needed(call: Call, user: User, totp: bool, keys: list[Passkey]) -> Problem:
+    """401 ``second-factor-needed``: which methods the account has, and for passkeys the
+    options (a fresh challenge) to answer with ``navigator.credentials.get``, unless the
+    server was reached where passkeys cannot work (an IP address: the detail says so)."""
+    methods = (["otp", "recovery_code"] if totp else []) + (["passkey"] if keys else [])
+    extra: dict[str, object] = {"methods": methods}
+    detail = "this account needs its second factor: send " + " or ".join(
+        (["the TOTP code as otp, a recovery code as recovery_code"] if totp else [])
+        + (["a passkey's answer to passkey_options as passkey"] if keys else []))
+    if keys:
+        try:
+            rp = relying_party(call.ctx.settings, call.request.scope)
+        except Problem as unavailable:  # no passkey_options: say why
+            detail += f" ({unavailable.detail})"
+        else:
+            extra["passkey_options"] = await login_options(call.ctx.store, user, rp, keys)
+    return Problem(401, detail, kind="second-factor-needed", extra=extra)
 
 
 async def login(call: Call) -> s.TokenOut:
@@ -123,8 +155,10 @@ ENDPOINTS = [
     Endpoint("POST", "/api/auth/login", login,
              "Log in; answers a login token (8 attempts/min/IP, successful ones included; "
              "after 20 failed logins or second factors to one account within 15 min, for "
-             "15 min only from addresses it logged in from before). An account with TOTP "
-             "sends its code (otp) or a recovery code with the password",
+             "15 min only from addresses it logged in from before). An account with a "
+             "second factor sends with the password its TOTP code (otp), a recovery code, or "
+             "a passkey's answer (passkey) to the passkey_options its second-factor-needed "
+             "problem carries",
              access="public", body=s.LoginIn, result=s.TokenOut, tag="auth",
              responses=((401, "wrong username or password, a second factor needed or wrong",
                          ("bad-credentials", "second-factor-needed", "bad-second-factor")),

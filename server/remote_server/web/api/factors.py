@@ -1,6 +1,6 @@
 """The caller's second factor (TOTP with recovery codes) and logout; an administrator's
-reset of another account's second factor. A reset or logout ends every token of the
-account at once (:mod:`..revocation`)."""
+reset of another account's second factor (TOTP and passkeys). A reset or logout ends every
+token of the account at once (:mod:`..revocation`)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ async def status(call: Call) -> s.SecondFactorOut:
     factors = await call.ctx.store.get_second_factors(call.me.id)
     return s.SecondFactorOut(
         totp_enrolled=factors.totp_secret is not None,
+        passkeys=len(await call.ctx.store.list_passkeys(call.me.id)),
         required=required_for(call.ctx.settings, call.me),
         token_has_second_factor=bool(call.claims and call.claims.second_factor),
         recovery_codes_left=len(factors.recovery_hashes) if factors.totp_secret else 0)
@@ -74,8 +75,10 @@ async def reset_other(call: Call) -> None:
     if user is None:
         raise Problem(404, "no such user")
     await call.ctx.store.set_totp(user.id, None)
+    passkeys = await call.ctx.store.delete_passkeys(user.id)
     await call.ctx.audit.record(AuditEvent(kind="auth.totp_reset", actor=call.me.username,
-                                           target=user.id, client_ip=call.ip))
+                                           target=user.id, client_ip=call.ip,
+                                           detail={"passkeys_removed": passkeys}))
     await revoke_tokens(call.ctx, user, "the user's second factor was reset",
                         actor=call.me.username, client_ip=call.ip)
 
@@ -110,7 +113,8 @@ ENDPOINTS = [
              body=s.PasswordIn, status=204, tag="auth",
              responses=((403, "the password is wrong", ("wrong-password",)),)),
     Endpoint("DELETE", "/api/users/{user_id}/second-factor", reset_other,
-             "Reset a user's second factor (a lost phone); every token of theirs stops "
-             "working and their viewers are closed", access="admin", status=204,
+             "Reset a user's second factor (a lost phone or security key): their TOTP, "
+             "recovery codes and passkeys are removed, every token of theirs stops working "
+             "and their viewers are closed", access="admin", status=204,
              tag="users", responses=((404, "no such user"),)),
 ]

@@ -89,10 +89,13 @@ class EventKind(StrEnum):
     AGENT_KEY_ISSUED = "agent_key.issued"
     AGENT_KEY_REVOKED = "agent_key.revoked"
     AUTH_ACCOUNT_GUARDED = "auth.account_guarded"
+    AUTH_ACCOUNT_UNLOCKED = "auth.account_unlocked"
     AUTH_CHANGE_PASSWORD_FAILED = "auth.change_password_failed"  # noqa: S105 - a kind
     AUTH_LOGIN = "auth.login"
     AUTH_LOGIN_ENDED = "auth.login_ended"
     AUTH_LOGIN_FAILED = "auth.login_failed"
+    AUTH_PASSKEY_ADDED = "auth.passkey_added"
+    AUTH_PASSKEY_REMOVED = "auth.passkey_removed"
     AUTH_PASSWORD_CHANGED = "auth.password_changed"  # noqa: S105 - a kind
     AUTH_RECOVERY_CODE_USED = "auth.recovery_code_used"
     AUTH_SIGNING_KEY_ROTATED = "auth.signing_key_rotated"
@@ -129,6 +132,14 @@ class EventKind(StrEnum):
     VIEWER_JOINED = "viewer.joined"
     VIEWER_LEFT = "viewer.left"
     VIEWER_TOKEN_ISSUED = "viewer.token_issued"  # noqa: S105 - a kind
+
+
+class AuthenticatorAttachment(StrEnum):
+    """Where the authenticator of a passkey is: built in (a laptop's, a phone's own) or
+    roaming (a security key, a phone reached from another device)."""
+
+    PLATFORM = "platform"
+    CROSS_PLATFORM = "cross-platform"
 
 
 class ConsentAnswer(StrEnum):
@@ -191,12 +202,66 @@ class Out(BaseModel):
 # Enums in strict bodies: their values arrive as JSON strings.
 RoleIn = Annotated[Role, Strict(False)]
 PermissionIn = Annotated[Permission, Strict(False)]
+AttachmentIn = Annotated[AuthenticatorAttachment, Strict(False)]
 
 
 # -- auth ------------------------------------------------------------------------
 
 
 OneTimeCode = Annotated[str, Field(min_length=1, max_length=32), AfterValidator(_printable)]
+
+
+_B64URL = r"^[A-Za-z0-9_-]+$"
+B64Id = Annotated[str, Field(min_length=1, max_length=1400, pattern=_B64URL,
+                             description="base64url, without padding")]
+"""A credential id, a signature, a user handle (WebAuthn allows ids of 1023 bytes)."""
+B64Data = Annotated[str, Field(min_length=1, max_length=65536, pattern=_B64URL,
+                               description="base64url, without padding")]
+"""Client data, authenticator data, an attestation object (with its certificates)."""
+
+
+class AssertionResponseIn(Body):
+    """``AuthenticatorAssertionResponse`` in its JSON form (WebAuthn Level 3)."""
+
+    clientDataJSON: B64Data
+    authenticatorData: B64Data
+    signature: B64Id
+    userHandle: B64Id | None = None
+
+
+class PasskeyAssertionIn(Body):
+    """What ``navigator.credentials.get`` answered, in its JSON form
+    (``PublicKeyCredential.toJSON()``)."""
+
+    id: B64Id
+    rawId: B64Id
+    type: Literal["public-key"]
+    response: AssertionResponseIn
+    authenticatorAttachment: AttachmentIn | None = None
+    clientExtensionResults: dict[str, Any] = {}
+
+
+class AttestationResponseIn(Body):
+    """``AuthenticatorAttestationResponse`` in its JSON form (WebAuthn Level 3)."""
+
+    clientDataJSON: B64Data
+    attestationObject: B64Data
+    transports: Annotated[list[Annotated[str, Field(max_length=32)]], Field(max_length=8)] = []
+    authenticatorData: B64Data | None = None
+    publicKey: B64Data | None = None
+    publicKeyAlgorithm: int | None = None
+
+
+class PasskeyCredentialIn(Body):
+    """What ``navigator.credentials.create`` answered, in its JSON form
+    (``PublicKeyCredential.toJSON()``)."""
+
+    id: B64Id
+    rawId: B64Id
+    type: Literal["public-key"]
+    response: AttestationResponseIn
+    authenticatorAttachment: AttachmentIn | None = None
+    clientExtensionResults: dict[str, Any] = {}
 
 
 class LoginIn(Body):
@@ -206,6 +271,9 @@ class LoginIn(Body):
         None, description="the current TOTP code, when the account has TOTP")
     recovery_code: OneTimeCode | None = Field(
         None, description="one of the account's recovery codes, instead of otp (works once)")
+    passkey: PasskeyAssertionIn | None = Field(
+        None, description="a passkey's answer to the passkey_options of the "
+                          "second-factor-needed problem, instead of otp")
 
 
 class TokenOut(Out):
@@ -216,6 +284,7 @@ class TokenOut(Out):
 
 class SecondFactorOut(Out):
     totp_enrolled: bool
+    passkeys: int = Field(description="how many passkeys the account has")
     required: bool = Field(description="whether the server requires this account to use one")
     token_has_second_factor: bool = Field(
         description="whether the calling token was issued after a second factor")
@@ -237,6 +306,31 @@ class TotpEnrolledOut(TokenOut):
         description="shown once: each logs in once in place of a TOTP code")
 
 
+class PasskeyOptionsOut(Out):
+    options: dict[str, Any] = Field(
+        description="PublicKeyCredentialCreationOptions in their JSON form (WebAuthn Level "
+                    "3), for navigator.credentials.create; its challenge works once, for "
+                    "this account, within the timeout")
+
+
+class PasskeyEnrolIn(Body):
+    name: Annotated[Text, Field(min_length=1, max_length=64)] = Field(
+        description="the owner's name for it (\"work laptop\")")
+    credential: PasskeyCredentialIn
+
+
+class PasskeyOut(Out):
+    id: str
+    name: str
+    created_at: datetime
+    last_used_at: datetime | None
+    transports: list[str]
+
+
+class PasskeyEnrolledOut(TokenOut):
+    passkey: PasskeyOut
+
+
 class LoginSessionOut(Out):
     id: str
     created_at: datetime
@@ -245,6 +339,12 @@ class LoginSessionOut(Out):
     user_agent: str
     second_factor: bool = Field(description="whether the login proved a second factor")
     current: bool = Field(description="whether this is the calling token's login")
+
+
+class UnlockOut(Out):
+    was_guarded: bool = Field(
+        description="whether the account's guard was up (its failed logins are forgotten "
+                    "either way)")
 
 
 class PasswordIn(Body):

@@ -128,6 +128,15 @@ _ONE = "/api/users/{user_id}"
 _404 = ((404, "no such user"),)
 _LOCKOUT = (409, "would lock the caller out", ("self-lockout",))
 
+async def unlock(call: Call) -> s.UnlockOut:
+    user = await _user(call)
+    was_guarded = await call.ctx.limiter.clear_account_guard(user.username)
+    await call.ctx.audit.record(AuditEvent(
+        kind="auth.account_unlocked", actor=call.me.username, target=user.username,
+        client_ip=call.ip, detail={"was_guarded": was_guarded}))
+    return s.UnlockOut(was_guarded=was_guarded)
+
+
 ENDPOINTS = [
     Endpoint("GET", "/api/users", list_users, "List users, oldest first", access="admin",
              query=s.PageQuery, result=list[s.UserOut], tag="users"),
@@ -144,6 +153,10 @@ ENDPOINTS = [
     Endpoint("PUT", _ONE + "/permissions", put_permissions, "Replace a user's permissions",
              access="admin", body=s.PermissionsIn, result=s.UserOut, tag="users",
              responses=_404),
+    Endpoint("POST", _ONE + "/unlock", unlock,
+             "Lift the account's guard against distributed guessing at once and forget its "
+             "failed logins (the owner called from a new address); audited",
+             access="admin", result=s.UnlockOut, tag="users", responses=_404),
     Endpoint("PUT", _ONE + "/client-access", put_client_access,
              "Replace the organizations a user sees (['*'] = all)", access="admin",
              body=s.ClientAccessIn, result=s.UserOut, tag="users", responses=_404),

@@ -1,0 +1,77 @@
+"""How fast the way to the viewers is, from the frames they acknowledge.
+
+A lossless picture of a moving screen is megabytes: over a 2 Mbit/s link one
+such frame holds the picture for seconds, and typing waits behind it. The
+streamer therefore needs the link's rate, and the acknowledgements it already
+gets tell it: while a frame was the one being delivered (from when it was sent,
+or when the frame before it was acknowledged, whichever is later, until its own
+acknowledgement, less one round trip) the link carried its bytes. The round
+trip is the shortest a frame has taken from sending to acknowledgement lately
+(small frames, which do not wait behind others, give it). Small frames say
+little about the rate, so only frames of :data:`MIN_SAMPLE_BYTES` and up are
+samples; the estimate is the best sample of the last few seconds, like BBR's
+bottleneck bandwidth filter, and the last one known when none is that recent.
+No I/O here.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+__all__ = ["MIN_SAMPLE_BYTES", "DeliveryRate"]
+
+MIN_SAMPLE_BYTES = 32 * 1024
+"""Smaller frames are not samples: their delivery time is mostly the round trip."""
+
+
+class DeliveryRate:
+    """Times are monotonic seconds; sequences are the ``VideoFrame.sequence`` values."""
+
+    def __init__(self, window: float = 5.0) -> None:
+        self.window = window
+        self._in_flight: deque[tuple[int, int, float]] = deque()  # (sequence, bytes, sent at)
+        self._samples: deque[tuple[float, float]] = deque()  # (at, bytes per second)
+        self._last_ack = 0.0
+        self._latest: float | None = None
+        self._round_trips: deque[tuple[float, float]] = deque()  # (at, seconds)
+
+    def sent(self, sequence: int, size: int, now: float) -> None:
+        self._in_flight.append((sequence, size, now))
+
+    def acked(self, sequence: int, now: float) -> None:
+        """Viewers acknowledged ``sequence``, and so every frame before it."""
+        while self._in_flight and self._in_flight[0][0] <= sequence:
+            _, size, sent_at = self._in_flight.popleft()
+            began = max(sent_at, self._last_ack)
+            if size < MIN_SAMPLE_BYTES:
+                self._round_trip(now - sent_at, now)
+            else:
+                took = now - began - self.round_trip(now)
+                # Never faster than the round trip allows being told apart from it.
+                rate = size / max(took, (now - began) / 10)
+                self._samples.append((now, rate))
+                self._latest = rate
+            self._last_ack = now
+
+    def _round_trip(self, seconds: float, now: float) -> None:
+        while self._round_trips and self._round_trips[-1][1] >= seconds:
+            self._round_trips.pop()  # a later, shorter one makes it moot
+        self._round_trips.append((now, seconds))
+
+    def round_trip(self, now: float) -> float:
+        """The shortest time a small frame took to be acknowledged lately (0: none yet)."""
+        while self._round_trips and now - self._round_trips[0][0] > 2 * self.window:
+            self._round_trips.popleft()
+        return self._round_trips[0][1] if self._round_trips else 0.0
+
+    def reset(self) -> None:
+        """Forget the frames in flight (a new stream); the samples stay true of the link."""
+        self._in_flight.clear()
+
+    def bytes_per_second(self, now: float) -> float | None:
+        """The link's rate as last seen (``None``: no sample yet)."""
+        while self._samples and now - self._samples[0][0] > self.window:
+            self._samples.popleft()
+        if self._samples:
+            return max(rate for _, rate in self._samples)
+        return self._latest
