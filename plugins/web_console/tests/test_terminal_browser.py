@@ -130,10 +130,12 @@ def test_a_terminal_runs_commands_resizes_copies_pastes_and_ends_its_shell(
         run(term, "stty size", rf"(?m)^{rows} {cols}\s*$")
         # truecolor: xterm.js styles such a cell itself, within the CSP (build.mjs)
         run(term, r"printf '\033[38;2;255;100;0mtrue-%s\033[0m\n' colour", r"(?m)^true-colour")
-        colour = term.evaluate("""() => [...document.querySelectorAll(".xterm-rows span")]
+        colours = """() => [...document.querySelectorAll(".xterm-rows span")]
             .filter((s) => s.textContent.includes("true-colour"))
-            .map((s) => getComputedStyle(s).color)""")
-        assert "rgb(255, 100, 0)" in colour, colour
+            .map((s) => getComputedStyle(s).color)"""
+        # the buffer holds the text before the next animation frame draws it
+        wait_until(lambda: "rgb(255, 100, 0)" in term.evaluate(colours),
+                   what=lambda: f"the truecolor cell drawn; spans: {term.evaluate(colours)}")
         # a smaller window: xterm.js refits, the shell hears the new size
         term.set_viewport_size({"width": 700, "height": 450})
         def refitted() -> tuple[int, int] | None:
