@@ -158,6 +158,8 @@ def test_a_terminal_runs_commands_resizes_copies_pastes_and_ends_its_shell(
         assert term.evaluate("navigator.clipboard.readText()") == "copy-me-42"
         term.evaluate("navigator.clipboard.writeText('echo pasted-$((1+1))')")
         term.click("#paste")
+        # the paste is on the command line (and the terminal has the focus back) before Enter
+        wait_until(lambda: "echo pasted-$((1+1))" in screen(term), what="the pasted text")
         term.keyboard.press("Enter")
         wait_until(lambda: re.search(r"(?m)^pasted-2", screen(term)),
                    what=lambda: f"the pasted command's output; the terminal shows:\n{screen(term)}")
