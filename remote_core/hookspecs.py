@@ -198,7 +198,14 @@ def consent_policy(ask: ConsentAsk) -> ConsentDecision | None:
     first non-``None`` result wins; ``None`` from every plugin means the default
     policy: attended sessions ask the end user, managed sessions need no consent.
 
-    Example: ``return ConsentDecision.DENY if ask.technician_name == "eve" else None``
+    Also called, with ``ask.backstage`` true, each time a technician asks for a
+    BACKSTAGE terminal (a shell) on the machine (``ask.agent_id``): ``DENY`` forbids
+    it, ``APPROVE`` opens it without asking, ``ASK`` or ``None`` asks the end user of an
+    attended session; on a managed session ``None`` needs no consent and ``ASK`` is
+    refused (nobody is there to answer).
+
+    Example: ``return ConsentDecision.DENY if ask.technician_name == "eve" else None``;
+    ``return ConsentDecision.DENY if ask.backstage and ask.agent_id in KIOSKS else None``
     """
 
 

@@ -85,6 +85,13 @@ CONTRACT_MESSAGES: dict[str, list[tuple[str, int, str, str]]] = {
     "PluginFrame": [("codec", 1, S, ""), ("data", 2, BY, ""), ("keyframe", 3, B, ""),
                     ("width", 4, I32, ""), ("height", 5, I32, ""),
                     ("dirty_rects", 6, "DirtyRect", REP), ("pts", 7, I64, "")],
+    "BackstageOpen": [("viewer_id", 1, S, ""), ("rows", 2, U32, ""), ("cols", 3, U32, ""),
+                      ("technician_name", 4, S, "")],
+    "BackstageData": [("viewer_id", 1, S, ""), ("data", 2, BY, "")],
+    "BackstageResize": [("viewer_id", 1, S, ""), ("rows", 2, U32, ""), ("cols", 3, U32, "")],
+    "BackstageAck": [("viewer_id", 1, S, ""), ("bytes", 2, U64, "")],
+    "BackstageClose": [("viewer_id", 1, S, ""), ("reason", 2, S, ""),
+                       ("exit_code", 3, I32, "")],
 }
 
 # Fields beyond SPEC in SPEC's messages (CONTRACT 1: numbers 100 and up).
@@ -94,7 +101,9 @@ CONTRACT_FIELDS: dict[str, list[tuple[str, int, str, str]]] = {
     "QualitySettings": [("codec_name", 100, S, "")],
     "StartStream": [("codecs", 100, S, REP), ("session_panel", 101, B, "")],
     "AgentStatus": [("plugins", 100, S, REP)],
-    "ConsentRequest": [("organization", 100, S, ""), ("recorded", 101, B, "")],
+    "ConsentRequest": [("organization", 100, S, ""), ("recorded", 101, B, ""),
+                       ("backstage", 102, B, "")],
+    "Participant": [("backstage", 100, B, "")],
 }
 
 SPEC_ENUMS: dict[str, list[tuple[str, int]]] = {
@@ -133,7 +142,12 @@ SPEC_WRAPPER: list[tuple[str, int, str]] = [
     ("consent_request", 80, "ConsentRequest"), ("consent_response", 81, "ConsentResponse"),
 ]
 CONTRACT_EXTENSIONS = [("display_info", 100, "DisplayInfo"),
-                       ("participants", 101, "Participants")]
+                       ("participants", 101, "Participants"),
+                       ("backstage_open", 102, "BackstageOpen"),
+                       ("backstage_data", 103, "BackstageData"),
+                       ("backstage_resize", 104, "BackstageResize"),
+                       ("backstage_ack", 105, "BackstageAck"),
+                       ("backstage_close", 106, "BackstageClose")]
 
 _SCALARS = {
     FD.TYPE_STRING: S, FD.TYPE_BOOL: B, FD.TYPE_BYTES: BY, FD.TYPE_INT32: I32,
@@ -216,6 +230,8 @@ GOLDEN = [
     (pb.Message(display_info=pb.DisplayInfo(primary_display=1)), bytes.fromhex("a2060210 01")),
     (pb.Message(participants=pb.Participants(participants=[pb.Participant(
         name="a", access_mode=pb.CONSENT_CONTROL)])), bytes.fromhex("aa06 07 0a05 0a0161 1001")),
+    (pb.Message(backstage_data=pb.BackstageData(viewer_id="v", data=b"\x01")),
+     bytes.fromhex("ba06 06 0a0176 120101")),
 ]
 
 

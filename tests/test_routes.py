@@ -6,6 +6,7 @@ import pytest
 
 from remote_core.protocol import (
     ALLOWED,
+    BACKSTAGE_KINDS,
     INPUT_KINDS,
     ROUTES,
     Connection,
@@ -26,10 +27,11 @@ def empty(kind: str) -> object:
     return getattr(pb, pb.Message.DESCRIPTOR.fields_by_name[kind].message_type.name)()
 
 
-def authenticated(peer: Role, *, view_only: bool = False) -> Connection:
+def authenticated(peer: Role, *, view_only: bool = False,
+                  backstage: bool = False) -> Connection:
     server = Connection(Role.SERVER, peer)
     server.receive_data(wrap("session_request", pb.SessionRequest()))
-    server.accept("s-1", view_only=view_only)
+    server.accept("s-1", view_only=view_only, backstage=backstage)
     return server
 
 
@@ -44,14 +46,33 @@ def test_every_message_kind_has_a_row(kind: str) -> None:
 def test_the_server_takes_from_a_peer_exactly_its_rows(peer: Role, kind: str) -> None:
     event = authenticated(peer).receive_data(wrap(kind, empty(kind)))
     routed = (peer, kind) in ROUTES and kind != "session_request"
-    assert isinstance(event, Inbound if routed else Dropped), (peer, kind, event)
+    screen = peer is Role.AGENT or kind not in BACKSTAGE_KINDS  # a screen viewer's session
+    assert isinstance(event, Inbound if routed and screen else Dropped), (peer, kind, event)
+
+
+@pytest.mark.parametrize("kind", EVERY_KIND)
+def test_a_backstage_viewer_sends_terminal_messages_heartbeats_and_goodbyes_only(
+        kind: str) -> None:
+    event = authenticated(Role.VIEWER, backstage=True).receive_data(wrap(kind, empty(kind)))
+    passes = kind in BACKSTAGE_KINDS | {"heartbeat", "disconnect"} and (Role.VIEWER, kind) in ROUTES
+    assert isinstance(event, Inbound if passes else Dropped), (kind, event)
+
+
+def test_terminal_messages_are_their_own_channel() -> None:
+    assert {"backstage_open", "backstage_data", "backstage_resize", "backstage_ack",
+            "backstage_close"} == BACKSTAGE_KINDS
+    for (sender, kind), route in ROUTES.items():
+        if kind in BACKSTAGE_KINDS and sender is not Role.SERVER:
+            # the server addresses each one itself: never fanned out to every viewer
+            assert route.to == To.SERVER, (sender, kind)
 
 
 @pytest.mark.parametrize("kind", EVERY_KIND)
 def test_a_view_only_viewer_sends_no_control_only_kind(kind: str) -> None:
     event = authenticated(Role.VIEWER, view_only=True).receive_data(wrap(kind, empty(kind)))
     route = ROUTES.get((Role.VIEWER, kind))
-    passes = route is not None and not route.control_only and kind != "session_request"
+    passes = (route is not None and not route.control_only and kind != "session_request"
+              and kind not in BACKSTAGE_KINDS)
     assert isinstance(event, Inbound if passes else Dropped), (kind, event)
     assert (kind in INPUT_KINDS) == (route is not None and route.control_only)
 

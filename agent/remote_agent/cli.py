@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -19,6 +20,7 @@ from remote_core.plugins import get_plugin_manager
 from remote_core.supportcode import normalize_support_code
 
 from . import __version__
+from .backstage import shell_spec
 from .chat import ChatChannel
 from .chat_window import open_chat_window
 from .config import AgentConfig, default_config_path, machine_uid
@@ -88,11 +90,13 @@ def _run(config: AgentConfig, config_path: Path, token: str, attended: bool,
     updater = Updater.for_this_process(config, attended=attended, post_update=post_update)
 
     current: list[AgentSession] = []
+    shell = partial(shell_spec, attended=attended, user=settings.backstage_user,
+                    shell=settings.backstage_shell)
 
     def make_session() -> AgentSession:
         session = AgentSession(config, token, devices, machine_uid=uid, timing=timing,
                                chat=chat, updater=updater, presence=presence,
-                               plugins=plugin_set)
+                               plugins=plugin_set, shell=shell)
         current[:] = [session]
         return session
 

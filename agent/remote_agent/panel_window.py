@@ -66,6 +66,7 @@ class SessionPanel:
 
         _ = catalogue().gettext
         self._words = {"view": _("views"), "control": _("views and controls"),
+                       "terminal": _("has a terminal open"),
                        "nobody": _("Nobody is connected right now.")}
         window = tkinter.Toplevel(root, padx=12, pady=10)
         window.title(_("Remote support session"))
@@ -111,6 +112,7 @@ class SessionPanel:
         for row in people.winfo_children():
             row.destroy()
         lines = [f"{who.name}: {self._words['control' if who.control else 'view']}"
+                 + (f", {self._words['terminal']}" if who.backstage else "")
                  for who in self._connected] or [self._words["nobody"]]
         for line in lines:
             tkinter.Label(people, text=line, anchor="w").pack(anchor="w")

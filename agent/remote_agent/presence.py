@@ -25,13 +25,16 @@ MAX_NAME = 64
 
 @dataclass(frozen=True)
 class Connected:
-    """One technician connected now; ``control`` when they may control, not only view."""
+    """One technician connected now; ``control`` when they may control, not only view;
+    ``backstage`` when they have a terminal (a shell) open on this machine."""
 
     name: str
     control: bool
+    backstage: bool = False
 
     def __str__(self) -> str:
-        return f"{self.name} ({'view and control' if self.control else 'view'})"
+        terminal = ", terminal" if self.backstage else ""
+        return f"{self.name} ({'view and control' if self.control else 'view'}{terminal})"
 
 
 def describe(connected: tuple[Connected, ...]) -> str:
@@ -102,7 +105,7 @@ class Presence:
     def told(self, message: Any) -> None:
         """A ``Participants`` message arrived from the server."""
         self._set(tuple(Connected(escaped(p.name, MAX_NAME) or "technician",
-                                  p.access_mode == pb.CONSENT_CONTROL)
+                                  p.access_mode == pb.CONSENT_CONTROL, p.backstage)
                         for p in message.participants))
 
     def clear(self) -> None:

@@ -27,6 +27,7 @@ from remote_core.types import ENDED_BY_END_USER, ConsentAsk, DisplayDesc
 from remote_core.wsclient import WebSocketClient, connect, ws_url
 
 from . import __version__
+from .backstage import Backstage, ShellSpec, shell_spec
 from .chat import ChatChannel
 from .config import AgentConfig
 from .devices import Devices
@@ -85,7 +86,8 @@ class AgentSession:
                  machine_uid: str | None = None, timing: Timing | None = None,
                  chat: ChatChannel | None = None, window: int = 3,
                  updater: Updater | None = None, presence: Presence | None = None,
-                 local_host: str | None = None, plugins: Sequence[str] = ()) -> None:
+                 local_host: str | None = None, plugins: Sequence[str] = (),
+                 shell: Callable[[], ShellSpec] | None = None) -> None:
         self.config = config
         self.plugins = tuple(plugins)  # "name version" each, reported in AgentStatus
         self.local_host = local_host
@@ -101,6 +103,8 @@ class AgentSession:
         self.displays: list[DisplayDesc] = []
         self.streamer = Streamer(devices, self.state, self._send_bytes, lambda: self.displays,
                                  window=window)
+        self.backstage = Backstage(shell or (lambda: shell_spec(attended=True)), self.send)
+        """The BACKSTAGE terminals of this connection (``shell`` makes each one's shell)."""
         self.session_id = ""
         self.connected_at: float | None = None
         self.ending = Ending.CLOSED
@@ -164,6 +168,7 @@ class AgentSession:
             self.presence.clear()
             self.presence.closed()
             with anyio.CancelScope(shield=True):
+                await self.backstage.close_all()  # every shell of this connection dies with it
                 await ws.close()
         return self.ending
 
@@ -287,6 +292,23 @@ class AgentSession:
     async def _on_update_info(self, message: Any) -> None:
         self._offered(Offer.from_info(message))
 
+    async def _on_backstage_open(self, message: Any) -> None:
+        assert self._group is not None
+        await self.backstage.open(self._group, message)
+
+    async def _on_backstage_data(self, message: Any) -> None:
+        self.backstage.data(message)
+
+    async def _on_backstage_resize(self, message: Any) -> None:
+        self.backstage.resize(message)
+
+    async def _on_backstage_ack(self, message: Any) -> None:
+        self.backstage.ack(message)
+
+    async def _on_backstage_close(self, message: Any) -> None:
+        assert self._group is not None
+        self._group.start_soon(self.backstage.close, message.viewer_id)  # the reader reads on
+
     async def _inject(self, kind: str, message: Any) -> None:
         sink = self.devices.input
         if sink is None or self.ended_by_user:
@@ -342,7 +364,7 @@ class AgentSession:
                                  timeout_secs=max(1, request.timeout_secs or 60),
                                  connected=tuple(map(str, self.presence.connected)),
                                  organization=escaped(request.organization, 64),
-                                 recorded=request.recorded)
+                                 recorded=request.recorded, backstage=request.backstage)
                 granted, reason = await anyio.to_thread.run_sync(prompt.ask, ask)
         finally:
             self._asking = False
@@ -546,6 +568,11 @@ HANDLERS: dict[str, Callable[[AgentSession, Any], Awaitable[bool | None]]] = {
     "clipboard_request": AgentSession._on_clipboard_request,
     "admin_command": AgentSession._admin,
     "update_info": AgentSession._on_update_info,
+    "backstage_open": AgentSession._on_backstage_open,
+    "backstage_data": AgentSession._on_backstage_data,
+    "backstage_resize": AgentSession._on_backstage_resize,
+    "backstage_ack": AgentSession._on_backstage_ack,
+    "backstage_close": AgentSession._on_backstage_close,
 }
 """What the agent does with each kind the server sends it; ``True`` ends the session. The
 handshake answer and ``disconnect`` are read before it (``_handshake``, ``_read``)."""

@@ -39,6 +39,13 @@ class AgentSettings(PluginSettings):
     status_interval: float = option(60.0, "seconds between status reports")
     update_interval: float = option(3600.0, "seconds between update checks while idle "
                                             "(managed agents, SPEC 8)")
+    backstage_user: str | None = option(
+        None, "account whose shell a BACKSTAGE terminal runs on a managed agent (default: "
+              "the agent's own; another needs the agent to run as root); attended agents "
+              "always run the agent user's login shell")
+    backstage_shell: str | None = option(
+        None, "absolute path of the shell a BACKSTAGE terminal runs on a managed agent "
+              "(default: the account's login shell)")
 
     def validate(self) -> None:
         super().validate()

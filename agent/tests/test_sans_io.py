@@ -223,6 +223,10 @@ def test_presence_tells_its_listeners_each_change_once():
     presence.told(both)  # the same again: nothing new to tell
     presence.clear()
     assert heard == [(Connected("techa", True), Connected("tech\\x0ab", False)), ()]
+    presence.told(pb.Participants(participants=[
+        pb.Participant(name="techc", access_mode=pb.CONSENT_VIEW, backstage=True)]))
+    assert presence.connected == (Connected("techc", False, backstage=True),)
+    assert describe(presence.connected) == "techc (view, terminal)"
     assert describe(heard[0]) == "techa (view and control), tech\\x0ab (view)"
     assert describe(()) == "nobody"
 

@@ -480,20 +480,22 @@ class AdminCommand(_message.Message):
     def __init__(self, command: _Optional[_Union[AdminCommandType, str]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ConsentRequest(_message.Message):
-    __slots__ = ("session_id", "technician_name", "access_mode", "timeout_secs", "organization", "recorded")
+    __slots__ = ("session_id", "technician_name", "access_mode", "timeout_secs", "organization", "recorded", "backstage")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TECHNICIAN_NAME_FIELD_NUMBER: _ClassVar[int]
     ACCESS_MODE_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_SECS_FIELD_NUMBER: _ClassVar[int]
     ORGANIZATION_FIELD_NUMBER: _ClassVar[int]
     RECORDED_FIELD_NUMBER: _ClassVar[int]
+    BACKSTAGE_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     technician_name: str
     access_mode: ConsentAccessMode
     timeout_secs: int
     organization: str
     recorded: bool
-    def __init__(self, session_id: _Optional[str] = ..., technician_name: _Optional[str] = ..., access_mode: _Optional[_Union[ConsentAccessMode, str]] = ..., timeout_secs: _Optional[int] = ..., organization: _Optional[str] = ..., recorded: bool = ...) -> None: ...
+    backstage: bool
+    def __init__(self, session_id: _Optional[str] = ..., technician_name: _Optional[str] = ..., access_mode: _Optional[_Union[ConsentAccessMode, str]] = ..., timeout_secs: _Optional[int] = ..., organization: _Optional[str] = ..., recorded: bool = ..., backstage: bool = ...) -> None: ...
 
 class ConsentResponse(_message.Message):
     __slots__ = ("session_id", "granted", "reason")
@@ -536,15 +538,65 @@ class Participants(_message.Message):
     def __init__(self, participants: _Optional[_Iterable[_Union[Participant, _Mapping]]] = ...) -> None: ...
 
 class Participant(_message.Message):
-    __slots__ = ("name", "access_mode")
+    __slots__ = ("name", "access_mode", "backstage")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ACCESS_MODE_FIELD_NUMBER: _ClassVar[int]
+    BACKSTAGE_FIELD_NUMBER: _ClassVar[int]
     name: str
     access_mode: ConsentAccessMode
-    def __init__(self, name: _Optional[str] = ..., access_mode: _Optional[_Union[ConsentAccessMode, str]] = ...) -> None: ...
+    backstage: bool
+    def __init__(self, name: _Optional[str] = ..., access_mode: _Optional[_Union[ConsentAccessMode, str]] = ..., backstage: bool = ...) -> None: ...
+
+class BackstageOpen(_message.Message):
+    __slots__ = ("viewer_id", "rows", "cols", "technician_name")
+    VIEWER_ID_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    COLS_FIELD_NUMBER: _ClassVar[int]
+    TECHNICIAN_NAME_FIELD_NUMBER: _ClassVar[int]
+    viewer_id: str
+    rows: int
+    cols: int
+    technician_name: str
+    def __init__(self, viewer_id: _Optional[str] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ..., technician_name: _Optional[str] = ...) -> None: ...
+
+class BackstageData(_message.Message):
+    __slots__ = ("viewer_id", "data")
+    VIEWER_ID_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    viewer_id: str
+    data: bytes
+    def __init__(self, viewer_id: _Optional[str] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class BackstageResize(_message.Message):
+    __slots__ = ("viewer_id", "rows", "cols")
+    VIEWER_ID_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    COLS_FIELD_NUMBER: _ClassVar[int]
+    viewer_id: str
+    rows: int
+    cols: int
+    def __init__(self, viewer_id: _Optional[str] = ..., rows: _Optional[int] = ..., cols: _Optional[int] = ...) -> None: ...
+
+class BackstageAck(_message.Message):
+    __slots__ = ("viewer_id", "bytes")
+    VIEWER_ID_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    viewer_id: str
+    bytes: int
+    def __init__(self, viewer_id: _Optional[str] = ..., bytes: _Optional[int] = ...) -> None: ...
+
+class BackstageClose(_message.Message):
+    __slots__ = ("viewer_id", "reason", "exit_code")
+    VIEWER_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    EXIT_CODE_FIELD_NUMBER: _ClassVar[int]
+    viewer_id: str
+    reason: str
+    exit_code: int
+    def __init__(self, viewer_id: _Optional[str] = ..., reason: _Optional[str] = ..., exit_code: _Optional[int] = ...) -> None: ...
 
 class Message(_message.Message):
-    __slots__ = ("session_request", "session_response", "video_frame", "video_ack", "switch_display", "cursor_shape", "cursor_position", "mouse_event", "key_event", "special_key", "clipboard_data", "clipboard_request", "quality_settings", "latency_report", "heartbeat", "heartbeat_ack", "disconnect", "start_stream", "stop_stream", "agent_status", "chat_message", "admin_command", "update_info", "update_status", "consent_request", "consent_response", "display_info", "participants")
+    __slots__ = ("session_request", "session_response", "video_frame", "video_ack", "switch_display", "cursor_shape", "cursor_position", "mouse_event", "key_event", "special_key", "clipboard_data", "clipboard_request", "quality_settings", "latency_report", "heartbeat", "heartbeat_ack", "disconnect", "start_stream", "stop_stream", "agent_status", "chat_message", "admin_command", "update_info", "update_status", "consent_request", "consent_response", "display_info", "participants", "backstage_open", "backstage_data", "backstage_resize", "backstage_ack", "backstage_close")
     SESSION_REQUEST_FIELD_NUMBER: _ClassVar[int]
     SESSION_RESPONSE_FIELD_NUMBER: _ClassVar[int]
     VIDEO_FRAME_FIELD_NUMBER: _ClassVar[int]
@@ -573,6 +625,11 @@ class Message(_message.Message):
     CONSENT_RESPONSE_FIELD_NUMBER: _ClassVar[int]
     DISPLAY_INFO_FIELD_NUMBER: _ClassVar[int]
     PARTICIPANTS_FIELD_NUMBER: _ClassVar[int]
+    BACKSTAGE_OPEN_FIELD_NUMBER: _ClassVar[int]
+    BACKSTAGE_DATA_FIELD_NUMBER: _ClassVar[int]
+    BACKSTAGE_RESIZE_FIELD_NUMBER: _ClassVar[int]
+    BACKSTAGE_ACK_FIELD_NUMBER: _ClassVar[int]
+    BACKSTAGE_CLOSE_FIELD_NUMBER: _ClassVar[int]
     session_request: SessionRequest
     session_response: SessionResponse
     video_frame: VideoFrame
@@ -601,4 +658,9 @@ class Message(_message.Message):
     consent_response: ConsentResponse
     display_info: DisplayInfo
     participants: Participants
-    def __init__(self, session_request: _Optional[_Union[SessionRequest, _Mapping]] = ..., session_response: _Optional[_Union[SessionResponse, _Mapping]] = ..., video_frame: _Optional[_Union[VideoFrame, _Mapping]] = ..., video_ack: _Optional[_Union[VideoAck, _Mapping]] = ..., switch_display: _Optional[_Union[SwitchDisplay, _Mapping]] = ..., cursor_shape: _Optional[_Union[CursorShape, _Mapping]] = ..., cursor_position: _Optional[_Union[CursorPosition, _Mapping]] = ..., mouse_event: _Optional[_Union[MouseEvent, _Mapping]] = ..., key_event: _Optional[_Union[KeyEvent, _Mapping]] = ..., special_key: _Optional[_Union[SpecialKeyEvent, _Mapping]] = ..., clipboard_data: _Optional[_Union[ClipboardData, _Mapping]] = ..., clipboard_request: _Optional[_Union[ClipboardRequest, _Mapping]] = ..., quality_settings: _Optional[_Union[QualitySettings, _Mapping]] = ..., latency_report: _Optional[_Union[LatencyReport, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., heartbeat_ack: _Optional[_Union[HeartbeatAck, _Mapping]] = ..., disconnect: _Optional[_Union[Disconnect, _Mapping]] = ..., start_stream: _Optional[_Union[StartStream, _Mapping]] = ..., stop_stream: _Optional[_Union[StopStream, _Mapping]] = ..., agent_status: _Optional[_Union[AgentStatus, _Mapping]] = ..., chat_message: _Optional[_Union[ChatMessage, _Mapping]] = ..., admin_command: _Optional[_Union[AdminCommand, _Mapping]] = ..., update_info: _Optional[_Union[UpdateInfo, _Mapping]] = ..., update_status: _Optional[_Union[UpdateStatus, _Mapping]] = ..., consent_request: _Optional[_Union[ConsentRequest, _Mapping]] = ..., consent_response: _Optional[_Union[ConsentResponse, _Mapping]] = ..., display_info: _Optional[_Union[DisplayInfo, _Mapping]] = ..., participants: _Optional[_Union[Participants, _Mapping]] = ...) -> None: ...
+    backstage_open: BackstageOpen
+    backstage_data: BackstageData
+    backstage_resize: BackstageResize
+    backstage_ack: BackstageAck
+    backstage_close: BackstageClose
+    def __init__(self, session_request: _Optional[_Union[SessionRequest, _Mapping]] = ..., session_response: _Optional[_Union[SessionResponse, _Mapping]] = ..., video_frame: _Optional[_Union[VideoFrame, _Mapping]] = ..., video_ack: _Optional[_Union[VideoAck, _Mapping]] = ..., switch_display: _Optional[_Union[SwitchDisplay, _Mapping]] = ..., cursor_shape: _Optional[_Union[CursorShape, _Mapping]] = ..., cursor_position: _Optional[_Union[CursorPosition, _Mapping]] = ..., mouse_event: _Optional[_Union[MouseEvent, _Mapping]] = ..., key_event: _Optional[_Union[KeyEvent, _Mapping]] = ..., special_key: _Optional[_Union[SpecialKeyEvent, _Mapping]] = ..., clipboard_data: _Optional[_Union[ClipboardData, _Mapping]] = ..., clipboard_request: _Optional[_Union[ClipboardRequest, _Mapping]] = ..., quality_settings: _Optional[_Union[QualitySettings, _Mapping]] = ..., latency_report: _Optional[_Union[LatencyReport, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., heartbeat_ack: _Optional[_Union[HeartbeatAck, _Mapping]] = ..., disconnect: _Optional[_Union[Disconnect, _Mapping]] = ..., start_stream: _Optional[_Union[StartStream, _Mapping]] = ..., stop_stream: _Optional[_Union[StopStream, _Mapping]] = ..., agent_status: _Optional[_Union[AgentStatus, _Mapping]] = ..., chat_message: _Optional[_Union[ChatMessage, _Mapping]] = ..., admin_command: _Optional[_Union[AdminCommand, _Mapping]] = ..., update_info: _Optional[_Union[UpdateInfo, _Mapping]] = ..., update_status: _Optional[_Union[UpdateStatus, _Mapping]] = ..., consent_request: _Optional[_Union[ConsentRequest, _Mapping]] = ..., consent_response: _Optional[_Union[ConsentResponse, _Mapping]] = ..., display_info: _Optional[_Union[DisplayInfo, _Mapping]] = ..., participants: _Optional[_Union[Participants, _Mapping]] = ..., backstage_open: _Optional[_Union[BackstageOpen, _Mapping]] = ..., backstage_data: _Optional[_Union[BackstageData, _Mapping]] = ..., backstage_resize: _Optional[_Union[BackstageResize, _Mapping]] = ..., backstage_ack: _Optional[_Union[BackstageAck, _Mapping]] = ..., backstage_close: _Optional[_Union[BackstageClose, _Mapping]] = ...) -> None: ...

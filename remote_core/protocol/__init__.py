@@ -11,10 +11,20 @@ from .connection import DEFAULT_MAX_MESSAGE_BYTES, Connection, State
 from .errors import CloseCode, LocalProtocolError, ProtocolError, RemoteProtocolError
 from .events import Dropped, Inbound, ProtocolEvent
 from .frames import SLOT_NAMES, codec_of, is_keyframe
-from .routes import ALLOWED, INPUT_KINDS, ROUTES, Role, Route, To, routes_from
+from .routes import (
+    ALLOWED,
+    BACKSTAGE_KINDS,
+    INPUT_KINDS,
+    ROUTES,
+    Role,
+    Route,
+    To,
+    routes_from,
+)
 
 __all__ = [
     "ALLOWED",
+    "BACKSTAGE_KINDS",
     "DEFAULT_MAX_MESSAGE_BYTES",
     "FIELD_BY_NUMBER",
     "INPUT_KINDS",

@@ -16,7 +16,7 @@ from google.protobuf.message import Message
 from ._wire import FIELD_BY_NUMBER, NUMBER_BY_FIELD, DecodeError, pb, peek, wrap
 from .errors import CloseCode, LocalProtocolError, RemoteProtocolError
 from .events import Dropped, Inbound, ProtocolEvent
-from .routes import ALLOWED, INPUT_KINDS, ROUTES, Role
+from .routes import ALLOWED, BACKSTAGE_KINDS, INPUT_KINDS, ROUTES, Role
 
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "Connection", "State"]
 
@@ -31,6 +31,7 @@ class State(enum.Enum):
 
 _FIRST = {Role.SERVER: "session_response"}
 _VIDEO_FRAME = NUMBER_BY_FIELD["video_frame"]
+_EITHER_CHANNEL = frozenset({"heartbeat", "disconnect"})
 
 
 class Connection:
@@ -49,6 +50,9 @@ class Connection:
         self.max_message_bytes = max_message_bytes
         self.state = State.AWAITING_REQUEST
         self.view_only = False
+        self.backstage = False
+        """A viewer's BACKSTAGE session: it sends terminal messages only (a screen
+        viewer none)."""
         self.dropped: Counter[str] = Counter()
         self._inbound = ALLOWED[(peer, local)]
         self._outbound = ALLOWED[(local, peer)]
@@ -85,6 +89,11 @@ class Connection:
             return self._drop(event.kind, "already authenticated")
         if self.view_only and event.kind in INPUT_KINDS:
             return self._drop(event.kind, "view-only session")
+        if self.peer is Role.VIEWER and event.kind not in _EITHER_CHANNEL:
+            if self.backstage and event.kind not in BACKSTAGE_KINDS:
+                return self._drop(event.kind, "a BACKSTAGE session sends terminal messages only")
+            if not self.backstage and event.kind in BACKSTAGE_KINDS:
+                return self._drop(event.kind, "terminal messages need a BACKSTAGE session")
         return event
 
     def video_offset(self, data: bytes) -> int | None:
@@ -141,14 +150,16 @@ class Connection:
         return wrap(kind, payload)
 
     def accept(self, session_id: str, display_info: pb.DisplayInfo | None = None, *,
-               view_only: bool = False) -> bytes:
-        """Server side: answer the request with success and become authenticated."""
+               view_only: bool = False, backstage: bool = False) -> bytes:
+        """Server side: answer the request with success and become authenticated; a
+        ``backstage`` viewer's session carries terminal messages only."""
         response = pb.SessionResponse(success=True, session_id=session_id)
         if display_info is not None:
             response.display_info.CopyFrom(display_info)
         data = self.send("session_response", response)
         self.state = State.AUTHENTICATED
         self.view_only = view_only
+        self.backstage = backstage
         return data
 
     def reject(self, error: str) -> bytes:

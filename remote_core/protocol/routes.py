@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["ALLOWED", "INPUT_KINDS", "ROUTES", "Role", "Route", "To", "routes_from"]
+__all__ = ["ALLOWED", "BACKSTAGE_KINDS", "INPUT_KINDS", "ROUTES", "Role", "Route", "To",
+           "routes_from"]
 
 
 class Role(enum.Enum):
@@ -51,6 +52,10 @@ class Route:
     """A view-only viewer may not send it (input, and the settings of the shared stream)."""
     forwarded_as_bytes: bool = False
     """Relayed without a parse (video: the hot path; receivers treat garbage as a lost frame)."""
+    backstage: bool = False
+    """A terminal message of a BACKSTAGE session: only a backstage viewer sends or gets it,
+    and it goes to one addressee (the agent, or the viewer its ``viewer_id`` names), never
+    to every viewer; the server's handlers address it."""
 
 
 _A, _V, _S = Role.AGENT, Role.VIEWER, Role.SERVER
@@ -70,6 +75,8 @@ ROUTES: Mapping[tuple[Role, str], Route] = MappingProxyType({
     (_A, "agent_status"): Route(To.SERVER, while_pending=True),
     (_A, "update_status"): Route(To.SERVER, while_pending=True),
     (_A, "consent_response"): Route(To.SERVER, while_pending=True),
+    (_A, "backstage_data"): Route(To.SERVER, backstage=True),
+    (_A, "backstage_close"): Route(To.SERVER, backstage=True),
     # -- from a viewer -------------------------------------------------------------------
     (_V, "session_request"): Route(To.SERVER),
     (_V, "heartbeat"): Route(To.SERVER),
@@ -84,6 +91,9 @@ ROUTES: Mapping[tuple[Role, str], Route] = MappingProxyType({
     (_V, "switch_display"): Route(To.AGENT | To.SERVER, control_only=True),
     (_V, "quality_settings"): Route(To.AGENT, control_only=True),
     (_V, "chat_message"): Route(To.AGENT | To.OTHER_VIEWERS),
+    (_V, "backstage_data"): Route(To.SERVER, backstage=True),
+    (_V, "backstage_resize"): Route(To.SERVER, backstage=True),
+    (_V, "backstage_ack"): Route(To.SERVER, backstage=True),
     # -- what the server originates ------------------------------------------------------------
     (_S, "session_response"): Route(To.AGENT | To.VIEWERS),
     (_S, "heartbeat_ack"): Route(To.AGENT | To.VIEWERS),
@@ -94,6 +104,13 @@ ROUTES: Mapping[tuple[Role, str], Route] = MappingProxyType({
     (_S, "update_info"): Route(To.AGENT),
     (_S, "consent_request"): Route(To.AGENT),
     (_S, "participants"): Route(To.AGENT),
+    # backstage: the server addresses each one (the viewer's, stamped with its viewer id, to
+    # the agent; the agent's to the one viewer it names)
+    (_S, "backstage_open"): Route(To.AGENT, backstage=True),
+    (_S, "backstage_data"): Route(To.AGENT | To.VIEWERS, backstage=True),
+    (_S, "backstage_resize"): Route(To.AGENT, backstage=True),
+    (_S, "backstage_ack"): Route(To.AGENT, backstage=True),
+    (_S, "backstage_close"): Route(To.AGENT, backstage=True),
 })
 
 
@@ -117,6 +134,10 @@ ALLOWED: Mapping[tuple[Role, Role], frozenset[str]] = MappingProxyType({
     (_S, _V): _reaching(To.VIEWERS),
 })
 """Which kinds each sender may send each receiver (derived from :data:`ROUTES`)."""
+
+BACKSTAGE_KINDS = frozenset(kind for (_, kind), route in ROUTES.items() if route.backstage)
+"""The terminal messages of BACKSTAGE sessions: a backstage viewer sends only these (and
+heartbeats and goodbyes), a screen viewer none of them."""
 
 INPUT_KINDS = frozenset(kind for kind, route in routes_from(_V).items() if route.control_only)
 """What a VIEW_ONLY viewer may not send (CONTRACT 1, View-only): dropped by the protocol."""

@@ -178,11 +178,14 @@ async def test_admin_command_reaches_the_agent(server, admin: Admin) -> None:
     assert (await agent.closed())[0] == 1000
 
 
-@pytest.mark.parametrize("session_type", [pb.BACKSTAGE, pb.FILE_TRANSFER])
-async def test_unbuilt_session_types_are_refused_clearly(server, admin: Admin,
-                                                         session_type: int) -> None:
-    agent = await Peer.agent(server, admin.keyed_machine()[1], session_type=session_type)
+async def test_unbuilt_session_types_are_refused_clearly(server, admin: Admin) -> None:
+    agent = await Peer.agent(server, admin.keyed_machine()[1], session_type=pb.FILE_TRANSFER)
     assert "is not supported yet" in await refused(agent)
+
+
+async def test_an_agent_cannot_open_its_session_as_backstage(server, admin: Admin) -> None:
+    agent = await Peer.agent(server, admin.keyed_machine()[1], session_type=pb.BACKSTAGE)
+    assert "BACKSTAGE is a viewer's session type" in await refused(agent)
 
 
 async def test_session_events_reach_the_audit_log(server, admin: Admin) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import anyio
 import pytest
 from remote_server.relay.auth import looks_like_jwt, looks_like_support_code
 from remote_server.relay.outbox import Close, Outbox
@@ -137,3 +138,31 @@ def test_credential_shapes() -> None:
         assert looks_like_support_code(code), code
     for other in ("cak_ABCDEFGHJ", "AB-CDEF-GHJ1x", "shared-key-value"):
         assert not looks_like_support_code(other), other
+
+
+async def test_a_producer_waits_for_room_and_is_let_go_when_the_outbox_closes() -> None:
+    outbox = Outbox(100)
+    for _ in range(3):
+        outbox.put(b"m" * 40)
+    waited: list[int] = []
+
+    async def producer() -> None:
+        await outbox.wait_room(50)
+        waited.append(outbox.queued_bytes)
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(producer)
+        await anyio.sleep(0.01)
+        assert waited == []  # 120 queued: it waits
+        await outbox.get()
+        await anyio.sleep(0.01)
+        assert waited == []  # 80
+        await outbox.get()
+        await anyio.sleep(0.01)
+        assert waited == [40]
+    outbox.put(b"m" * 40)
+    async with anyio.create_task_group() as group:
+        group.start_soon(producer)
+        await anyio.sleep(0.01)
+        outbox.close(1000, "bye")
+    assert waited == [40, 80]  # a closed outbox lets every waiter go

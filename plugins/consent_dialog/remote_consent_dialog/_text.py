@@ -50,8 +50,14 @@ def wording(request: ConsentAsk) -> Wording:
     """The dialog's words for ``request`` in the current language."""
     _ = catalogue().gettext
     who = request.technician_name or _("A technician")
-    asks = (_("{who} asks to view and control this computer's screen.") if request.control
-            else _("{who} asks to view this computer's screen.")).format(who=who)
+    if request.backstage:
+        asks = _("{who} asks to open a terminal (a command line) on this computer, with "
+                 "your account's rights.").format(who=who)
+        access = _("Terminal (command line)")
+    else:
+        asks = (_("{who} asks to view and control this computer's screen.") if request.control
+                else _("{who} asks to view this computer's screen.")).format(who=who)
+        access = _("View and control") if request.control else _("View only")
     connected = (_("Connected now: {names}.").format(names=", ".join(request.connected))
                  if request.connected else "")
     return Wording(
@@ -61,7 +67,7 @@ def wording(request: ConsentAsk) -> Wording:
         organization_label=_("Organization:"),
         organization=request.organization or _("not stated"),
         access_label=_("Access:"),
-        access=_("View and control") if request.control else _("View only"),
+        access=access,
         recording_label=_("Recording:"),
         recording=(_("This session will be recorded.") if request.recorded
                    else _("This session will not be recorded.")),

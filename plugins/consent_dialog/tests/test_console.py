@@ -71,3 +71,15 @@ def test_a_second_question_names_who_is_connected_already(pipe):
     assert ConsoleConsent(reader, out).ask(ask) == (False, "denied by the user")
     assert "Lee asks to view this computer's screen.\n" in out.getvalue()
     assert "Connected now: Dana (view and control).\n" in out.getvalue()
+
+
+def test_a_terminal_is_asked_about_as_such(pipe):
+    reader, writer = pipe
+    out = io.StringIO()
+    _answer(writer, "y\n")
+    ask = ConsentAsk(session_id="s1", technician_name="Lee", control=False, timeout_secs=5,
+                     backstage=True)
+    assert ConsoleConsent(reader, out).ask(ask)[0] is True
+    assert ("Lee asks to open a terminal (a command line) on this computer, with your "
+            "account's rights.") in out.getvalue()
+    assert "view this computer's screen" not in out.getvalue()

@@ -9,7 +9,7 @@
 import { build } from "esbuild";
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
-import { copyFile, mkdir, readdir, rm } from "node:fs/promises";
+import { copyFile, mkdir, readFile, readdir, rm } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -29,9 +29,39 @@ execFileSync(bin("buf"), ["generate", protoDir, "--template", JSON.stringify({
   plugins: [{ local: bin("protoc-gen-es"), out: gen, opt: ["target=js"] }],
 })], { stdio: "inherit" });
 
+// xterm.js (the backstage terminal) writes its theme and dimension rules into <style>
+// elements, and truecolor cells into style attributes: under the console's CSP
+// (style-src 'self', no 'unsafe-inline') both are refused. Its <style> elements become
+// <xterm-style>, whose text goes into a constructed, adopted stylesheet (src/cspstyle.js),
+// and its style attributes the element's CSSOM style, which the CSP allows. Each rewrite
+// must match exactly as often as below, so a new xterm.js version that changes them
+// fails the build instead of the page.
+const XTERM_REWRITES = [
+  [/createElement\("style"\)/g, 'createElement("xterm-style")', 3],
+  [/(\w+)\.setAttribute\("style",`\$\{\1\.getAttribute\("style"\)\|\|""\}\$\{(\w+)\};`\)/g,
+    "$1.style.cssText+=`${$2};`", 1],
+];
+const cspSafeXterm = {
+  name: "csp-safe-xterm",
+  setup(b) {
+    b.onLoad({ filter: /[\\/]@xterm[\\/]xterm[\\/]lib[\\/]xterm\.mjs$/ }, async (args) => {
+      let contents = await readFile(args.path, "utf8");
+      for (const [pattern, replacement, expected] of XTERM_REWRITES) {
+        const found = contents.match(pattern)?.length ?? 0;
+        if (found !== expected) {
+          throw new Error(`xterm.js: ${pattern} matched ${found} times, not ${expected}: ` +
+            "check its inline styles against the console's CSP again");
+        }
+        contents = contents.replace(pattern, replacement);
+      }
+      return { contents, loader: "js" };
+    });
+  },
+};
+
 await build({
   entryPoints: [join(here, "src", "console.js"), join(here, "src", "viewer.js"),
-    join(here, "src", "join.js")],
+    join(here, "src", "join.js"), join(here, "src", "terminal.js")],
   bundle: true,
   minify: true,
   format: "esm",
@@ -39,7 +69,10 @@ await build({
   outdir,
   legalComments: "eof",
   logLevel: "warning",
+  plugins: [cspSafeXterm],
 });
+await copyFile(join(here, "node_modules", "@xterm", "xterm", "css", "xterm.css"),
+  join(outdir, "xterm.css"));
 
 for (const name of await readdir(join(here, "src"))) {
   if (/\.(html|css|svg)$/.test(name)) {

@@ -29,6 +29,8 @@ _RENAMED = {
     "agent_key.revoked": "agent_key.revoked",
     "auth.account_guarded": "auth.account_guarded",
     "support_code.lockout": "support_code.lockout",
+    "backstage.opened": "backstage.opened",  # a shell on a machine: worth a receiver's eye
+    "backstage.closed": "backstage.closed",
     "file.transferred": "file.transferred",  # the name a file transfer's event will carry
 }
 _FINAL_UPDATE_STATES = frozenset({"UPDATE_COMPLETE", "UPDATE_FAILED"})

@@ -127,6 +127,8 @@ def test_events_are_renamed_and_failed_logins_counted() -> None:
     assert mapper.map(AuditEvent("agent.update_status", detail={"state": "UPDATE_FAILED"})
                       )[0][0] == "agent.update_result"
     assert mapper.map(AuditEvent("viewer.joined")) == []
+    opened = AuditEvent("backstage.opened", actor="techa", detail={"viewer_id": "v"})
+    assert mapper.map(opened) == [("backstage.opened", {"viewer_id": "v"})]
     failed = AuditEvent("auth.login_failed", target="admin")
     assert mapper.map(failed) == [] and mapper.map(failed) == []
     now[0] = 61.0  # the first two fall out of the window

@@ -79,11 +79,13 @@ class ClusterDirectory:
         return found[0] if found else None
 
     # -- actions, carried out where the session is ----------------------------------------
-    async def admission(self, session_id: str, user_id: str) -> Standing:
+    async def admission(self, session_id: str, user_id: str, *,
+                        backstage: bool = False) -> Standing:
         node = self.owner(session_id)
         if node is None or node == self._members.me:
-            return await self._registry.admission(session_id, user_id)
-        answer = await self._ask(node, "admission", session_id=session_id, user_id=user_id)
+            return await self._registry.admission(session_id, user_id, backstage=backstage)
+        answer = await self._ask(node, "admission", session_id=session_id, user_id=user_id,
+                                 backstage=backstage)
         return Standing(answer)
 
     async def send_to_agent(self, agent_id: str, kind: str, payload: Any) -> bool:
@@ -161,7 +163,8 @@ class ClusterDirectory:
 async def act(registry: Registry, method: str, args: dict[str, Any]) -> Any:
     """Carry out another node's request on this node's registry."""
     if method == "admission":
-        standing = await registry.admission(str(args["session_id"]), str(args["user_id"]))
+        standing = await registry.admission(str(args["session_id"]), str(args["user_id"]),
+                                            backstage=args.get("backstage") is True)
         return standing.value
     if method == "send_to_agent":
         message = pb.Message.FromString(base64.b64decode(args["message"]))

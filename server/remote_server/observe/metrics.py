@@ -58,6 +58,9 @@ class _Live(Collector):
         yield family
         yield GaugeMetricFamily("remote_support_viewers", "Viewers connected to this node",
                                 value=sum(len(s.viewers) for s in sessions))
+        yield GaugeMetricFamily("remote_support_backstage_terminals",
+                                "Backstage terminals (shells) open through this node",
+                                value=sum(len(s.backstage) for s in sessions))
         for name, doc, value in (
                 ("video_frames_received", "Video frames received from agents", RELAY.frames_in),
                 ("video_bytes_received", "Bytes of video frames received from agents",

@@ -25,6 +25,7 @@ from remote_core.errors import ConflictError, NotFoundError, SessionRefused, Sto
 from remote_core.interfaces import Store
 from remote_core.plugins import Plugins
 from remote_core.protocol import Connection, Role, pb
+from remote_core.protocol.backstage import Window
 from remote_core.records import (
     CONSENT_PENDING,
     AuditEvent,
@@ -51,6 +52,8 @@ from .identity import MAX_ID, resolve_unkeyed
 from .index import SessionIndex
 from .link import Link
 from .rules import (
+    backstage_consent_refusal,
+    backstage_refusal,
     can_control,
     check_session_type,
     consent_refusal,
@@ -243,7 +246,8 @@ class Admission:
         """
         if self._index.closing:
             raise SessionRefused("the server is shutting down")
-        check_session_type(request.session_type)
+        check_session_type(request.session_type, viewer=True)
+        backstage = request.session_type == pb.BACKSTAGE
         codecs = viewer_codecs(request.codecs)
         session = self._index.get(session_id)
         if session is None or session.ended:
@@ -252,8 +256,13 @@ class Admission:
             raise SessionRefused("the viewer token is for another session")
         if session.pending:
             raise SessionRefused("the session is awaiting the end user's consent")
-        user = await self._viewing_user(session, user_id)
-        refusal = consent_refusal(session.standing(user.id), session.technician_name)
+        if backstage:
+            user = await self._backstage_user(session, user_id)
+            refusal = backstage_consent_refusal(await self._backstage_standing(
+                session, user, ask=False))
+        else:
+            user = await self._viewing_user(session, user_id)
+            refusal = consent_refusal(session.standing(user.id), session.technician_name)
         if refusal is not None:
             raise SessionRefused(refusal)
         if not hmac.compare_digest(user.password_fingerprint, password_version):
@@ -262,6 +271,10 @@ class Admission:
         if factors.token_generation != token_generation:
             raise SessionRefused("the viewer token was revoked (the user logged out or their "
                                  "sessions were ended)")
+        if session.ended:  # it ended while the store answered
+            raise SessionRefused("the session is not live")
+        if backstage:
+            return session, await self._open_terminal(session, user, client_ip)
         view_only = (request.session_type == pb.VIEW_ONLY or not can_control(user)
                      or not session.control_consented_for(user.id))
         viewer_id = uuid.uuid4().hex
@@ -281,6 +294,87 @@ class Admission:
             detail={"viewer_id": viewer_id, "view_only": view_only}))
         return session, link
 
+    async def _open_terminal(self, session: Session, user: User, client_ip: str | None) -> Link:
+        """Admit a BACKSTAGE viewer: the agent opens a shell for it, named by its viewer id."""
+        viewer_id = uuid.uuid4().hex
+        conn = Connection(Role.SERVER, Role.VIEWER, self._settings.max_message_bytes)
+        link = Link(conn, self._settings.viewer_buffer_bytes, viewer_id, client_ip)
+        link.actor = user.username
+        link.user_id = user.id
+        link.window = Window()
+        link.outbox.put(conn.accept(session.session_id, backstage=True))
+        session.backstage[viewer_id] = link
+        self._index.touch(session)
+        session.agent.send("backstage_open", pb.BackstageOpen(
+            viewer_id=viewer_id, technician_name=user.username))
+        session.tell_participants()  # the end user's panel says a terminal is open
+        await self._audit.record(AuditEvent(
+            "backstage.opened", session_id=session.session_id, agent_id=session.agent_id,
+            actor=user.username, client_ip=client_ip,
+            detail={"viewer_id": viewer_id, "technician": user.username}))
+        log.info("backstage terminal %s opened on session %s for %s", viewer_id,
+                 session.session_id, user.username)
+        return link
+
+    async def _backstage_user(self, session: Session, user_id: str) -> User:
+        """The user, if they may open a terminal on this session's machine at all now.
+
+        :raises SessionRefused: they may not (gone, disabled, no ``backstage``, another
+            organization).
+        """
+        user = await self._store.get_user(user_id)
+        refusal = backstage_refusal(user, session.organization)
+        if refusal is not None:
+            raise SessionRefused(refusal)
+        assert user is not None
+        return user
+
+    async def _backstage_standing(self, session: Session, user: User, *, ask: bool) -> Standing:
+        """Where ``user`` stands for a terminal on this session's machine: the consent policy
+        first (it may forbid terminals per machine, or allow one without asking), then the
+        end user of an attended session, who is asked now when ``ask`` and not yet asked.
+
+        :raises SessionRefused: the policy forbids it, or asks where nobody can answer.
+        """
+        decision = self._plugins.consent_policy(ConsentAsk(
+            session_id=session.session_id, technician_name=user.username, control=False,
+            timeout_secs=self._settings.consent_timeout, agent_id=session.agent_id,
+            method=session.source, attended=session.consent is not None,
+            organization=session.organization, backstage=True))
+        terminal = Ask(user.id, user.username, False, backstage=True)
+        if decision is ConsentDecision.DENY:  # asked again each time: not kept in the book
+            await self._audit.record(AuditEvent(
+                "session.consent_denied", session_id=session.session_id,
+                agent_id=session.agent_id, actor=user.username,
+                detail={"by": "policy", "technician": user.username, "backstage": True}))
+            raise SessionRefused("the server's consent policy forbids backstage terminals on "
+                                 "this machine")
+        if session.consent is None:  # managed: nobody to ask
+            if decision is ConsentDecision.ASK:
+                raise SessionRefused("the consent policy asks the end user before a backstage "
+                                     "terminal opens, and this managed session has nobody "
+                                     "to ask")
+            return Standing.ADMITTED
+        if decision is ConsentDecision.APPROVE:
+            if session.standing(user.id, backstage=True) is not Standing.ADMITTED:
+                session.consent.admit(terminal)
+                await self._audit.record(AuditEvent(
+                    "session.consent_granted", session_id=session.session_id,
+                    agent_id=session.agent_id, actor=user.username,
+                    detail={"by": "policy", "technician": user.username, "backstage": True}))
+            return Standing.ADMITTED
+        standing = session.standing(user.id, backstage=True)
+        if standing is Standing.UNASKED and ask and not session.ended:
+            session.ask(terminal, self._settings.consent_timeout)  # no await since the read
+            await self._audit.record(AuditEvent(
+                "session.consent_requested", session_id=session.session_id,
+                agent_id=session.agent_id, actor=user.username,
+                detail={"technician": user.username, "backstage": True}))
+            log.info("asking the end user of session %s to allow a backstage terminal for %s",
+                     session.session_id, user.username)
+            standing = session.standing(user.id, backstage=True)
+        return standing
+
     async def _viewing_user(self, session: Session, user_id: str) -> User:
         """The user, if they may view this session's machine at all now.
 
@@ -293,20 +387,27 @@ class Admission:
         assert user is not None
         return user
 
-    async def admission(self, session_id: str, user_id: str) -> Standing:
+    async def admission(self, session_id: str, user_id: str, *,
+                        backstage: bool = False) -> Standing:
         """Where ``user_id`` stands with the end user of a live, consented session; a first
         request of a technician the end user has not been asked about asks them now.
+        With ``backstage``: where they stand for a terminal on the machine (asked the same
+        way, and separately: viewing is no consent to a shell).
 
         The consent policy hook decides first, as for the session's own technician.
 
         :raises NotReady: the session is not live or awaits its own consent.
-        :raises SessionRefused: the user may not view this machine at all.
+        :raises SessionRefused: the user may not view this machine at all (or, for
+            ``backstage``, open a terminal on it: no permission, or the policy forbids it).
         """
         session = self._index.get(session_id)
         if session is None or session.ended:
             raise NotReady("the session is not live")
         if session.pending:
             raise NotReady("the session is still awaiting the end user's consent")
+        if backstage:
+            return await self._backstage_standing(
+                session, await self._backstage_user(session, user_id), ask=True)
         user = await self._viewing_user(session, user_id)
         standing = session.standing(user.id)
         if standing is not Standing.UNASKED or session.ended:

@@ -28,15 +28,19 @@ __all__ = ["Ask", "ConsentBook", "Standing"]
 @dataclass(frozen=True, slots=True)
 class Ask:
     """One question for the end user: may ``name`` view (and with ``control``, control)?
+    With ``backstage``: may ``name`` open a terminal (a shell) on the machine?
 
     ``first`` is the session's own technician: that answer makes the session live
-    or ends it; any other answer admits or refuses only the technician it names.
+    or ends it; any other answer admits or refuses only the technician it names (a
+    backstage answer only their terminal: being allowed to view is no consent to a
+    shell, nor the other way round).
     """
 
     user_id: str | None
     name: str
     control: bool
     first: bool = False
+    backstage: bool = False
 
 
 class Standing(enum.Enum):
@@ -62,14 +66,19 @@ class ConsentBook:
         self.waiting: deque[Ask] = deque()
         self.admitted: dict[str, bool] = {}  # user id -> whether control was consented
         self.refused: dict[str, Standing] = {}
+        self.terminals: set[str] = set()  # user ids allowed a backstage terminal
+        self.terminals_refused: dict[str, Standing] = {}
         self.late = 0  # answers still owed to questions the server gave up on
 
-    def standing(self, user_id: str) -> Standing:
-        if user_id in self.admitted:
+    def standing(self, user_id: str, *, backstage: bool = False) -> Standing:
+        """Where ``user_id`` stands for viewing, or (``backstage``) for a terminal."""
+        admitted = self.terminals if backstage else self.admitted
+        refused = self.terminals_refused if backstage else self.refused
+        if user_id in admitted:
             return Standing.ADMITTED
-        if user_id in self.refused:
-            return self.refused[user_id]
-        if any(a.user_id == user_id for a in self._asks()):
+        if user_id in refused:
+            return refused[user_id]
+        if any(a.user_id == user_id and a.backstage == backstage for a in self._asks()):
             return Standing.ASKING
         return Standing.UNASKED
 
@@ -109,10 +118,15 @@ class ConsentBook:
         return ask
 
     def admit(self, ask: Ask) -> None:
-        if ask.user_id is not None:
+        if ask.user_id is None:
+            return
+        if ask.backstage:
+            self.terminals.add(ask.user_id)
+            self.terminals_refused.pop(ask.user_id, None)
+        else:
             self.admitted[ask.user_id] = ask.control
             self.refused.pop(ask.user_id, None)
 
     def refuse(self, ask: Ask, standing: Standing) -> None:
         if ask.user_id is not None:
-            self.refused[ask.user_id] = standing
+            (self.terminals_refused if ask.backstage else self.refused)[ask.user_id] = standing

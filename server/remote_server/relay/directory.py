@@ -27,9 +27,11 @@ class SessionDirectory(Protocol):
 
     def is_online(self, agent_id: str) -> bool: ...
 
-    async def admission(self, session_id: str, user_id: str) -> Standing:
-        """Where ``user_id`` stands with the session's end user; a first request of another
-        technician asks the end user. Raises ``NotReady`` or ``SessionRefused``."""
+    async def admission(self, session_id: str, user_id: str, *,
+                        backstage: bool = False) -> Standing:
+        """Where ``user_id`` stands with the session's end user (to view, or for a
+        ``backstage`` terminal); a first request of another technician asks the end user.
+        Raises ``NotReady`` or ``SessionRefused``."""
         ...
 
     async def send_to_agent(self, agent_id: str, kind: str, payload: Any) -> bool:

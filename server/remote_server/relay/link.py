@@ -8,6 +8,7 @@ import time
 from google.protobuf.message import Message
 
 from remote_core.protocol import CloseCode, Connection, pb
+from remote_core.protocol.backstage import Window
 from remote_core.video import CODEC_SLOTS
 
 from .outbox import Outbox
@@ -33,6 +34,8 @@ class Link:
         self.actor: str | None = None  # the viewer's username, for the audit log
         self.user_id: str | None = None  # the viewer's user, whose standing it keeps
         self.next_keyframe_request = 0.0
+        self.window: Window | None = None
+        """A BACKSTAGE viewer's terminal output in flight (the agent's flow control, checked)."""
         self._codecs: tuple[str, ...] = ()
         self._decodes = CODEC_SLOTS
 

@@ -49,6 +49,7 @@ class Outbox:
         self._items: deque[tuple[bytes, bool]] = deque()  # (data, is_video)
         self._close: Close | None = None
         self._wakeup: anyio.Event | None = None
+        self._drained: anyio.Event | None = None  # a producer waits for room (wait_room)
         self.closing = anyio.Event()  # set once close() was asked for
 
     def __len__(self) -> int:
@@ -109,6 +110,14 @@ class Outbox:
         self._append(data, False)
         return True
 
+    async def wait_room(self, limit: int) -> None:
+        """Wait until at most ``limit`` bytes are queued, or the outbox closes: for a
+        producer that can be made to wait (a technician's terminal input waits here, so a
+        huge paste slows its own socket instead of filling the agent's outbox)."""
+        while self.queued_bytes > limit and self._close is None:
+            drained = self._drained = self._drained or anyio.Event()
+            await drained.wait()
+
     def close(self, code: int, reason: str, *, farewell: bytes | None = None,
               drain: bool = True) -> None:
         """Ask the writer to close the socket, after the queue (``drain``) and ``farewell``."""
@@ -122,6 +131,7 @@ class Outbox:
         self._close = Close(code, reason[:120])
         self.closing.set()
         self._wake()
+        self._room()
 
     # -- the writer ----------------------------------------------------------------
     async def get(self) -> bytes | Close:
@@ -133,6 +143,7 @@ class Outbox:
             await self._wakeup.wait()
         data, is_video = self._items.popleft()
         self.queued_bytes -= len(data)
+        self._room()
         if is_video:
             RELAY.frames_out += 1
             RELAY.bytes_out += len(data)
@@ -148,6 +159,12 @@ class Outbox:
         if wakeup is not None:
             self._wakeup = None
             wakeup.set()
+
+    def _room(self) -> None:
+        drained = self._drained
+        if drained is not None:
+            self._drained = None
+            drained.set()  # the waiters look at the queue again
 
     def _discard_video(self) -> None:
         kept = deque(item for item in self._items if not item[1])

@@ -26,6 +26,7 @@ import anyio
 from remote_core.interfaces import Store
 from remote_core.plugins import Plugins
 from remote_core.protocol import CloseCode, Inbound, Role, pb
+from remote_core.protocol.backstage import MAX_CHUNK, WindowError, size_refusal
 from remote_core.records import (
     CONSENT_GRANTED,
     AuditEvent,
@@ -42,6 +43,7 @@ from .consent import Ask, Standing
 from .index import SessionIndex
 from .link import Link
 from .rules import (
+    backstage_refusal,
     can_control,
     shows_session_panel,
     status_report,
@@ -226,26 +228,31 @@ class Registry:
         if why is not None:
             return why
         handler = handlers.get(event.kind)
-        return None if handler is None else await handler(self, session, event)
+        return None if handler is None else await handler(self, session, sender, event)
 
-    async def _on_display_info(self, session: Session, event: Inbound) -> str | None:
+    async def _on_display_info(self, session: Session, _sender: Link,
+                               event: Inbound) -> str | None:
         session.display_info = event.payload()  # what a viewer joining later is answered
         return None
 
-    async def _on_agent_status(self, session: Session, event: Inbound) -> str | None:
+    async def _on_agent_status(self, session: Session, _sender: Link,
+                               event: Inbound) -> str | None:
         await self._agent_status(session, event.payload())
         return None
 
-    async def _on_update_status(self, session: Session, event: Inbound) -> str | None:
+    async def _on_update_status(self, session: Session, _sender: Link,
+                                event: Inbound) -> str | None:
         await self.audit.record(AuditEvent("agent.update_status", session_id=session.session_id,
                                            agent_id=session.agent_id,
                                            detail=update_status_detail(event.payload())))
         return None
 
-    async def _on_consent_response(self, session: Session, event: Inbound) -> str | None:
+    async def _on_consent_response(self, session: Session, _sender: Link,
+                                   event: Inbound) -> str | None:
         return await self._consent_response(session, event.payload())
 
-    async def _on_switch_display(self, session: Session, event: Inbound) -> str | None:
+    async def _on_switch_display(self, session: Session, _sender: Link,
+                                 event: Inbound) -> str | None:
         session.display_id = event.payload().display_id  # keyframes requested for it
         return None
 
@@ -264,7 +271,8 @@ class Registry:
             await self.audit.record(AuditEvent(
                 "session.consent_denied", session_id=session.session_id,
                 agent_id=session.agent_id,
-                detail={"by": "end user", "reason": reason, "technician": ask.name}))
+                detail={"by": "end user", "reason": reason, "technician": ask.name,
+                        "backstage": ask.backstage}))
             if ask.first:
                 await self._end(session, "consent denied" + (f": {reason}" if reason else ""))
                 return None
@@ -282,8 +290,69 @@ class Registry:
             session.consent.admit(ask)
         await self.audit.record(AuditEvent("session.consent_granted", session_id=session.session_id,
                                            agent_id=session.agent_id,
-                                           detail={"technician": ask.name}))
+                                           detail={"technician": ask.name,
+                                                   "backstage": ask.backstage}))
         log.info("consent granted to %s for session %s", ask.name, session.session_id)
+
+    # -- backstage terminals -----------------------------------------------------------------
+    async def _on_terminal_input(self, session: Session, sender: Link,
+                                 event: Inbound) -> str | None:
+        """A backstage viewer's keystrokes, size or acknowledgement: checked, stamped with
+        its viewer id (whatever it wrote there) and passed to the agent."""
+        if session.backstage.get(sender.id) is not sender or sender.window is None:
+            return "not a backstage viewer of this session"
+        message = event.payload()
+        if event.kind == "backstage_data" and len(message.data) > MAX_CHUNK:
+            return f"{len(message.data)} bytes of terminal input; at most {MAX_CHUNK} at once"
+        if event.kind == "backstage_resize":
+            refusal = size_refusal(message.rows, message.cols)
+            if refusal is not None:
+                return refusal
+        if event.kind == "backstage_ack":
+            try:
+                sender.window.acked(message.bytes)
+            except WindowError as exc:
+                return str(exc)
+        message.viewer_id = sender.id
+        if event.kind == "backstage_data":
+            # Input waits (and so does this viewer's socket) while the agent's outbox is
+            # half full: a huge paste slows its sender, never closes the agent.
+            await session.agent.outbox.wait_room(session.agent.outbox.budget // 2)
+            if session.ended or session.backstage.get(sender.id) is not sender:
+                return "the terminal ended while its input waited"
+        session.agent.send(event.kind, message)
+        return None
+
+    async def _on_terminal_output(self, session: Session, _sender: Link,
+                                  event: Inbound) -> str | None:
+        """The agent's terminal output, to the one backstage viewer it names, within the
+        flow-control window (an agent that overruns it loses that terminal)."""
+        message = event.payload()
+        viewer = session.backstage.get(message.viewer_id)
+        if viewer is None or viewer.window is None:
+            return "terminal output for no backstage viewer of this session"
+        if len(message.data) > MAX_CHUNK:
+            return f"{len(message.data)} bytes of terminal output; at most {MAX_CHUNK} at once"
+        try:
+            viewer.window.sent(len(message.data))
+        except WindowError as exc:
+            await self.leave_viewer(session, viewer, f"the agent broke the terminal's flow "
+                                                     f"control: {exc}",
+                                    code=CloseCode.NORMAL)
+            return None
+        viewer.forward(event.data)
+        return None
+
+    async def _on_terminal_closed(self, session: Session, _sender: Link,
+                                  event: Inbound) -> str | None:
+        """The agent's shell ended (or never started): its viewer is closed, saying why."""
+        message = event.payload()
+        viewer = session.backstage.get(message.viewer_id)
+        if viewer is None:
+            return None  # the viewer left first: its close crossed the agent's
+        reason = escaped(message.reason, 200) or f"the shell exited with status {message.exit_code}"
+        await self.leave_viewer(session, viewer, reason, notified=True)
+        return None
 
     async def agent_gone(self, session: Session, reason: str) -> None:
         """The agent's socket ended (closed, failed or timed out)."""
@@ -302,10 +371,12 @@ class Registry:
                                             token_generation=token_generation,
                                             request=request, client_ip=client_ip)
 
-    async def admission(self, session_id: str, user_id: str) -> Standing:
-        """Where ``user_id`` stands with the end user of a live session; a first request of
-        another technician asks the end user (:class:`Admission`)."""
-        return await self._admission.admission(session_id, user_id)
+    async def admission(self, session_id: str, user_id: str, *,
+                        backstage: bool = False) -> Standing:
+        """Where ``user_id`` stands with the end user of a live session (for a ``backstage``
+        terminal, or to view); a first request of another technician asks the end user
+        (:class:`Admission`)."""
+        return await self._admission.admission(session_id, user_id, backstage=backstage)
 
     async def user_changed(self, user_id: str, *, password_changed: bool = False,
                            revoked: str | None = None) -> None:
@@ -317,6 +388,12 @@ class Registry:
         user = await self.store.get_user(user_id)
         voided = revoked or ("the user's password was changed" if password_changed else None)
         for session in self.index.sessions():
+            for terminal in [v for v in session.backstage.values() if v.user_id == user_id]:
+                refusal = voided or backstage_refusal(user, session.organization)
+                if refusal is not None:
+                    await self.leave_viewer(
+                        session, terminal, f"access withdrawn: {refusal}",
+                        code=CloseCode.POLICY_VIOLATION if voided else CloseCode.NORMAL)
             for viewer in [v for v in session.viewers.values() if v.user_id == user_id]:
                 refusal = voided or viewing_refusal(user, session.organization)
                 if refusal is not None:
@@ -332,7 +409,12 @@ class Registry:
                         detail={"viewer_id": viewer.id, "reason": "control withdrawn"}))
 
     async def leave_viewer(self, session: Session, viewer: Link, reason: str,
-                           code: int = CloseCode.NORMAL) -> None:
+                           code: int = CloseCode.NORMAL, *, notified: bool = False) -> None:
+        """A viewer leaves (its socket ended, or the server closes it): for a BACKSTAGE
+        viewer the agent ends its shell, unless it told us the shell ended (``notified``)."""
+        if viewer.id in session.backstage:
+            await self._leave_terminal(session, viewer, reason, code, notified=notified)
+            return
         if session.viewers.pop(viewer.id, None) is None:
             return
         self.index.touch(session)
@@ -349,6 +431,29 @@ class Registry:
                         "dropped_frames": viewer.outbox.dropped_frames,
                         "dropped_lossy": viewer.outbox.dropped_lossy,
                         "dropped_messages": sum(viewer.conn.dropped.values())}))
+
+    async def _leave_terminal(self, session: Session, viewer: Link, reason: str, code: int, *,
+                              notified: bool) -> None:
+        if session.backstage.pop(viewer.id, None) is None:
+            return
+        self.index.touch(session)
+        reason = escaped(reason)
+        viewer.close(reason, code)
+        if not session.ended:
+            if not notified:
+                session.agent.send("backstage_close", pb.BackstageClose(
+                    viewer_id=viewer.id, reason=reason))
+            session.tell_participants()
+        window = viewer.window
+        with anyio.CancelScope(shield=True):
+            await self.audit.record(AuditEvent(
+                "backstage.closed", session_id=session.session_id, agent_id=session.agent_id,
+                actor=viewer.actor, client_ip=viewer.client_ip,
+                detail={"viewer_id": viewer.id, "technician": viewer.actor, "reason": reason,
+                        "output_bytes": window.sent_total if window is not None else 0,
+                        "dropped_messages": sum(viewer.conn.dropped.values())}))
+        log.info("backstage terminal %s of session %s closed: %s", viewer.id,
+                 session.session_id, reason)
 
     # -- operator actions ------------------------------------------------------------------
     async def send_to_agent(self, agent_id: str, kind: str, payload: Any) -> bool:
@@ -411,7 +516,7 @@ class Registry:
         reason = escaped(reason)  # may quote the peer's own goodbye or denial
         if not self.index.remove(session):
             mark_offline = False  # a newer connection of the agent is its current one
-        for viewer in list(session.viewers.values()):
+        for viewer in [*session.viewers.values(), *session.backstage.values()]:
             viewer.close(reason, close_code)
         session.agent.close(reason, close_code)
         with anyio.CancelScope(shield=True):
@@ -437,17 +542,23 @@ class Registry:
         log.info("session %s of agent %s ended: %s", session.session_id, session.agent_id, reason)
 
 
-Handler = Callable[[Registry, Session, Inbound], Awaitable[str | None]]
-"""Acts on a message the route table sends to the server; returns why it was dropped."""
+Handler = Callable[[Registry, Session, Link, Inbound], Awaitable[str | None]]
+"""Acts on a message (from the sender, a link of the session) the route table sends to the
+server; returns why it was dropped."""
 
 _FROM_AGENT: Mapping[str, Handler] = {
     "display_info": Registry._on_display_info,
     "agent_status": Registry._on_agent_status,
     "update_status": Registry._on_update_status,
     "consent_response": Registry._on_consent_response,
+    "backstage_data": Registry._on_terminal_output,
+    "backstage_close": Registry._on_terminal_closed,
 }
 _FROM_VIEWER: Mapping[str, Handler] = {
     "switch_display": Registry._on_switch_display,
+    "backstage_data": Registry._on_terminal_input,
+    "backstage_resize": Registry._on_terminal_input,
+    "backstage_ack": Registry._on_terminal_input,
 }
 HANDLERS: Mapping[Role, Mapping[str, Handler]] = {Role.AGENT: _FROM_AGENT,
                                                   Role.VIEWER: _FROM_VIEWER}

@@ -27,6 +27,9 @@ from .consent import Standing
 
 __all__ = [
     "MAX_CODECS",
+    "backstage_consent_refusal",
+    "backstage_refusal",
+    "can_backstage",
     "can_control",
     "check_session_type",
     "consent_refusal",
@@ -40,6 +43,7 @@ __all__ = [
 ]
 
 _SERVED = frozenset({pb.SCREEN_CONTROL, pb.VIEW_ONLY})
+_SERVED_VIEWERS = _SERVED | {pb.BACKSTAGE}
 
 MAX_CODECS = 64
 """Most codec names a viewer may list in ``SessionRequest.codecs``."""
@@ -55,15 +59,20 @@ def shows_session_panel(settings: ServerSettings, *, managed: bool, organization
             or organization in settings.session_panel_organizations)
 
 
-def check_session_type(session_type: int) -> None:
-    """SCREEN_CONTROL and VIEW_ONLY are served; the others are refused clearly."""
-    if session_type not in _SERVED:
+def check_session_type(session_type: int, *, viewer: bool = False) -> None:
+    """SCREEN_CONTROL and VIEW_ONLY are served, and for a viewer BACKSTAGE (a terminal; an
+    agent's own session is its screen's); the others are refused clearly."""
+    if session_type not in (_SERVED_VIEWERS if viewer else _SERVED):
         try:
             name = pb.SessionType.Name(session_type)
         except ValueError:
             name = str(session_type)
-        raise SessionRefused(f"session type {name} is not supported yet; "
-                      "use SCREEN_CONTROL or VIEW_ONLY")
+        if session_type == pb.BACKSTAGE:
+            raise SessionRefused("an agent opens its session as SCREEN_CONTROL; BACKSTAGE "
+                                 "is a viewer's session type")
+        raise SessionRefused(f"session type {name} is not supported yet; use "
+                             + ("SCREEN_CONTROL, VIEW_ONLY or BACKSTAGE" if viewer
+                                else "SCREEN_CONTROL or VIEW_ONLY"))
 
 
 def viewer_codecs(codecs: Sequence[str]) -> tuple[str, ...]:
@@ -85,6 +94,37 @@ def viewer_codecs(codecs: Sequence[str]) -> tuple[str, ...]:
 
 def can_control(user: User) -> bool:
     return user.is_admin or "control" in user.permissions
+
+
+def can_backstage(user: User) -> bool:
+    return user.is_admin or "backstage" in user.permissions
+
+
+def backstage_refusal(user: User | None, organization: str) -> str | None:
+    """Why ``user`` may not open a BACKSTAGE terminal on a machine of ``organization``
+    now, or None if it may (its own permission: viewing or control is not enough)."""
+    if user is None or user.disabled:
+        return "the user is disabled or no longer exists"
+    if not can_backstage(user):
+        return "a backstage terminal needs the 'backstage' permission, which the user lacks"
+    if not (user.is_admin or "*" in user.client_access or organization in user.client_access):
+        return "the user has no access to this machine's organization"
+    return None
+
+
+def backstage_consent_refusal(standing: Standing) -> str | None:
+    """Why a technician standing so with the end user may not open a terminal now, or None."""
+    if standing is Standing.ADMITTED:
+        return None
+    if standing is Standing.ASKING:
+        return ("the end user is being asked to allow your backstage terminal; ask again "
+                "once they answer")
+    if standing is Standing.DENIED:
+        return "the end user denied your request for a backstage terminal"
+    if standing is Standing.TIMED_OUT:
+        return "the end user did not answer your request for a backstage terminal in time"
+    return ("the end user has not allowed a backstage terminal; request a backstage viewer "
+            "token to have them asked")
 
 
 def viewing_refusal(user: User | None, organization: str) -> str | None:

@@ -75,12 +75,15 @@ class Session:
         self.machine_uid = machine_uid
         self.support_code = support_code
         self.viewers: dict[str, Link] = {}
+        self.backstage: dict[str, Link] = {}
+        """BACKSTAGE viewers, each with its own shell on the agent, by viewer id: kept apart
+        from :attr:`viewers`, so nothing relayed to the screen's viewers reaches them."""
         self.display_info: pb.DisplayInfo | None = None  # the agent's latest report
         self.display_id = 0  # the stream's display, as the last SwitchDisplay set it
         self.ended = False
         self.consent: ConsentBook | None = None  # attended sessions: who the end user admitted
         self.consent_asked = anyio.Event()  # set when a question opens, for the consent timer
-        self._told: tuple[tuple[str, bool], ...] = ()  # the participants the agent last heard
+        self._told: tuple[tuple[str, bool, bool], ...] = ()  # the participants the agent heard
         self.reported: MachineReport | None = None  # the agent's last report, as written
 
     def snapshot_key(self) -> tuple[str, int, str, str]:
@@ -101,11 +104,17 @@ class Session:
     def pending(self) -> bool:
         return self.consent_state == CONSENT_PENDING
 
-    def standing(self, user_id: str) -> Standing:
+    def standing(self, user_id: str, *, backstage: bool = False) -> Standing:
         """Where ``user_id`` stands with this session's end user. Managed sessions need no
         consent; the technician the support code named stands on the session's own consent
-        (``pending`` is the caller's to check); anyone else on their own answer."""
-        if self.consent is None or self.technician_id is None or user_id == self.technician_id:
+        (``pending`` is the caller's to check); anyone else on their own answer. For a
+        ``backstage`` terminal everyone stands on their own answer (the consent to the
+        session is not consent to a shell); on managed sessions the policy decides."""
+        if self.consent is None:
+            return Standing.ADMITTED
+        if backstage:
+            return self.consent.standing(user_id, backstage=True)
+        if self.technician_id is None or user_id == self.technician_id:
             return Standing.ADMITTED
         return self.consent.standing(user_id)
 
@@ -131,7 +140,7 @@ class Session:
             session_id=self.session_id, technician_name=ask.name,
             access_mode=pb.CONSENT_CONTROL if ask.control else pb.CONSENT_VIEW,
             timeout_secs=dialog_secs, organization=self.organization,
-            recorded=self.recorded))
+            recorded=self.recorded, backstage=ask.backstage))
         self.consent_asked.set()
 
     def tell_participants(self) -> None:
@@ -147,13 +156,16 @@ class Session:
         for viewer in self.viewers.values():
             name = viewer.actor or "technician"
             control[name] = control.get(name, False) or not viewer.conn.view_only
-        now = tuple(sorted(control.items()))
+        terminals = {viewer.actor or "technician" for viewer in self.backstage.values()}
+        now = tuple(sorted((name, control.get(name, False), name in terminals)
+                           for name in control.keys() | terminals))
         if now == self._told:
             return
         self._told = now
         self.agent.send("participants", pb.Participants(participants=[
-            pb.Participant(name=name, access_mode=pb.CONSENT_CONTROL if may else pb.CONSENT_VIEW)
-            for name, may in now]))
+            pb.Participant(name=name, access_mode=pb.CONSENT_CONTROL if may else pb.CONSENT_VIEW,
+                           backstage=shell)
+            for name, may, shell in now]))
 
     # -- agent -> viewers -----------------------------------------------------------
     def fan_out_video(self, data: bytes, offset: int) -> None:

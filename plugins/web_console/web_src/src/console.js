@@ -10,7 +10,7 @@ const app = document.getElementById("app");
 let me = null;
 let refreshTimer = null;
 
-const PERMISSIONS = ["view", "control", "support_codes", "manage_machines"];
+const PERMISSIONS = ["view", "control", "support_codes", "manage_machines", "backstage"];
 
 const VIEWS = {
   machines: { title: "Machines", render: machinesView },
@@ -31,6 +31,16 @@ function isAdmin() {
 function viewerLink(sessionId, label = "Open viewer") {
   // rel=opener: the new tab gets a copy of this tab's sessionStorage (the login token).
   return h("a", { href: `./viewer.html?session=${encodeURIComponent(sessionId)}`, target: "_blank", rel: "opener", className: "open-viewer" }, label);
+}
+
+function canBackstage() {
+  return isAdmin() || Boolean(me?.permissions?.includes("backstage"));
+}
+
+function terminalLink(sessionId) {
+  // A backstage terminal (a shell on the machine): the 'backstage' permission's.
+  if (!canBackstage()) return "";
+  return h("a", { href: `./terminal.html?session=${encodeURIComponent(sessionId)}`, target: "_blank", rel: "opener", className: "open-terminal" }, "Terminal");
 }
 
 function errorLine() {
@@ -226,7 +236,7 @@ function machinesView(main) {
 
   function machineRow(m) {
     const actions = h("div", { className: "row" });
-    if (m.session_id) actions.append(viewerLink(m.session_id, "Connect"));
+    if (m.session_id) actions.append(viewerLink(m.session_id, "Connect"), terminalLink(m.session_id));
     if (isAdmin()) {
       actions.append(
         h("a", { href: `#keys/${encodeURIComponent(m.agent_id)}` }, "Keys"),
@@ -355,6 +365,7 @@ function sessionsView(main) {
         h("td", {}, badge(s.consent_state || "", s.consent_state === "pending" ? "pending" : "granted")),
         h("td", {}, when(s.created_at)), h("td", {}, live ? badge("live", "online") : when(s.ended_at)),
         h("td", {}, h("div", { className: "row" }, live && s.consent_state !== "pending" ? viewerLink(id, "View") : "",
+          live && s.consent_state !== "pending" ? terminalLink(id) : "",
           isAdmin() && live ? h("button", { className: "danger", onclick: () => guarded(error, async () => {
             await api("DELETE", `/api/sessions/${encodeURIComponent(id)}`);
             load();

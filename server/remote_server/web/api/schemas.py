@@ -35,6 +35,7 @@ class Permission(StrEnum):
     CONTROL = "control"
     SUPPORT_CODES = "support_codes"
     MANAGE_MACHINES = "manage_machines"
+    BACKSTAGE = "backstage"
 
 
 class MachineStatus(StrEnum):
@@ -101,6 +102,8 @@ class EventKind(StrEnum):
     AUTH_TOKENS_REVOKED = "auth.tokens_revoked"
     AUTH_TOTP_ENROLLED = "auth.totp_enrolled"
     AUTH_TOTP_RESET = "auth.totp_reset"
+    BACKSTAGE_CLOSED = "backstage.closed"
+    BACKSTAGE_OPENED = "backstage.opened"
     MACHINE_DELETED = "machine.deleted"
     MACHINE_PLACEMENT_REPORTED = "machine.placement_reported"
     MACHINE_PREREGISTERED = "machine.preregistered"
@@ -571,6 +574,13 @@ class SessionQuery(PageQuery):
 
 class SessionDeleteQuery(Query):
     purge: bool = False
+
+
+class ViewerTokenQuery(Query):
+    backstage: bool = Field(default=False, description=(
+        "true: a token for a BACKSTAGE terminal (needs the 'backstage' permission; on an "
+        "attended session the end user is asked, per the consent policy); false: to view "
+        "or control the screen"))
 
 
 class SessionRemovalOut(Out):

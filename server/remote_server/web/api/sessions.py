@@ -10,7 +10,7 @@ from remote_core.records import DEFAULT_TENANT_ID, AuditEvent, Keyset, SessionRe
 
 from ...relay import NotReady
 from ...relay.consent import Standing
-from ...relay.rules import consent_refusal
+from ...relay.rules import backstage_consent_refusal, can_backstage, consent_refusal
 from ..problem import Problem
 from . import schemas as s
 from .endpoint import Call, Endpoint
@@ -150,21 +150,26 @@ async def delete_session(call: Call) -> s.SessionRemovalOut:
 
 
 async def viewer_token(call: Call) -> s.ViewerTokenOut:
-    if not (call.me.is_admin or "view" in call.me.permissions):
+    q: s.ViewerTokenQuery = call.query
+    if q.backstage and not can_backstage(call.me):
+        raise Problem(403, "a backstage terminal needs the 'backstage' permission")
+    if not q.backstage and not (call.me.is_admin or "view" in call.me.permissions):
         raise Problem(403, "viewing needs the 'view' permission")
     session_id, record = await _find(call)
     live = call.ctx.directory.session(session_id)
     if live is None:
         raise Problem(409, "the session is not live", kind="session-not-live")
     try:
-        standing = await call.ctx.directory.admission(session_id, call.me.id)
+        standing = await call.ctx.directory.admission(session_id, call.me.id,
+                                                      backstage=q.backstage)
     except NotReady as exc:
         ended = call.ctx.directory.session(session_id) is None
         raise Problem(409, str(exc), kind="session-not-live" if ended else "awaiting-consent",
                       headers={} if ended else {"Retry-After": ASKING_RETRY_AFTER}) from None
     except SessionRefused as exc:
         raise Problem(403, str(exc)) from None
-    refusal = consent_refusal(standing, live.technician_name)
+    refusal = (backstage_consent_refusal(standing) if q.backstage
+               else consent_refusal(standing, live.technician_name))
     if standing is Standing.ASKING:
         raise Problem(409, str(refusal), kind="awaiting-consent",
                       headers={"Retry-After": ASKING_RETRY_AFTER},
@@ -176,7 +181,8 @@ async def viewer_token(call: Call) -> s.ViewerTokenOut:
     token = call.ctx.tokens.mint_viewer(session_id, call.me, tenant, generation)
     await call.ctx.audit.record(AuditEvent(kind="viewer.token_issued", session_id=session_id,
                                            agent_id=live.agent_id, actor=call.me.username,
-                                           client_ip=call.ip))
+                                           client_ip=call.ip,
+                                           detail={"backstage": True} if q.backstage else {}))
     return s.ViewerTokenOut(token=token, expires_in=call.ctx.tokens.viewer_ttl,
                             session_id=session_id)
 
@@ -200,9 +206,14 @@ ENDPOINTS = [
              "a technician other than the one the end user consented to is asked about: "
              "the first request sends the end user a consent question naming them and "
              "answers 409 (with Retry-After) while they decide; the same request succeeds "
-             "once they allow it, and answers 403 once they deny it or let it time out",
+             "once they allow it, and answers 403 once they deny it or let it time out. "
+             "With backstage=true the token is for a BACKSTAGE terminal: it needs the "
+             "'backstage' permission, the consent policy may forbid it for the machine, and "
+             "on an attended session every technician (the session's own too) is asked "
+             "about a terminal the same way", query=s.ViewerTokenQuery,
              result=s.ViewerTokenOut, tag="sessions",
-             responses=(*_404, (403, "no 'view' permission, or the end user said no",
+             responses=(*_404, (403, "no 'view' (or, for a terminal, 'backstage') permission, "
+                                "the consent policy forbids it, or the end user said no",
                                 ("forbidden", "consent-refused")),
                         (409, "session not live, awaiting consent, or the end user is "
                               "being asked to admit this technician",
