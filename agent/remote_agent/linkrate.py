@@ -23,17 +23,22 @@ __all__ = ["MIN_SAMPLE_BYTES", "DeliveryRate"]
 MIN_SAMPLE_BYTES = 32 * 1024
 """Smaller frames are not samples: their delivery time is mostly the round trip."""
 
+_KEPT = 1024
+"""Most frames, samples and round trips remembered: a viewer that never acknowledges (SPEC
+does not oblige it to) must not make the lists grow for as long as the stream runs."""
+
 
 class DeliveryRate:
     """Times are monotonic seconds; sequences are the ``VideoFrame.sequence`` values."""
 
     def __init__(self, window: float = 5.0) -> None:
         self.window = window
-        self._in_flight: deque[tuple[int, int, float]] = deque()  # (sequence, bytes, sent at)
-        self._samples: deque[tuple[float, float]] = deque()  # (at, bytes per second)
+        # (sequence, bytes, sent at); (at, bytes per second); (at, seconds)
+        self._in_flight: deque[tuple[int, int, float]] = deque(maxlen=_KEPT)
+        self._samples: deque[tuple[float, float]] = deque(maxlen=_KEPT)
+        self._round_trips: deque[tuple[float, float]] = deque(maxlen=_KEPT)
         self._last_ack = 0.0
         self._latest: float | None = None
-        self._round_trips: deque[tuple[float, float]] = deque()  # (at, seconds)
 
     def sent(self, sequence: int, size: int, now: float) -> None:
         self._in_flight.append((sequence, size, now))
@@ -45,7 +50,7 @@ class DeliveryRate:
             began = max(sent_at, self._last_ack)
             if size < MIN_SAMPLE_BYTES:
                 self._round_trip(now - sent_at, now)
-            else:
+            elif now > began:  # several acknowledged at once: only the first is timed
                 took = now - began - self.round_trip(now)
                 # Never faster than the round trip allows being told apart from it.
                 rate = size / max(took, (now - began) / 10)

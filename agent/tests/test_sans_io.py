@@ -301,3 +301,20 @@ def test_a_lost_sample_of_an_unsent_sequence_changes_nothing() -> None:
     rate = DeliveryRate()
     rate.acked(7, 1.0)
     assert rate.bytes_per_second(1.0) is None and rate.round_trip(1.0) == 0.0
+
+
+def test_a_viewer_that_never_acknowledges_does_not_grow_the_link_rate_lists() -> None:
+    rate = DeliveryRate()
+    for sequence in range(1, 100_000):
+        rate.sent(sequence, 100_000, sequence / 30)
+    assert len(rate._in_flight) <= 1024
+    rate.acked(99_999, 99_999 / 30 + 0.1)  # the newest is still known
+    assert rate.bytes_per_second(99_999 / 30 + 0.1) is not None
+
+
+def test_large_frames_acknowledged_at_once_give_one_sample() -> None:
+    rate = DeliveryRate()
+    rate.sent(1, 200_000, 0.0)
+    rate.sent(2, 200_000, 0.0)  # an acknowledgement was lost: the next covers both
+    rate.acked(2, 0.5)
+    assert rate.bytes_per_second(0.5) == pytest.approx(400_000)  # the first, timed alone
