@@ -49,6 +49,10 @@ one-off change, a window opening, costs less this way than a video keyframe foll
 the lossless picture restored a second later; while the screen moves, video carries it
 after two frames whatever their size.)"""
 
+RESTORE_SECONDS = 2.0
+"""Longest the lossless picture restored after motion may take: the screen is calm then,
+and the estimate is a lower bound (acknowledgements wait for the viewer's decoding too)."""
+
 VIDEO_SHARE = 0.5
 """Share of the link's rate the video codec's bitrate is capped at (a keyframe may take
 up to a second of that bitrate)."""
@@ -237,7 +241,8 @@ class Streamer:
                 budget = None
                 if motion is not None and spec is not motion:
                     rate = self.rate.bytes_per_second(now)
-                    budget = UNKNOWN_LINK_BYTES if rate is None else int(rate * LOSSLESS_SECONDS)
+                    seconds = RESTORE_SECONDS if keyframe else LOSSLESS_SECONDS
+                    budget = UNKNOWN_LINK_BYTES if rate is None else int(rate * seconds)
                 self.sequence += 1
                 made = await anyio.to_thread.run_sync(
                     self._next_frame, spec, encoder, display, keyframe, self.sequence,

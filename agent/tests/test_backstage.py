@@ -138,9 +138,11 @@ async def test_a_shell_runs_commands_resizes_and_its_whole_session_dies_with_it(
         await anyio.sleep(0.5)
         stubborn = [p for p in session_members(shell) if p not in (shell, job)]
         await terminal.close()
-        assert not alive(shell) and not alive(job)
-        assert all(not alive(p) for p in stubborn)
-        assert session_members(shell) == []
+        assert not alive(shell)  # reaped by close()
+        # The others were sent SIGKILL; the kernel ends them a moment later.
+        with anyio.fail_after(10):
+            while alive(job) or any(alive(p) for p in stubborn) or session_members(shell):
+                await anyio.sleep(0.05)  # noqa: ASYNC110 - polling the kernel is the point
         group.cancel_scope.cancel()
     assert wire.closed == []  # closed by the viewer's side: nothing to tell
 
