@@ -141,8 +141,8 @@ async def test_a_shell_runs_commands_resizes_and_its_whole_session_dies_with_it(
         assert not alive(shell)  # reaped by close()
         # The others were sent SIGKILL; the kernel ends them a moment later.
         with anyio.fail_after(10):
-            while alive(job) or any(alive(p) for p in stubborn) or session_members(shell):
-                await anyio.sleep(0.05)  # noqa: ASYNC110 - polling the kernel is the point
+            while alive(job) or any(alive(p) for p in stubborn) or session_members(shell):  # noqa: ASYNC110
+                await anyio.sleep(0.05)  # polling the kernel is the point
         group.cancel_scope.cancel()
     assert wire.closed == []  # closed by the viewer's side: nothing to tell
 
