@@ -238,8 +238,8 @@ class Streamer:
                 # A keyframe the viewers need, besides the one a codec switch starts with.
                 needed = state.take_keyframe() or now - last_keyframe >= KEYFRAME_INTERVAL_S
                 keyframe, fresh = needed or fresh, False
-                budget = None
-                if motion is not None and spec is not motion:
+                budget = None  # a keyframe the viewers asked for goes out as it is
+                if motion is not None and spec is not motion and not needed:
                     rate = self.rate.bytes_per_second(now)
                     seconds = RESTORE_SECONDS if keyframe else LOSSLESS_SECONDS
                     budget = UNKNOWN_LINK_BYTES if rate is None else int(rate * seconds)
