@@ -51,6 +51,9 @@ CODECS = {
     "av1": (16, 0x60C060),  # an opt-in plugin: the agent below loads it
 }
 MARK = (300, 260, 120, 80)
+LAST = "av1"
+"""Drawn by the module's last test: an AV1 stream costs two cores the most, so the other
+tests never share the machine with one."""
 
 
 @pytest.fixture(scope="module")
@@ -219,9 +222,14 @@ def test_this_chromium_decodes_the_offered_codecs(attended: Attended) -> None:
     assert menu == ["", *listed]
 
 
-@pytest.mark.parametrize("codec", list(CODECS))
+@pytest.mark.parametrize("codec", [c for c in CODECS if c != LAST])
 def test_each_codec_draws_the_remote_screen(attended: Attended, display: Xvfb,
                                             codec: str) -> None:
+    draws(attended, display, codec)
+
+
+def draws(attended: Attended, display: Xvfb, codec: str) -> None:
+    """The viewer switched to ``codec`` draws a change made after the switch."""
     tolerance, colour = CODECS[codec]
     viewer = attended.viewer
     viewer.select_option("#codec", codec)
@@ -446,3 +454,7 @@ def test_logout_and_password_change_close_a_live_viewer(
             assert "access withdrawn" in state.text_content() and words in state.text_content()
     finally:
         managed.stop()
+
+
+def test_the_last_codec_draws_the_remote_screen_too(attended: Attended, display: Xvfb) -> None:
+    draws(attended, display, LAST)
