@@ -35,7 +35,6 @@ pytestmark = [
 
 LINK = LINKS[1]  # 2 Mbit/s, 120 ms
 WIDTH, HEIGHT = 800, 600
-LINK_BYTES_PER_S = LINK.mbit * 1e6 / 8
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ import random
 import selectors
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -195,8 +196,6 @@ s.shutdown(socket.SHUT_WR); s.recv(1); print(rtt, time.perf_counter() - t)
 def check(link: Link) -> str:
     """What a TCP connection across ``link`` sees: connect time (one round trip) and the
     rate of a 1 MB upload (sender in the namespace, as the agent)."""
-    import socket
-
     with socket.create_server((link.near, 0)) as server:
         port = server.getsockname()[1]
         client = subprocess.Popen([*link.prefix, sys.executable, "-c", _CLIENT, link.near,
