@@ -71,6 +71,7 @@ class WebSocketClient:
         self._text = False
         self._send_lock = anyio.Lock()
         self.closed: ConnectionClosed | None = None
+        self._unsendable: ConnectionClosed | None = None
 
     async def _flush(self) -> None:
         """Write what the protocol has queued (frames, a pong, a close answer) in order."""
@@ -83,6 +84,8 @@ class WebSocketClient:
         """Send one binary message."""
         if self.closed is not None:
             raise self.closed
+        if self._unsendable is not None:
+            raise self._unsendable
         async with self._send_lock:
             try:
                 self._protocol.send_binary(data)
@@ -95,7 +98,10 @@ class WebSocketClient:
                     if chunk:
                         await self._stream.send(chunk)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-                raise self._lost() from exc
+                # Only sending is over: what the peer sent before it went stays for the
+                # reader, which meets the end itself.
+                self._unsendable = ConnectionClosed(1006, "connection lost")
+                raise self._unsendable from exc
 
     async def receive(self) -> bytes | str:
         """The next whole message; raises :class:`ConnectionClosed` at the end."""

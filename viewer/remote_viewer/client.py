@@ -8,6 +8,7 @@ and keeps only the newest image; every other message waits in a queue for
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -160,8 +161,11 @@ class ViewerClient:
                             received_ns=received, decoded_ns=time.perf_counter_ns())
         self._frame_ready.set()
         if self._ack:
-            await self.send("video_ack", pb.VideoAck(sequence=video.sequence,
-                                                     timestamp=video.timestamp))
+            # The server's close may already be in, behind what it said last (a Disconnect):
+            # an ack it will not read is no reason to stop reading those.
+            with contextlib.suppress(ConnectionClosed):
+                await self.send("video_ack", pb.VideoAck(sequence=video.sequence,
+                                                         timestamp=video.timestamp))
 
     async def _heartbeats(self, interval: float) -> None:
         while True:
