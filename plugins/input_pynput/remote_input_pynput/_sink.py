@@ -13,6 +13,7 @@ from remote_core.types import DisplayDesc
 
 from ._cursor import XCursor
 from ._keymap import MODIFIER_VKS, scan_to_x_keycode, vk_to_name
+from ._typing import XTyper
 
 __all__ = ["PynputInput", "wheel_steps"]
 
@@ -51,6 +52,7 @@ class PynputInput(InputSink):
         self._button = mouse.Button
         self._held_modifiers: set[str] = set()
         self._xconn: Any | None = None
+        self._text: XTyper | None = None
         try:
             self._cursor: XCursor | None = XCursor()
         except OSError:
@@ -98,7 +100,11 @@ class PynputInput(InputSink):
     def key(self, event: Any) -> None:
         if event.key_type == pb.KEY_UNICODE:
             if event.down and event.unicode:
-                self._keyboard.type(event.unicode)
+                held = None
+                if event.HasField("modifiers"):  # the shortcut's modifiers, if any
+                    held = {flag: getattr(event.modifiers, flag)
+                            for flag in ("ctrl", "alt", "meta")}
+                self._typer().type(event.unicode, held)
             return
         if event.HasField("modifiers") and event.down:
             self._sync_modifiers(event.modifiers)
@@ -116,6 +122,19 @@ class PynputInput(InputSink):
         else:
             self._keyboard.release(key)
 
+    def _display(self) -> Any:
+        """This sink's own connection to the X server (XTest and the keyboard mapping)."""
+        if self._xconn is None:
+            from Xlib import display
+
+            self._xconn = display.Display()
+        return self._xconn
+
+    def _typer(self) -> XTyper:
+        if self._text is None:
+            self._text = XTyper(self._display())
+        return self._text
+
     def _scan(self, scan: int, down: bool) -> None:
         keycode = scan_to_x_keycode(scan)
         if keycode is None:
@@ -123,11 +142,7 @@ class PynputInput(InputSink):
         from Xlib import X
         from Xlib.ext import xtest
 
-        if self._xconn is None:
-            from Xlib import display
-
-            self._xconn = display.Display()
-        conn = self._xconn
+        conn = self._display()
         xtest.fake_input(conn, X.KeyPress if down else X.KeyRelease, keycode)
         conn.sync()
 
@@ -162,5 +177,7 @@ class PynputInput(InputSink):
         self._held_modifiers.clear()
         if self._cursor is not None:
             self._cursor.close()
+        if self._text is not None:
+            self._text.close()
         if self._xconn is not None:
             self._xconn.close()

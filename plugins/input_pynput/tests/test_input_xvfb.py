@@ -130,3 +130,65 @@ def test_cursor_position_and_shape_come_from_xfixes(x_display, sink):
     position, _ = sink.cursor()
     assert position == (123, 45)
     assert sink.cursor() == (None, None)  # nothing changed since
+
+
+@pytest.fixture
+def layout(x_display):
+    """Switch the X keyboard layout (``setxkbmap``); US again afterwards."""
+    env = x_display.env()
+
+    def switch(name: str) -> None:
+        subprocess.run(["setxkbmap", name], env=env, check=True, timeout=10)
+
+    yield switch
+    switch("us")
+
+
+def _text(char: str, **held: bool) -> pb.KeyEvent:
+    event = pb.KeyEvent(down=True, key_type=pb.KEY_UNICODE, unicode=char)
+    if held:
+        event.modifiers.CopyFrom(pb.Modifiers(**held))
+    return event
+
+
+@pytest.mark.parametrize("name", ["de", "fr", "us"])
+def test_text_arrives_as_typed_whatever_the_layout(window, sink, layout, name):
+    """``@`` is AltGr+Q on a German keyboard, ``é`` a plain key on a French one, ``€`` on
+    no US key: each arrives as the character the technician typed."""
+    layout(name)
+    typed = "@/üé€aZ1 ~"
+    for char in typed:
+        sink.key(_text(char))
+    window.pump(0.5)
+    assert window.entry.get() == typed
+
+
+def test_text_under_caps_lock_and_held_shift_is_still_what_was_typed(window, sink, layout):
+    layout("de")
+    caps = pb.KeyEvent(key_type=pb.KEY_SCAN, scan_code=0x3A)
+    shift = pb.KeyEvent(key_type=pb.KEY_SCAN, scan_code=0x2A)
+    for down in (True, False):  # Caps Lock on
+        caps.down = down
+        sink.key(caps)
+    sink.key(_text("aB"))
+    shift.down = True
+    sink.key(shift)  # the technician holds Shift: "1" still arrives as "1", not "!"
+    sink.key(_text("1!"))
+    shift.down = False
+    sink.key(shift)
+    for down in (True, False):  # Caps Lock off again
+        caps.down = down
+        sink.key(caps)
+    window.pump(0.5)
+    assert window.entry.get() == "aB1!"
+
+
+def test_a_shortcut_holds_what_the_technician_held(window, sink, layout):
+    """Ctrl+A is Tk's "to the line's start"; a German Z is where a US Y is."""
+    layout("de")
+    sink.key(_text("z"))
+    sink.key(_text("y"))
+    sink.key(_text("a", ctrl=True))
+    sink.key(_text("q"))  # at the start
+    window.pump(0.5)
+    assert window.entry.get() == "qzy"

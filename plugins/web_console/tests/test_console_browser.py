@@ -14,6 +14,7 @@ Python or by locators on the ``data-state`` the page keeps current.
 from __future__ import annotations
 
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -454,6 +455,87 @@ def test_logout_and_password_change_close_a_live_viewer(
             assert "access withdrawn" in state.text_content() and words in state.text_content()
     finally:
         managed.stop()
+
+
+TEXT_WIDGET = """
+import sys, tkinter
+root = tkinter.Tk(className="typed-here")
+root.title("typed-here")
+root.geometry("400x60+200+270")
+text = tkinter.StringVar()
+text.trace_add("write", lambda *_: open(sys.argv[1], "w", encoding="utf-8").write(text.get()))
+entry = tkinter.Entry(root, textvariable=text)
+entry.pack(fill="both", expand=True)
+entry.focus_set()
+root.mainloop()
+"""
+"""A real X text widget on the agent's desktop that writes what it holds to a file."""
+
+
+def cdp_key(session: Any, code: str, key: str, down: bool, text: str = "") -> None:
+    """A key as another keyboard layout makes it: the physical ``code`` and the ``key``
+    (the character) of that layout, which Chromium's own keyboard cannot produce."""
+    session.send("Input.dispatchKeyEvent", {
+        "type": ("keyDown" if text else "rawKeyDown") if down else "keyUp",
+        "code": code, "key": key, "text": text if down else "",
+        "unmodifiedText": text if down else ""})
+
+
+@pytest.mark.parametrize("remote", ["de", "fr"])
+def test_typed_characters_arrive_whatever_the_two_layouts(
+        attended: Attended, display: Xvfb, tmp_path: Path, remote: str) -> None:
+    """A US, a German and a French technician type @ / ü é € on a German and on a French
+    desktop: the text widget on the agent receives exactly those characters. By
+    position ("Physical keys") the same US keys would type other characters there."""
+    viewer = attended.viewer
+    typed = tmp_path / "typed.txt"
+    widget = subprocess.Popen([sys.executable, "-c", TEXT_WIDGET, str(typed)],
+                              env=display.env())
+    try:
+        subprocess.run(["setxkbmap", remote], env=display.env(), check=True, timeout=10)
+        found = subprocess.run(["xdotool", "search", "--sync", "--onlyvisible", "--name",
+                                "typed-here"], env=display.env(), check=True,
+                               capture_output=True, text=True, timeout=30)
+        window = found.stdout.split()[0]
+        subprocess.run(["xdotool", "windowfocus", "--sync", window], env=display.env(),
+                       check=True, timeout=10)
+        viewer.focus("#screen")
+        session = viewer.context.new_cdp_session(viewer)
+        # US: @ is Shift+2, / has a key of its own (a German / is Shift+7, @ is AltGr+Q)
+        viewer.keyboard.press("Shift+Digit2")
+        viewer.keyboard.press("Slash")
+        # German: ü has a key ([ on US); € is AltGr+E
+        cdp_key(session, "BracketLeft", "ü", True, "ü")
+        cdp_key(session, "BracketLeft", "ü", False)
+        cdp_key(session, "AltRight", "AltGraph", True)
+        cdp_key(session, "KeyE", "€", True, "€")
+        cdp_key(session, "KeyE", "€", False)
+        cdp_key(session, "AltRight", "AltGraph", False)
+        # French: é is the key of the 2; then a dead key: ^ and e make ê
+        cdp_key(session, "Digit2", "é", True, "é")
+        cdp_key(session, "Digit2", "é", False)
+        cdp_key(session, "BracketLeft", "Dead", True)
+        cdp_key(session, "BracketLeft", "Dead", False)
+        cdp_key(session, "KeyE", "ê", True, "ê")
+        cdp_key(session, "KeyE", "ê", False)
+        wanted = "@/ü€éê"
+        wait_until(lambda: typed.is_file() and typed.read_text("utf-8") == wanted,
+                   what=lambda: f"{wanted!r} in the widget; it holds "
+                                f"{typed.read_text('utf-8') if typed.is_file() else ''!r}")
+        # by position: the US technician's Shift+2 and / are other keys on this desktop
+        viewer.check("#physical-keys")
+        viewer.focus("#screen")
+        viewer.keyboard.press("Shift+Digit2")
+        viewer.keyboard.press("Slash")
+        by_position = {"de": '"-', "fr": "2!"}[remote]
+        wait_until(lambda: typed.read_text("utf-8") == wanted + by_position,
+                   what=lambda: f"{wanted + by_position!r}; it holds "
+                                f"{typed.read_text('utf-8')!r}")
+    finally:
+        viewer.uncheck("#physical-keys")
+        widget.terminate()
+        widget.wait(10)
+        subprocess.run(["setxkbmap", "us"], env=display.env(), check=True, timeout=10)
 
 
 def test_the_last_codec_draws_the_remote_screen_too(attended: Attended, display: Xvfb) -> None:

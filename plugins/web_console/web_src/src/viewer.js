@@ -423,9 +423,41 @@ canvas.addEventListener("wheel", (event) => {
   });
 }, { passive: false });
 
+// Keys go as the characters they type (KEY_UNICODE), so the remote side receives what
+// the technician typed whatever the two keyboard layouts are; keys that type nothing
+// (Enter, arrows, F-keys, Ctrl, ...) go as physical keys (KEY_SCAN). "Physical keys"
+// sends every key by position instead, as games and some shortcuts want.
+const physicalKeys = $("physical-keys");
+physicalKeys.checked = localStorage.getItem("physicalKeys") === "1";
+physicalKeys.onchange = () => {
+  localStorage.setItem("physicalKeys", physicalKeys.checked ? "1" : "0");
+  canvas.focus();
+};
+
+/** Whether a KeyboardEvent.key is text (one character) rather than a key's name. */
+const isText = (key) => [...key].length === 1;
+
 function key(event, down) {
   if (state.viewOnly) return;
   event.preventDefault();
+  if (!physicalKeys.checked) {
+    // AltGr and a dead key only shape the next character, which carries their effect.
+    if (event.key === "Dead" || event.key === "AltGraph") return;
+    if (isText(event.key)) {
+      if (!down) return; // a character is typed once, on its key's press (and repeats)
+      const altGr = event.getModifierState("AltGraph");
+      send("keyEvent", {
+        down: true,
+        keyType: KeyEventType.KEY_UNICODE,
+        unicode: event.key,
+        // the modifiers of a shortcut (Ctrl+C); Shift and AltGr are in the character
+        modifiers: {
+          ctrl: event.ctrlKey && !altGr, alt: event.altKey && !altGr, meta: event.metaKey,
+        },
+      });
+      return;
+    }
+  }
   send("keyEvent", {
     down,
     keyType: KeyEventType.KEY_SCAN,
