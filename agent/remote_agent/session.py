@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,7 +22,15 @@ import anyio
 import anyio.abc
 
 from remote_core.errors import SessionRefused
-from remote_core.protocol import Connection, Dropped, Inbound, RemoteProtocolError, Role, pb
+from remote_core.protocol import (
+    MAX_CLIPBOARD_BYTES,
+    Connection,
+    Dropped,
+    Inbound,
+    RemoteProtocolError,
+    Role,
+    pb,
+)
 from remote_core.textrules import escaped
 from remote_core.types import ENDED_BY_END_USER, ConsentAsk, DisplayDesc
 from remote_core.wsclient import WebSocketClient, connect, ws_url
@@ -441,6 +450,9 @@ class AgentSession:
         if board is None or message.format != pb.CLIPBOARD_TEXT:
             log.debug("clipboard data of format %d not applied", message.format)
             return
+        if len(message.data) > MAX_CLIPBOARD_BYTES:
+            await self._clipboard_refused(len(message.data), "the technician's clipboard")
+            return
         try:
             text = message.data.decode("utf-8")
         except UnicodeDecodeError:
@@ -460,9 +472,21 @@ class AgentSession:
         if text is None or (text == self._clipboard_text and not force):
             return
         self._clipboard_text = text
+        data = text.encode("utf-8")
+        if len(data) > MAX_CLIPBOARD_BYTES:
+            await self._clipboard_refused(len(data), "this computer's clipboard")
+            return
         await self.send("clipboard_data", pb.ClipboardData(
-            format=pb.CLIPBOARD_TEXT, data=text.encode("utf-8"),
-            mime_type="text/plain;charset=utf-8"))
+            format=pb.CLIPBOARD_TEXT, data=data, mime_type="text/plain;charset=utf-8"))
+
+    async def _clipboard_refused(self, size: int, whose: str) -> None:
+        """Too much text to share: said to the technicians in the chat, never sent."""
+        said = (f"Clipboard not shared: {whose} holds {size / 1048576:.1f} MB of text, more "
+                f"than the {MAX_CLIPBOARD_BYTES // 1048576} MB shared.")
+        log.warning("%s", said)
+        await self.send("chat_message", pb.ChatMessage(
+            id=str(uuid.uuid4()), sender="remote agent", content=said,
+            timestamp=int(time.time())))
 
     async def _read_clipboard(self) -> str | None:
         """The clipboard's text; ``None`` also when the program holding it does not answer."""

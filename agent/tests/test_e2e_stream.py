@@ -14,7 +14,7 @@ import pytest
 from remote_server.testing.processes import AgentProcess
 from remote_viewer.client import open_viewer
 
-from remote_core.protocol import pb
+from remote_core.protocol import MAX_CLIPBOARD_BYTES, pb
 from remote_core.testing.xvfb import blank_painter, pointer_location
 
 pytestmark = [pytest.mark.xvfb, pytest.mark.slow]
@@ -204,6 +204,40 @@ async def test_clipboard_text_both_ways(managed, api, server, desktop_app):
                     if data.data == b"copied by the user":
                         break
         assert data.format == pb.CLIPBOARD_TEXT
+
+
+@pytest.mark.anyio
+async def test_too_much_clipboard_text_is_refused_with_a_message_both_ways(
+        managed, api, server, desktop_app):
+    """Above MAX_CLIPBOARD_BYTES neither side's clipboard is shared: the technicians are
+    told in the chat, the other clipboard keeps its text, and the session goes on."""
+    _, session, _ = managed
+    desktop_app.clipboard_clear()
+    desktop_app.clipboard_append("kept")
+    desktop_app.update()
+    async with open_viewer(server.url, api.viewer_token(session["id"])) as viewer:
+        await viewer.next_frame(15)
+        await viewer.send("clipboard_data", pb.ClipboardData(
+            format=pb.CLIPBOARD_TEXT, data=b"x" * (MAX_CLIPBOARD_BYTES + 1)))
+        _, said = await viewer.receive("chat_message", within=15)
+        assert said.content.startswith("Clipboard not shared: the technician's clipboard "
+                                       "holds 1.0 MB of text"), said.content
+        desktop_app.update()
+        assert desktop_app.clipboard_get() == "kept"
+        desktop_app.clipboard_clear()
+        desktop_app.clipboard_append("y" * 3 * MAX_CLIPBOARD_BYTES)
+        desktop_app.update()
+        with anyio.fail_after(20):
+            while True:  # the agent's read needs this owner to answer
+                desktop_app.update()
+                with anyio.move_on_after(0.05):
+                    kind, said = await viewer.receive("chat_message", "clipboard_data",
+                                                      within=60)
+                    break
+        assert kind == "chat_message", "a clipboard too large was sent"
+        assert "this computer's clipboard holds 3.0 MB" in said.content
+        latest = viewer.latest.sequence if viewer.latest else 0
+        await viewer.next_frame(15, after=latest)  # the picture goes on
 
 
 @pytest.mark.anyio

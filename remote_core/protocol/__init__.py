@@ -7,7 +7,7 @@ rest of the project never imports ``remote_core._proto`` directly.
 from __future__ import annotations
 
 from ._wire import FIELD_BY_NUMBER, NUMBER_BY_FIELD, pb, peek, wrap
-from .connection import DEFAULT_MAX_MESSAGE_BYTES, Connection, State
+from .connection import DEFAULT_MAX_MESSAGE_BYTES, MAX_CLIPBOARD_BYTES, Connection, State
 from .errors import CloseCode, LocalProtocolError, ProtocolError, RemoteProtocolError
 from .events import Dropped, Inbound, ProtocolEvent
 from .frames import SLOT_NAMES, codec_of, is_keyframe
@@ -28,6 +28,7 @@ __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
     "FIELD_BY_NUMBER",
     "INPUT_KINDS",
+    "MAX_CLIPBOARD_BYTES",
     "NUMBER_BY_FIELD",
     "ROUTES",
     "SLOT_NAMES",

@@ -21,6 +21,9 @@ from .routes import ALLOWED, BACKSTAGE_KINDS, INPUT_KINDS, ROUTES, Role
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "Connection", "State"]
 
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+MAX_CLIPBOARD_BYTES = 1024 * 1024
+"""Clipboard text shared in one ``ClipboardData``; more is refused with a message by its
+sender (the console's viewer, the agent), far below the socket's message limit."""
 
 
 class State(enum.Enum):

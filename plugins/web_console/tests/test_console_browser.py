@@ -538,5 +538,37 @@ def test_typed_characters_arrive_whatever_the_two_layouts(
         subprocess.run(["setxkbmap", "us"], env=display.env(), check=True, timeout=10)
 
 
+READ_CLIPBOARD = """
+import tkinter
+root = tkinter.Tk()
+root.withdraw()
+try:
+    print(root.clipboard_get(), end="")
+except tkinter.TclError:
+    pass
+"""
+
+
+def remote_clipboard(display: Xvfb) -> str:
+    return subprocess.run([sys.executable, "-c", READ_CLIPBOARD], env=display.env(),
+                          capture_output=True, text=True, timeout=30).stdout
+
+
+def test_the_clipboard_goes_across_when_the_viewer_gains_the_focus(
+        attended: Attended, display: Xvfb, server: ServerProcess) -> None:
+    """The technician copies, comes back to the viewer: the remote clipboard has it. Too
+    much text is refused in the page with a notice, and the remote keeps what it had."""
+    viewer = attended.viewer
+    viewer.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
+    viewer.evaluate("navigator.clipboard.writeText('copied by the technician ✓')")
+    viewer.evaluate("window.dispatchEvent(new Event('focus'))")
+    wait_until(lambda: remote_clipboard(display) == "copied by the technician ✓",
+               what=lambda: f"the remote clipboard; it holds {remote_clipboard(display)!r}")
+    viewer.evaluate("navigator.clipboard.writeText('z'.repeat(2 * 1024 * 1024))")
+    viewer.evaluate("window.dispatchEvent(new Event('focus'))")
+    viewer.wait_for_selector("#notice >> text=Clipboard not sent: 2.0 MB of text")
+    assert remote_clipboard(display) == "copied by the technician ✓"
+
+
 def test_the_last_codec_draws_the_remote_screen_too(attended: Attended, display: Xvfb) -> None:
     draws(attended, display, LAST)

@@ -27,6 +27,7 @@ const state = {
   height: 0,
   codecs: { names: [], labels: {}, plugins: new Map() },
   standingNotice: "",
+  clipboard: null, // the clipboard text last sent or received
   decoder: null,
   decoderCodec: "",
   plugin: null,
@@ -184,6 +185,7 @@ const handlers = {
   clipboardData(clip) {
     if (clip.format !== ClipboardFormat.CLIPBOARD_TEXT) return;
     const text = new TextDecoder().decode(clip.data);
+    state.clipboard = text; // the remote's: never sent back to it
     $("clipboard").value = text;
     navigator.clipboard?.writeText(text).catch(() => {});
   },
@@ -529,11 +531,37 @@ $("chat-form").onsubmit = (event) => {
   $("chat-input").value = "";
 };
 
-$("clip-send").onclick = () => send("clipboardData", {
-  format: ClipboardFormat.CLIPBOARD_TEXT,
-  data: new TextEncoder().encode($("clipboard").value),
-  mimeType: "text/plain",
-});
+// Clipboard text goes both ways: the agent sends what the end user copies; this page
+// sends the technician's clipboard when the page gains the focus (where the browser
+// lets it read the clipboard) and on "Send to remote". Text above MAX_CLIPBOARD_BYTES
+// is refused here with a notice, never sent to be refused by the socket's size limit.
+const MAX_CLIPBOARD_BYTES = 1024 * 1024; // remote_core.protocol.MAX_CLIPBOARD_BYTES
+
+function sendClipboard(text) {
+  const data = new TextEncoder().encode(text);
+  if (data.length > MAX_CLIPBOARD_BYTES) {
+    notice(`Clipboard not sent: ${(data.length / 1048576).toFixed(1)} MB of text, `
+      + `more than the ${MAX_CLIPBOARD_BYTES / 1048576} MB shared.`);
+    return false;
+  }
+  state.clipboard = text;
+  send("clipboardData", { format: ClipboardFormat.CLIPBOARD_TEXT, data, mimeType: "text/plain" });
+  return true;
+}
+
+async function shareClipboardOnFocus() {
+  if (state.viewOnly || !navigator.clipboard?.readText) return;
+  let text;
+  try {
+    text = await navigator.clipboard.readText();
+  } catch {
+    return; // not allowed here: "Send to remote" still is
+  }
+  if (text && text !== state.clipboard) sendClipboard(text);
+}
+window.addEventListener("focus", shareClipboardOnFocus);
+
+$("clip-send").onclick = () => sendClipboard($("clipboard").value);
 $("clip-get").onclick = () => send("clipboardRequest", {});
 
 $("leave").onclick = () => {
