@@ -20,14 +20,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Layout", "Stroke", "XTyper", "keysyms_for", "plan"]
+__all__ = ["Layout", "Stroke", "XTyper", "borrowable_keysym", "keysyms_for", "plan"]
 
 log = logging.getLogger(__name__)
 
-SHIFT_L = 0xFFE1
-ISO_LEVEL3_SHIFT = 0xFE03
 SHIFT, LOCK, CONTROL, MOD1, MOD2, MOD3, MOD4, MOD5 = range(8)
+"""The X modifiers, by their row in ``get_modifier_mapping()``."""
 LOCK_MASK = 1 << LOCK
+MODIFIER_KEYSYMS = {SHIFT: 0xFFE1, CONTROL: 0xFFE3, MOD1: 0xFFE9, MOD4: 0xFFEB,
+                    MOD5: 0xFE03}
+"""The key pressed for a modifier: Shift_L, Control_L, Alt_L, Super_L, ISO_Level3_Shift
+(AltGr)."""
 BORROWED_KEYCODES = 8
 """Spare keycodes given characters no key produces, reused oldest first: a keycode is only
 reassigned after this many other characters, so an application still reading the earlier
@@ -74,6 +77,13 @@ def keysyms_for(char: str) -> tuple[int, ...]:
     return tuple(found)
 
 
+def borrowable_keysym(char: str) -> int:
+    """The keysym a spare keycode is given for ``char``: its code point for Latin-1,
+    the Unicode keysym beyond."""
+    code = ord(char)
+    return code if code < 0x100 else 0x01000000 | code
+
+
 @dataclass(frozen=True)
 class Stroke:
     """One key to tap: its keycode and the Shift and AltGr it needs."""
@@ -111,6 +121,7 @@ class Layout:
         return None
 
     def keycode_of(self, keysym: int) -> int | None:
+        """The key giving ``keysym`` unshifted (a modifier key), if any."""
         stroke = self._found.get(keysym)
         return stroke.keycode if stroke is not None and not (stroke.shift or stroke.level3) \
             else None
@@ -151,14 +162,12 @@ class XTyper:
     def type(self, text: str, held: dict[str, bool] | None = None) -> None:
         """Type ``text``. ``held`` says which of ctrl, alt and meta the technician holds
         (a shortcut); ``None`` leaves them as they are."""
-        from Xlib import X
-
         layout = self._layout()
         modifiers = self._display.get_modifier_mapping()
         for char in text:
             stroke = layout.find(keysyms_for(char))
             if stroke is None:
-                stroke = self._borrow(layout, keysyms_for(char)[-1 if ord(char) >= 0x100 else 0])
+                stroke = self._borrow(layout, borrowable_keysym(char))
                 if stroke is None:
                     log.warning("cannot type U+%04X: no key produces it and no keycode is "
                                 "spare", ord(char))
@@ -166,11 +175,14 @@ class XTyper:
                 layout = self._layout()
             state = self._display.screen().root.query_pointer().mask
             stroke = plan(stroke, layout, bool(state & LOCK_MASK))
-            self._tap(stroke, layout, modifiers, held, X)
+            self._tap(stroke, layout, modifiers, held)
         self._display.sync()
 
     def _tap(self, stroke: Stroke, layout: Layout, modifiers: Any,
-             held: dict[str, bool] | None, X: Any) -> None:
+             held: dict[str, bool] | None) -> None:
+        """Press and release the stroke's key with exactly the modifiers it wants; what
+        the technician held before is held again after."""
+        from Xlib import X
         from Xlib.ext import xtest
 
         down = self._display.query_keymap()
@@ -190,9 +202,8 @@ class XTyper:
             if active and not want:
                 release += active
             elif want and not active:
-                keysym = {SHIFT: SHIFT_L, MOD5: ISO_LEVEL3_SHIFT, CONTROL: 0xFFE3,
-                          MOD1: 0xFFE9, MOD4: 0xFFEB}[modifier]
-                keycode = layout.keycode_of(keysym) or (keys[0] if keys else None)
+                keycode = layout.keycode_of(MODIFIER_KEYSYMS[modifier]) or (
+                    keys[0] if keys else None)
                 if keycode is not None:
                     press.append(keycode)
         for keycode in release:
