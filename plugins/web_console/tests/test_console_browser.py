@@ -392,8 +392,12 @@ def test_every_view_renders_and_admin_forms_work(server: ServerProcess, browser:
         page.fill("input[name=password]", "new-tech-password")
         page.click("form >> text=Add user")
         page.wait_for_selector("td:text-is('new-tech')")
+        # an administrator lifts an account's guard (here none was up); audited
+        page.click("tr:has(td:text-is('new-tech')) >> button.unlock")
+        page.wait_for_selector("main .said >> text=new-tech was not locked")
         page.click("nav >> text=Audit log")
         page.wait_for_selector("td:text-is('release.created')")
+        page.wait_for_selector("td:text-is('auth.account_unlocked')")
         assert [e.inner_text() for e in page.query_selector_all("main .error")] == [""]
 
 

@@ -13,6 +13,7 @@ import os
 import re
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,6 +24,8 @@ from remote_core.testing.browser import wait_until, watched_context
 from remote_core.testing.xvfb import Xvfb, xvfb
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xvfb]
+
+DOCS = Path(__file__).resolve().parents[3] / "docs"
 
 TECH_PASSWORD = "no-backstage-tech-pass"
 
@@ -136,6 +139,7 @@ def test_a_terminal_runs_commands_resizes_copies_pastes_and_ends_its_shell(
         # the buffer holds the text before the next animation frame draws it
         wait_until(lambda: "rgb(255, 100, 0)" in term.evaluate(colours),
                    what=lambda: f"the truecolor cell drawn; spans: {term.evaluate(colours)}")
+        term.screenshot(path=str(DOCS / "backstage-terminal.png"))  # for the README
         # a smaller window: xterm.js refits once (a terminal that sized its own column
         # would shrink step by step), and the shell hears the new size
         term.evaluate("""() => { window.refits = [];

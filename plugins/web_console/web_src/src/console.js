@@ -424,6 +424,7 @@ function releasesView(main) {
 
 function usersView(main) {
   const error = errorLine();
+  const said = h("p", { className: "said", role: "status" });
   const body = h("tbody");
   const load = () => guarded(error, async () => {
     const users = await apiAll("/api/users?limit=1000");
@@ -449,6 +450,15 @@ function usersView(main) {
           await api("PATCH", `/api/users/${encodeURIComponent(u.id)}`, { disabled: !u.disabled });
           load();
         }) }, u.disabled ? "Enable" : "Disable"),
+        h("button", {
+          className: "unlock",
+          title: "Lift the account's guard against guessing and forget its failed logins (audited)",
+          onclick: () => guarded(error, async () => {
+            const { was_guarded: wasGuarded } = await api("POST", `/api/users/${encodeURIComponent(u.id)}/unlock`);
+            said.textContent = wasGuarded ? `${u.username} is unlocked.`
+              : `${u.username} was not locked; its failed logins are forgotten.`;
+          }),
+        }, "Unlock"),
         u.id === me.id ? "" : h("button", { className: "danger", onclick: () => guarded(error, async () => {
           if (!confirm(`Delete ${u.username}?`)) return;
           await api("DELETE", `/api/users/${encodeURIComponent(u.id)}`);
@@ -472,7 +482,7 @@ function usersView(main) {
       load();
     });
   };
-  main.append(h("h1", {}, "Users and permissions"), form, error,
+  main.append(h("h1", {}, "Users and permissions"), form, error, said,
     h("table", {}, h("thead", {}, h("tr", {}, ...["User", "Role", "Permissions", "Client access", "State", ""].map((t) => h("th", {}, t)))), body));
   load();
 }
