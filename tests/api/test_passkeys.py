@@ -24,6 +24,7 @@ import pytest
 from remote_server.testing.liveserver import assert_problem, fresh_ip
 from remote_server.testing.processes import ADMIN_PASSWORD, ServerProcess
 from remote_server.testing.softkey import SoftAuthenticator
+from remote_server.web.api.passkeys import MAX_PASSKEYS
 from remote_server.web.ratelimit import RateLimiter
 from webauthn.helpers import bytes_to_base64url as _b64
 
@@ -270,3 +271,19 @@ def test_bad_assertions_raise_the_guard_and_an_admin_lifts_it(
     assert any(e["kind"] == "auth.account_unlocked" and e["target"] == name
                and e["actor"] == "admin" and e["detail"] == {"was_guarded": True}
                for e in events)
+
+
+def test_an_account_holds_at_most_ten_passkeys(server: ServerProcess,
+                                               admin: httpx.Client) -> None:
+    name, _ = technician(admin)
+    token = token_of(login(server, name))
+    for number in range(MAX_PASSKEYS):
+        token = enrol(server, token, SoftAuthenticator(origin(server)),
+                      f"key {number}")["access_token"]
+    me = client(server, token)
+    assert len(me.get("/api/auth/passkeys").json()) == MAX_PASSKEYS
+    problem = assert_problem(me.post("/api/auth/passkeys/options"), 409, "remove one first")
+    assert problem["type"] == "/api/problems/passkey-limit"
+    first = me.get("/api/auth/passkeys").json()[0]["id"]
+    assert me.delete(f"/api/auth/passkeys/{first}").status_code == 204
+    enrol(server, token, SoftAuthenticator(origin(server)), "a new one")

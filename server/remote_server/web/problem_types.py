@@ -84,6 +84,8 @@ PROBLEM_TYPES: tuple[ProblemType, ...] = (
                 "enrolling TOTP on an account that has it; reset it first"),
     ProblemType("passkey-registered", 409, "Passkey already registered",
                 "registering a passkey (WebAuthn credential) that is registered already"),
+    ProblemType("passkey-limit", 409, "Passkey limit reached",
+                "registering a passkey on an account that holds ten: remove one first"),
     ProblemType("passkeys-unavailable", 409, "Passkeys unavailable at this address",
                 "a passkey ceremony at an address WebAuthn refuses (an IP address, or a "
                 "name that is not this server's): open the console at the server's name, "

@@ -17,6 +17,11 @@ __all__ = ["ENDPOINTS"]
 
 _UNAVAILABLE = (409, "passkeys are unavailable at the address the server was reached at",
                 ("passkeys-unavailable",))
+MAX_PASSKEYS = 10
+"""Passkeys one account may hold: enough for every device a person has, and a bound on
+what a list of them returns and on what one stolen login can add."""
+_FULL = (409, f"the account holds {MAX_PASSKEYS} passkeys already: remove one first",
+         ("passkey-limit",))
 
 
 def passkey_out(passkey: Passkey) -> s.PasskeyOut:
@@ -32,10 +37,13 @@ async def _has_second_factor(call: Call) -> bool:
 
 async def _may_add(call: Call) -> None:
     """An account that has a second factor adds another only from a login that proved one
-    (a password-only token, say a single sign-on's, cannot add its own)."""
+    (a password-only token, say a single sign-on's, cannot add its own), and holds at
+    most :data:`MAX_PASSKEYS`."""
     if await _has_second_factor(call) and not (call.claims and call.claims.second_factor):
         raise Problem(403, "this account has a second factor: log in with it to add a "
                            "passkey", kind="second-factor-required")
+    if len(await call.ctx.store.list_passkeys(call.me.id)) >= MAX_PASSKEYS:
+        raise Problem(_FULL[0], _FULL[1], kind=_FULL[2][0])
 
 
 async def options(call: Call) -> s.PasskeyOptionsOut:
@@ -91,7 +99,7 @@ ENDPOINTS = [
              "challenge works once, for this account, within their timeout. An account with "
              "a second factor asks with a token that carries it",
              result=s.PasskeyOptionsOut, tag="auth", second_factor=False,
-             responses=(_UNAVAILABLE,
+             responses=(_UNAVAILABLE, _FULL,
                         (403, "the account has a second factor and this token does not "
                               "carry it", ("second-factor-required",)))),
     Endpoint("POST", _PASSKEYS, enrol,
@@ -102,6 +110,7 @@ ENDPOINTS = [
              second_factor=False,
              responses=(_UNAVAILABLE,
                         (409, "the passkey is registered already", ("passkey-registered",)),
+                        _FULL,
                         (403, "the account has a second factor and this token does not "
                               "carry it", ("second-factor-required",)))),
     Endpoint("DELETE", _PASSKEYS + "/{passkey_id}", remove,
