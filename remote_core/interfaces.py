@@ -129,6 +129,12 @@ class CaptureSource(ABC):
         """
         return True
 
+    def interrupt(self) -> None:  # noqa: B027 - optional hook
+        """End a :meth:`wait_for_change` blocked in another thread now (it answers as if
+        its time ran out): the agent has something else to do, such as a keyframe a
+        viewer asked for. A source that blocks in :meth:`wait_for_change` should offer it,
+        or the agent notices such things only when the wait's time runs out."""
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release native resources."""
 

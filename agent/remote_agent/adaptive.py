@@ -89,6 +89,13 @@ class ContentSwitch:
             self._end_motion()
         return self.motion
 
+    def calm_left(self, now: float) -> float | None:
+        """Seconds until a still screen ends the motion (``None``: no motion to end), so
+        a loop waiting for changes wakes in time to restore the lossless picture."""
+        if not self.motion:
+            return None
+        return max(0.0, self._last_motion + self._calm_for - now)
+
     def _end_motion(self) -> None:
         self.motion, self._streak, self._returning = False, 0, True
 

@@ -38,8 +38,11 @@ __all__ = ["Streamer", "video_message", "wire_frame"]
 
 log = logging.getLogger(__name__)
 
-_CHANGE_WAIT = 0.2
-"""Longest blocking wait for a screen change, so stream changes are seen promptly."""
+_CHANGE_WAIT = 1.0
+"""Longest blocking wait for a screen change. What the stream must do meanwhile (a
+keyframe a viewer asked for, a new quality) interrupts the wait (:meth:`Streamer.poke`),
+so this only bounds how late a capture source without ``interrupt()`` notices it; an
+idle screen costs a wake-up a second."""
 
 _VIDEO_TAG = bytes([(NUMBER_BY_FIELD["video_frame"] << 3) | 2])
 
@@ -119,13 +122,17 @@ class Streamer:
         self.streaming_display: DisplayDesc | None = None
 
     def poke(self) -> None:
-        """Something changed (viewers, display, quality, an ack): re-check at once."""
+        """Something changed (viewers, display, quality): re-check at once, even while
+        the capture waits for the screen to change."""
         self._wake.set()
+        self.devices.capture.interrupt()
 
     def ack(self, sequence: int) -> None:
+        """A viewer drew a frame: room in the flow window (what waits for it is a pause,
+        never the capture's wait)."""
         self.flow.ack(sequence)
         self.rate.acked(sequence, self._clock())
-        self.poke()
+        self._wake.set()
 
     async def _pause(self, seconds: float | None) -> None:
         """Sleep until poked, or for ``seconds`` (``None``: until poked)."""
@@ -244,9 +251,14 @@ class Streamer:
                     seconds = RESTORE_SECONDS if keyframe else LOSSLESS_SECONDS
                     budget = UNKNOWN_LINK_BYTES if rate is None else int(rate * seconds)
                 self.sequence += 1
+                # wait for a change no longer than until the keyframe or the calm is due
+                calm = switch.calm_left(now)
+                wait = min(_CHANGE_WAIT, KEYFRAME_INTERVAL_S - (now - last_keyframe),
+                           _CHANGE_WAIT if calm is None else calm)
                 made = await anyio.to_thread.run_sync(
                     self._next_frame, spec, encoder, display, keyframe, self.sequence,
-                    budget, video, needed or sent_in is not motion, limiter=self._limiter)
+                    budget, video, needed or sent_in is not motion, wait,
+                    limiter=self._limiter)
                 if made is None:
                     self.sequence -= 1
                     continue
@@ -275,11 +287,11 @@ class Streamer:
     def _next_frame(self, spec: CodecSpec, encoder: Encoder, display: DisplayDesc,
                     keyframe: bool, sequence: int, budget: int | None = None,
                     video: Callable[[], tuple[CodecSpec, Encoder]] | None = None,
-                    video_keyframe: bool = True) -> Frame | None:
+                    video_keyframe: bool = True, wait: float = _CHANGE_WAIT) -> Frame | None:
         """In a worker thread: wait for a change (unless a keyframe is due), grab, encode
-        and frame it; ``None`` when nothing changed, no bytes when the encoder had nothing
-        to send. Also the share of the screen the capture says changed. One thread hop
-        per frame.
+        and frame it; ``None`` when nothing changed within ``wait`` seconds, no bytes when
+        the encoder had nothing to send. Also the share of the screen the capture says
+        changed. One thread hop per frame.
 
         A frame over ``budget`` bytes (or one in parts, or one whose change is too large
         to come under it) goes out of ``video()``'s encoder instead, and is said to be of
@@ -287,7 +299,7 @@ class Streamer:
         frame sent was not video, so they lack that encoder's picture)."""
         # A frame too big for one message goes in parts: send the rest before waiting.
         if (not keyframe and not encoder.pending
-                and not self.devices.capture.wait_for_change(_CHANGE_WAIT)):
+                and not self.devices.capture.wait_for_change(wait)):
             return None
         started = self._clock()
         timestamp = time.time_ns() // 1000

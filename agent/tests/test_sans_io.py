@@ -247,9 +247,12 @@ def test_the_content_switch_moves_to_video_for_motion_and_back_when_calm() -> No
     assert not switch.observe(0.01, 0.3)
     assert not switch.observe(0.8, 0.4)
     assert switch.observe(0.9, 0.5)  # two in a row are
+    assert switch.calm_left(0.5) == 1.0  # a loop waiting for changes wakes by then
     assert switch.observe(0.01, 1.0)  # a small change inside the motion keeps it
+    assert switch.calm_left(1.2) == pytest.approx(0.3)
     assert switch.tick(1.4)
     assert not switch.tick(1.5)  # a second without a big change: lossless again
+    assert switch.calm_left(1.5) is None  # no motion to end
     assert not switch.observe(0.9, 1.6)
 
 

@@ -113,6 +113,10 @@ class MssCapture(CaptureSource):
             return True
         return self._watcher.wait(timeout)
 
+    def interrupt(self) -> None:
+        if self._watcher is not None:
+            self._watcher.interrupt()
+
     def close(self) -> None:
         if self._watcher is not None:
             self._watcher.close()

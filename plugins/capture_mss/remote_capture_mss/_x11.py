@@ -84,6 +84,9 @@ class DamageWatcher:
         self._conn.flush()
         self._pending: list[Rect] = []
         self._lock = threading.Lock()
+        self._poke_read, self._poke_write = os.pipe()  # interrupt() wakes a wait
+        os.set_blocking(self._poke_read, False)
+        os.set_blocking(self._poke_write, False)
 
     def _drain(self) -> None:
         while self._conn.pending_events():
@@ -98,11 +101,20 @@ class DamageWatcher:
             self._drain()
             if self._pending:
                 return True
-        ready, _, _ = select.select([self._conn.fileno()], [], [], max(timeout, 0.0))
+        ready, _, _ = select.select([self._conn.fileno(), self._poke_read], [], [],
+                                    max(timeout, 0.0))
+        if self._poke_read in ready:
+            with contextlib.suppress(BlockingIOError):
+                os.read(self._poke_read, 4096)
         with self._lock:
-            if ready:
+            if self._conn.fileno() in ready:
                 self._drain()
             return bool(self._pending)
+
+    def interrupt(self) -> None:
+        """End a :meth:`wait` in another thread now (or the next one, if none waits)."""
+        with contextlib.suppress(BlockingIOError, OSError):  # full: a wake is pending
+            os.write(self._poke_write, b"!")
 
     def take(self) -> list[Rect]:
         """The rectangles reported since the last call (root coordinates)."""
@@ -115,3 +127,6 @@ class DamageWatcher:
         with contextlib.suppress(Exception):  # the X server may already be gone
             self._damage.destroy()
             self._conn.close()
+        for fd in (self._poke_read, self._poke_write):
+            with contextlib.suppress(OSError):
+                os.close(fd)

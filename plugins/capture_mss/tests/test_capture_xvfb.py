@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 
 import numpy as np
@@ -70,6 +71,28 @@ def test_damage_reports_exactly_the_changed_area(painter):
         assert dirty == [Rect(100, 50, 200, 40)]
         assert image[60, 150, :3].tolist() == _bgr(0x12AB34)
         assert image[10, 10, :3].tolist() == [0, 0, 0]
+    finally:
+        capture.close()
+
+
+def test_an_interrupt_ends_a_wait_for_change_at_once(painter):
+    """The agent ends a wait for damage when it has something else to do (a keyframe a
+    viewer asked for); an interrupt with no one waiting ends the next wait instead."""
+    capture = MssCapture()
+    try:
+        capture.grab(1)
+        answers: list[bool] = []
+        waiter = threading.Thread(target=lambda: answers.append(capture.wait_for_change(60)))
+        waiter.start()
+        time.sleep(0.2)  # let it block
+        capture.interrupt()
+        waiter.join(20)  # a bound on a broken run, far below the wait's 60 s
+        assert answers == [False]  # nothing changed: it answers as if its time ran out
+        capture.interrupt()
+        assert not capture.wait_for_change(60)
+        painter.fill(0, 0, 8, 8, 0x00FF00)
+        painter.sync()
+        assert capture.wait_for_change(20)  # damage still wakes it
     finally:
         capture.close()
 
