@@ -25,6 +25,7 @@ Run: ``uv run python bench/agent.py`` (``BENCH_SECONDS``, default 5, per scenari
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -87,6 +88,10 @@ def read_marker(image: Any, x: int, y: int) -> int:
 
 
 # -- the driver ------------------------------------------------------------------------------------
+REFRESH = 1 / 60
+"""A display refresh, the step of a browser's animation frames."""
+
+
 class Driver(threading.Thread):
     """Changes the display ``RATE`` times a second for ``SECONDS``; records marker times."""
 
@@ -100,9 +105,14 @@ class Driver(threading.Thread):
 
     def run(self) -> None:
         steps = int(SECONDS * RATE)
+        # Each change a random fraction of a display refresh late: a browser shows a
+        # change at its next animation frame, and changes at an exact 30 a second would
+        # meet those frames at one phase, so a run's latency would say more about where
+        # that phase fell than about the stack (as a person types, they fall anywhere).
+        late = random.Random(self.marker)
         start = time.perf_counter()
         for step in range(steps):
-            target = start + step / RATE
+            target = start + step / RATE + late.uniform(0, REFRESH)
             delay = target - time.perf_counter()
             if delay > 0:
                 time.sleep(delay)

@@ -84,7 +84,7 @@ from bench.agent import (
     cpu_seconds,
 )
 from bench.report import report
-from remote_core.testing.browser import chromium, wait_until, watched_context
+from remote_core.testing.browser import chromium, log_in, wait_until, watched_context
 from remote_core.testing.codec_contract import Desktop, video_like
 from remote_core.testing.xvfb import Painter, xvfb
 
@@ -262,11 +262,7 @@ def console_rows(browser: Any, server: ServerProcess, agent: AgentProcess, sessi
     pids = {"sender": agent.process.pid, "relay": server.process.pid}  # type: ignore[union-attr]
     with watched_context(browser, viewport=VIEWPORT) as context:
         page = context.new_page()
-        page.goto(f"{server.url}/console/")
-        page.fill("input[name=username]", "admin")
-        page.fill("input[name=password]", ADMIN_PASSWORD)
-        page.click("button[type=submit]")
-        page.wait_for_selector("nav .who")
+        log_in(page, server.url, "admin", ADMIN_PASSWORD)
         page.goto(f"{server.url}/console/viewer.html?session={session_id}")
         page.wait_for_selector("#state[data-state=connected]", timeout=30_000)
         wait_until(lambda: page.evaluate("window.remoteViewer.drawn") > 0, what="a picture")

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "chromium", "wait_until", "watched_context"]
+__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "chromium", "log_in", "wait_until", "watched_context"]
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -88,3 +88,13 @@ def wait_until(check: Callable[[], Any], timeout: float = 30.0,
             said = what() if callable(what) else what
             raise AssertionError(f"timed out after {timeout} s waiting for {said or check}")
         time.sleep(0.05)
+
+
+def log_in(page: Any, base_url: str, username: str, password: str) -> None:
+    """Log in on the console at ``base_url`` as a technician does, with a password alone
+    (an account with a second factor needs its own steps after the password)."""
+    page.goto(f"{base_url}/console/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+    page.wait_for_selector("nav .who")

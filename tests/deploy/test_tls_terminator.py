@@ -34,7 +34,7 @@ from websockets.sync.client import connect
 from websockets.typing import Origin
 
 from remote_core.protocol import pb, wrap
-from remote_core.testing.browser import chromium, wait_until, watched_context
+from remote_core.testing.browser import chromium, log_in, wait_until, watched_context
 from remote_core.testing.xvfb import Xvfb, xvfb
 
 pytestmark = pytest.mark.slow
@@ -185,14 +185,6 @@ def browser(deployed: Deployment, tmp_path_factory: pytest.TempPathFactory) -> I
         yield instance
 
 
-def log_in(page: Any, base: str) -> None:
-    page.goto(f"{base}/console/")
-    page.fill("input[name=username]", "admin")
-    page.fill("input[name=password]", ADMIN_PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_selector("nav .who")
-
-
 def viewer_state(page: Any) -> tuple[str | None, str]:
     state = page.locator("#state")
     return state.get_attribute("data-state"), (state.text_content() or "").strip()
@@ -205,7 +197,7 @@ def test_the_console_and_the_viewer_over_https_and_wss(deployed: Deployment, api
     session = live_session(api, managed)
     with watched_context(browser, viewport={"width": 1280, "height": 800}) as context:
         page = context.new_page()
-        log_in(page, deployed.url)
+        log_in(page, deployed.url, "admin", ADMIN_PASSWORD)
         assert page.url.startswith(f"{deployed.url}/console/")
         page.goto(f"{deployed.url}/console/viewer.html?session={session['id']}")
         wait_until(lambda: viewer_state(page)[0] == "connected", timeout=30,

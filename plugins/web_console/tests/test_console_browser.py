@@ -24,7 +24,7 @@ import httpx
 import pytest
 from remote_server.testing.processes import ADMIN_PASSWORD, AgentProcess, Api, ServerProcess
 
-from remote_core.testing.browser import wait_until, watched_context
+from remote_core.testing.browser import log_in, wait_until, watched_context
 from remote_core.testing.xvfb import Painter, Xvfb, xvfb
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xvfb]
@@ -90,14 +90,6 @@ def admin(server: ServerProcess) -> Iterator[Api]:
     yield api
     api.close()
 
-
-
-def log_in(page: Any, server: ServerProcess, username: str, password: str) -> None:
-    page.goto(f"{server.url}/console/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", password)
-    page.click("button[type=submit]")
-    page.wait_for_selector("nav .who")
 
 
 def pointer(display: Xvfb) -> tuple[int, int]:
@@ -186,7 +178,7 @@ def attended(tmp_path_factory: pytest.TempPathFactory, display: Xvfb, server: Se
     DOCS.mkdir(exist_ok=True)
     with watched_context(browser, viewport=VIEWPORT) as context:
         page = context.new_page()
-        log_in(page, server, "admin", ADMIN_PASSWORD)
+        log_in(page, server.url, "admin", ADMIN_PASSWORD)
         page.click("nav >> text=Support codes")
         page.click("#create-code")
         code = page.inner_text("#big-code").strip()
@@ -289,7 +281,7 @@ def test_a_view_only_technician_cannot_move_the_pointer(
     try:
         with watched_context(browser, viewport=VIEWPORT) as context:
             page = context.new_page()
-            log_in(page, server, "viewer-tech", TECH_PASSWORD)
+            log_in(page, server.url, "viewer-tech", TECH_PASSWORD)
             page.goto(f"{server.url}/console/viewer.html?session={session_id}")
             page.wait_for_selector("#state[data-state=connected] >> text=view only")
             wait_for_blocks(page, PATTERN[1:3], tolerance=16)
@@ -312,7 +304,7 @@ def test_agent_reported_text_is_shown_as_text(server: ServerProcess, admin: Api,
     assert created.status_code == 201, created.text
     with watched_context(browser) as context:
         page = context.new_page()
-        log_in(page, server, "admin", ADMIN_PASSWORD)
+        log_in(page, server.url, "admin", ADMIN_PASSWORD)
         row = page.wait_for_selector(f"tr[data-agent-id='{created.json()['agent_id']}']")
         # The DOM holds the text, and no element was made of it.
         assert markup in row.inner_text()
@@ -374,7 +366,7 @@ def test_a_violation_in_the_console_reaches_the_server_log(server: ServerProcess
 def test_every_view_renders_and_admin_forms_work(server: ServerProcess, browser: Any) -> None:
     with watched_context(browser) as context:
         page = context.new_page()
-        log_in(page, server, "admin", ADMIN_PASSWORD)
+        log_in(page, server.url, "admin", ADMIN_PASSWORD)
         for title in ("Machines", "Support codes", "Sessions", "Releases", "Users", "Audit log",
                       "Webhooks"):
             page.click(f"nav >> text={title}")
@@ -416,7 +408,7 @@ def test_a_refused_origin_is_said_plainly_not_retried_forever(
         # The browser reports the refused upgrade itself; that one error is the point.
         with watched_context(browser, allow=("WebSocket connection to",)) as context:
             page = context.new_page()
-            log_in(page, server, "admin", ADMIN_PASSWORD)
+            log_in(page, server.url, "admin", ADMIN_PASSWORD)
             page.goto(f"{server.url}/console/viewer.html?session={session_id}")
             state = page.wait_for_selector("#state[data-state=refused]", timeout=30_000)
             text = state.inner_text()
@@ -442,7 +434,7 @@ def test_logout_and_password_change_close_a_live_viewer(
     try:
         with watched_context(browser, viewport=VIEWPORT) as context:
             page = context.new_page()
-            log_in(page, server, name, TECH_PASSWORD)
+            log_in(page, server.url, name, TECH_PASSWORD)
             page.goto(f"{server.url}/console/viewer.html?session={session_id}")
             page.wait_for_selector("#state[data-state=connected]", timeout=30_000)
             bearer = page.evaluate("sessionStorage.getItem('remote-support.token')")

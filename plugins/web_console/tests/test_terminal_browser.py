@@ -20,7 +20,7 @@ import httpx
 import pytest
 from remote_server.testing.processes import ADMIN_PASSWORD, AgentProcess, Api, ServerProcess
 
-from remote_core.testing.browser import wait_until, watched_context
+from remote_core.testing.browser import log_in, wait_until, watched_context
 from remote_core.testing.xvfb import Xvfb, xvfb
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xvfb]
@@ -63,14 +63,6 @@ def session(tmp_path_factory: pytest.TempPathFactory, display: Xvfb, server: Ser
         yield live["id"], agent
     finally:
         agent.stop()
-
-
-def log_in(page: Any, server: ServerProcess, username: str, password: str) -> None:
-    page.goto(f"{server.url}/console/")
-    page.fill("input[name=username]", username)
-    page.fill("input[name=password]", password)
-    page.click("button[type=submit]")
-    page.wait_for_selector("nav .who")
 
 
 def open_terminal(page: Any, session_id: str) -> Any:
@@ -120,7 +112,7 @@ def test_a_terminal_runs_commands_resizes_copies_pastes_and_ends_its_shell(
     with watched_context(browser, viewport={"width": 1000, "height": 700}) as context:
         context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server.url)
         page = context.new_page()
-        log_in(page, server, "admin", ADMIN_PASSWORD)
+        log_in(page, server.url, "admin", ADMIN_PASSWORD)
         page.click("nav >> text=Machines")
         with page.expect_popup() as popup:
             page.click(".open-terminal")
@@ -198,7 +190,7 @@ def test_the_shell_ends_with_the_technician_or_the_agent(
         session_id = admin.live_session(agent_id)["id"]
         with watched_context(browser) as context:
             page = context.new_page()
-            log_in(page, server, "admin", ADMIN_PASSWORD)
+            log_in(page, server.url, "admin", ADMIN_PASSWORD)
             # the technician's tab closes (no Leave): the socket drops, the shell goes
             gone = open_terminal(page, session_id)
             gone.wait_for_selector("#state[data-state=connected]", timeout=30_000)
@@ -231,7 +223,7 @@ def test_a_technician_without_the_permission_is_refused_clearly(
     # the browser logs the refused request (403) as a console error: that one is expected
     with watched_context(browser, allow=("status of 403",)) as context:
         page = context.new_page()
-        log_in(page, server, name, TECH_PASSWORD)
+        log_in(page, server.url, name, TECH_PASSWORD)
         page.click("nav >> text=Machines")
         page.wait_for_selector(".open-viewer")
         assert page.locator(".open-terminal").count() == 0  # not offered
