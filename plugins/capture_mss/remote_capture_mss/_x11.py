@@ -113,8 +113,9 @@ class DamageWatcher:
 
     def interrupt(self) -> None:
         """End a :meth:`wait` in another thread now (or the next one, if none waits)."""
-        with contextlib.suppress(BlockingIOError, OSError):  # full: a wake is pending
-            os.write(self._poke_write, b"!")
+        with self._lock, contextlib.suppress(OSError):  # BlockingIOError: one is pending
+            if self._poke_write >= 0:  # never a closed descriptor, maybe reused since
+                os.write(self._poke_write, b"!")
 
     def take(self) -> list[Rect]:
         """The rectangles reported since the last call (root coordinates)."""
@@ -127,6 +128,8 @@ class DamageWatcher:
         with contextlib.suppress(Exception):  # the X server may already be gone
             self._damage.destroy()
             self._conn.close()
-        for fd in (self._poke_read, self._poke_write):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        with self._lock:
+            for fd in (self._poke_read, self._poke_write):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self._poke_read = self._poke_write = -1
