@@ -89,6 +89,15 @@ class ContentSwitch:
             self._end_motion()
         return self.motion
 
+    def motion_from(self) -> float | None:
+        """The changed share from which the next frame would make motion (the big changes
+        before it already count), so it can go out in video at once rather than be the
+        last lossless frame of the motion; ``None`` when the next frame cannot (in motion
+        already, or no big change before it)."""
+        if self.motion or self._streak + 1 < self.enter_frames:
+            return None
+        return self.motion_share
+
     def calm_left(self, now: float) -> float | None:
         """Seconds until a still screen ends the motion (``None``: no motion to end), so
         a loop waiting for changes wakes in time to restore the lossless picture."""

@@ -255,18 +255,23 @@ class Streamer:
                 calm = switch.calm_left(now)
                 wait = min(_CHANGE_WAIT, KEYFRAME_INTERVAL_S - (now - last_keyframe),
                            _CHANGE_WAIT if calm is None else calm)
+                motion_from = (switch.motion_from() if motion is not None and spec is not motion
+                               and not needed and not encoder.pending else None)
                 made = await anyio.to_thread.run_sync(
                     self._next_frame, spec, encoder, display, keyframe, self.sequence,
-                    budget, video, needed or sent_in is not motion, wait,
+                    budget, video, needed or sent_in is not motion, wait, motion_from,
                     limiter=self._limiter)
                 if made is None:
                     self.sequence -= 1
                     continue
                 data, key, started, share, used = made
-                if used is not spec:  # too big for the link without video
+                if used is not spec:  # motion, or too big for the link without video
                     assert videos is not None
                     spec, encoder = videos[0], videos[1]
-                    switch.lossless_too_costly(started)
+                    if motion_from is not None and share is not None and share >= motion_from:
+                        switch.observe(share, started)  # the motion begins
+                    else:
+                        switch.lossless_too_costly(started)
                 elif motion is not None:
                     switch.observe(share, started)
                 if data is None:
@@ -287,7 +292,8 @@ class Streamer:
     def _next_frame(self, spec: CodecSpec, encoder: Encoder, display: DisplayDesc,
                     keyframe: bool, sequence: int, budget: int | None = None,
                     video: Callable[[], tuple[CodecSpec, Encoder]] | None = None,
-                    video_keyframe: bool = True, wait: float = _CHANGE_WAIT) -> Frame | None:
+                    video_keyframe: bool = True, wait: float = _CHANGE_WAIT,
+                    motion_from: float | None = None) -> Frame | None:
         """In a worker thread: wait for a change (unless a keyframe is due), grab, encode
         and frame it; ``None`` when nothing changed within ``wait`` seconds, no bytes when
         the encoder had nothing to send. Also the share of the screen the capture says
@@ -296,7 +302,10 @@ class Streamer:
         A frame over ``budget`` bytes (or one in parts, or one whose change is too large
         to come under it) goes out of ``video()``'s encoder instead, and is said to be of
         its codec: as a keyframe if ``video_keyframe`` (the viewers need one, or the last
-        frame sent was not video, so they lack that encoder's picture)."""
+        frame sent was not video, so they lack that encoder's picture). So does a frame
+        whose change reaches ``motion_from``: it begins a motion, and its lossless frame
+        (a whole screen of moving pixels: tens of milliseconds to encode and to decode,
+        megabytes to send) would only hold the motion up."""
         # A frame too big for one message goes in parts: send the rest before waiting.
         if (not keyframe and not encoder.pending
                 and not self.devices.capture.wait_for_change(wait)):
@@ -306,14 +315,16 @@ class Streamer:
         image, dirty = self.devices.capture.grab(display.id)
         share = changed_share(dirty, display.width, display.height)
         changed = (1.0 if keyframe or share is None else share) * display.width * display.height
-        hopeless = (video is not None and budget is not None
-                    and changed * 4 / BEST_LOSSLESS_RATIO > budget)
+        moving = (video is not None and motion_from is not None and share is not None
+                  and share >= motion_from)
+        hopeless = moving or (video is not None and budget is not None
+                              and changed * 4 / BEST_LOSSLESS_RATIO > budget)
         frame = None if hopeless else encoder.encode(image, keyframe=keyframe, dirty=dirty)
-        if video is not None and budget is not None and (
-                hopeless or (frame is not None
-                             and (len(frame.data) > budget or encoder.pending))):
-            log.debug("a %s frame is over the link's %d bytes: video instead",
-                      spec.name, budget)
+        too_big = budget is not None and (
+            hopeless or (frame is not None and (len(frame.data) > budget or encoder.pending)))
+        if video is not None and (moving or too_big):
+            log.debug("a %s frame begins a motion or is over the link's %s bytes: video "
+                      "instead", spec.name, budget)
             spec, encoder = video()
             frame = encoder.encode(image, keyframe=video_keyframe)
         if frame is None:

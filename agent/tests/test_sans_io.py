@@ -241,12 +241,15 @@ def test_the_agent_acts_on_every_kind_the_server_may_send_it_or_says_why_not() -
 
 def test_the_content_switch_moves_to_video_for_motion_and_back_when_calm() -> None:
     switch = ContentSwitch(motion_share=0.1, enter_frames=2, calm_seconds=1.0)
+    assert switch.motion_from() is None  # no big change yet: the next is no motion
     assert not switch.observe(0.01, 0.0)  # typing
     assert not switch.observe(None, 0.1)  # the capture does not know: nothing changes
     assert not switch.observe(0.8, 0.2)  # one big change is not yet motion
     assert not switch.observe(0.01, 0.3)
     assert not switch.observe(0.8, 0.4)
+    assert switch.motion_from() == 0.1  # a second big change would make motion: video
     assert switch.observe(0.9, 0.5)  # two in a row are
+    assert switch.motion_from() is None  # in motion already
     assert switch.calm_left(0.5) == 1.0  # a loop waiting for changes wakes by then
     assert switch.observe(0.01, 1.0)  # a small change inside the motion keeps it
     assert switch.calm_left(1.2) == pytest.approx(0.3)
