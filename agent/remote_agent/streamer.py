@@ -50,7 +50,7 @@ LOSSLESS_SECONDS = 0.3
 """Longest a lossless frame may take on the link; a larger one goes out as video. (A
 one-off change, a window opening, costs less this way than a video keyframe followed by
 the lossless picture restored a second later; while the screen moves, video carries it
-after two frames whatever their size.)"""
+from the second big change on, whatever its size: see ``motion_from``.)"""
 
 RESTORE_SECONDS = 2.0
 """Longest the lossless picture restored after motion may take: the screen is calm then,
