@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import shutil
 import subprocess
+import sys
 from typing import Any
 
 from remote_core.interfaces import InputSink
@@ -104,7 +105,7 @@ class PynputInput(InputSink):
                 if event.HasField("modifiers"):  # the shortcut's modifiers, if any
                     held = {flag: getattr(event.modifiers, flag)
                             for flag in ("ctrl", "alt", "meta")}
-                self._typer().type(event.unicode, held)
+                self._type(event.unicode, held)
             return
         if event.HasField("modifiers") and event.down:
             self._sync_modifiers(event.modifiers)
@@ -121,6 +122,17 @@ class PynputInput(InputSink):
             self._keyboard.press(key)
         else:
             self._keyboard.release(key)
+
+    def _type(self, text: str, held: dict[str, bool] | None) -> None:
+        """Type ``text`` as characters. On X by the keyboard mapping of the moment
+        (:mod:`._typing`); elsewhere pynput's own typing, the shortcut's modifiers held."""
+        if sys.platform.startswith("linux"):
+            self._typer().type(text, held)
+            return
+        key = self._keyboard_mod.Key
+        names = {"ctrl": key.ctrl, "alt": key.alt, "meta": key.cmd}
+        with self._keyboard.pressed(*[names[f] for f, on in (held or {}).items() if on]):
+            self._keyboard.type(text)
 
     def _display(self) -> Any:
         """This sink's own connection to the X server (XTest and the keyboard mapping)."""
