@@ -314,6 +314,21 @@ class CodecContract:
         assert due is not None and due.keyframe, "no keyframe 10 s after the last one"
         enc.close()
 
+    def test_timestamps_never_go_back(self) -> None:
+        """Frames carry their presentation time (microseconds from the stream's start)
+        in order: a codec that stamps them stamps each frame apart (a decoder such as
+        WebCodecs' orders by them); one that does not leaves them all alike."""
+        desktop = Desktop(160, 120, seed=4)
+        enc = self.encoder(160, 120)
+        stamps = []
+        for _ in range(5):
+            desktop.type(2)
+            stamps.append(self.wire(enc.encode(desktop.image)).pts)
+            time.sleep(0.002)
+        assert stamps == sorted(stamps), stamps
+        assert len(set(stamps)) in (1, len(stamps)), stamps
+        enc.close()
+
     def test_round_trip_on_desktop_content(self) -> None:
         desktop = Desktop(320, 200, seed=1)
         enc, dec = self.encoder(320, 200), self.decoder()

@@ -6,7 +6,7 @@ from remote_codec_h264 import SPEC
 from remote_codec_h264.codec import H264Decoder, H264Encoder
 from remote_codec_pyav.annexb import H264_SEI_HEADER, find_size, size_sei
 
-from remote_core.codecs import KeyframeClock, encoder_config
+from remote_core.codecs import encoder_config
 from remote_core.protocol import pb
 from remote_core.testing.codec_contract import CodecContract, Desktop, psnr
 from remote_core.types import Rect
@@ -29,17 +29,6 @@ def test_access_units_are_annex_b_with_microsecond_timestamps_and_no_reordering(
     pts = [f.pts for f in frames]
     assert pts == sorted(set(pts)) and pts[-1] < 60_000_000  # microseconds since the start
     assert all(f.dts == f.pts for f in frames)  # no B-frames: decode order is display order
-
-
-def test_a_keyframe_at_least_every_ten_seconds() -> None:
-    now = [0.0]
-    enc = H264Encoder(encoder_config(64, 64), clock=KeyframeClock(clock=lambda: now[0]))
-    image = Desktop(64, 64).image
-    assert enc.encode(image).keyframe
-    now[0] = 5.0
-    assert enc.encode(image) is None  # unchanged: nothing to send
-    now[0] = 10.0
-    assert enc.encode(image).keyframe  # still screen, but the keyframe is due
 
 
 def test_nothing_changed_sends_nothing() -> None:
