@@ -15,12 +15,18 @@ from typing import Any
 
 from remote_core.protocol import pb
 
-__all__ = ["ChatChannel"]
+__all__ = ["ChatChannel", "chat_message"]
 
 log = logging.getLogger(__name__)
 
 Listener = Callable[[str, str], None]
 """``(sender, text)``: called on the event loop; must not block."""
+
+
+def chat_message(sender: str, content: str) -> Any:
+    """A ``ChatMessage`` from this machine, stamped now."""
+    return pb.ChatMessage(id=str(uuid.uuid4()), sender=sender, content=content,
+                          timestamp=int(time.time()))
 
 
 class ChatChannel:
@@ -50,6 +56,5 @@ class ChatChannel:
         """Send the person's reply; ``False`` when no session is live."""
         if self._send is None:
             return False
-        await self._send(pb.ChatMessage(id=str(uuid.uuid4()), sender="client", content=text,
-                                        timestamp=int(time.time())))
+        await self._send(chat_message("client", text))
         return True

@@ -13,7 +13,6 @@ from __future__ import annotations
 import enum
 import logging
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +36,7 @@ from remote_core.wsclient import WebSocketClient, connect, ws_url
 
 from . import __version__
 from .backstage import Backstage, ShellSpec, shell_spec
-from .chat import ChatChannel
+from .chat import ChatChannel, chat_message
 from .config import AgentConfig
 from .devices import Devices
 from .presence import Presence
@@ -484,9 +483,7 @@ class AgentSession:
         said = (f"Clipboard not shared: {whose} holds {size / 1048576:.1f} MB of text, more "
                 f"than the {MAX_CLIPBOARD_BYTES // 1048576} MB shared.")
         log.warning("%s", said)
-        await self.send("chat_message", pb.ChatMessage(
-            id=str(uuid.uuid4()), sender="remote agent", content=said,
-            timestamp=int(time.time())))
+        await self.send("chat_message", chat_message("remote agent", said))
 
     async def _read_clipboard(self) -> str | None:
         """The clipboard's text; ``None`` also when the program holding it does not answer."""

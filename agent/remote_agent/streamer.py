@@ -268,8 +268,8 @@ class Streamer:
                 if used is not spec:  # motion, or too big for the link without video
                     assert videos is not None
                     spec, encoder = videos[0], videos[1]
-                    if motion_from is not None and share is not None and share >= motion_from:
-                        switch.observe(share, started)  # the motion begins
+                    if _begins_motion(share, motion_from):
+                        switch.observe(share, started)
                     else:
                         switch.lossless_too_costly(started)
                 elif motion is not None:
@@ -315,11 +315,11 @@ class Streamer:
         image, dirty = self.devices.capture.grab(display.id)
         share = changed_share(dirty, display.width, display.height)
         changed = (1.0 if keyframe or share is None else share) * display.width * display.height
-        moving = (video is not None and motion_from is not None and share is not None
-                  and share >= motion_from)
-        hopeless = moving or (video is not None and budget is not None
-                              and changed * 4 / BEST_LOSSLESS_RATIO > budget)
-        frame = None if hopeless else encoder.encode(image, keyframe=keyframe, dirty=dirty)
+        moving = video is not None and _begins_motion(share, motion_from)
+        hopeless = (video is not None and budget is not None
+                    and changed * 4 / BEST_LOSSLESS_RATIO > budget)
+        frame = (None if moving or hopeless
+                 else encoder.encode(image, keyframe=keyframe, dirty=dirty))
         too_big = budget is not None and (
             hopeless or (frame is not None and (len(frame.data) > budget or encoder.pending)))
         if video is not None and (moving or too_big):
@@ -332,6 +332,12 @@ class Streamer:
         data = wire_frame(frame, spec, timestamp=timestamp, display_id=display.id,
                           sequence=sequence)
         return data, frame.keyframe, started, share, spec
+
+
+def _begins_motion(share: float | None, motion_from: float | None) -> bool:
+    """Whether a frame that changed ``share`` of the screen begins a motion
+    (``ContentSwitch.motion_from``), and so goes out in video."""
+    return motion_from is not None and share is not None and share >= motion_from
 
 
 def _far_apart(built: int | None, now: int | None) -> bool:

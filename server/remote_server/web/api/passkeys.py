@@ -20,8 +20,8 @@ _UNAVAILABLE = (409, "passkeys are unavailable at the address the server was rea
 MAX_PASSKEYS = 10
 """Passkeys one account may hold: enough for every device a person has, and a bound on
 what a list of them returns and on what one stolen login can add."""
-_FULL = (409, f"the account holds {MAX_PASSKEYS} passkeys already: remove one first",
-         ("passkey-limit",))
+_FULL_SAYS = f"the account holds {MAX_PASSKEYS} passkeys already: remove one first"
+_FULL = (409, _FULL_SAYS, ("passkey-limit",))
 
 
 def passkey_out(passkey: Passkey) -> s.PasskeyOut:
@@ -29,21 +29,18 @@ def passkey_out(passkey: Passkey) -> s.PasskeyOut:
                         last_used_at=passkey.last_used_at, transports=list(passkey.transports))
 
 
-async def _has_second_factor(call: Call) -> bool:
-    factors = await call.ctx.store.get_second_factors(call.me.id)
-    return factors.totp_secret is not None or bool(await call.ctx.store.list_passkeys(
-        call.me.id))
-
-
 async def _may_add(call: Call) -> None:
     """An account that has a second factor adds another only from a login that proved one
     (a password-only token, say a single sign-on's, cannot add its own), and holds at
     most :data:`MAX_PASSKEYS`."""
-    if await _has_second_factor(call) and not (call.claims and call.claims.second_factor):
+    held = await call.ctx.store.list_passkeys(call.me.id)
+    factors = await call.ctx.store.get_second_factors(call.me.id)
+    has_second_factor = factors.totp_secret is not None or bool(held)
+    if has_second_factor and not (call.claims and call.claims.second_factor):
         raise Problem(403, "this account has a second factor: log in with it to add a "
                            "passkey", kind="second-factor-required")
-    if len(await call.ctx.store.list_passkeys(call.me.id)) >= MAX_PASSKEYS:
-        raise Problem(_FULL[0], _FULL[1], kind=_FULL[2][0])
+    if len(held) >= MAX_PASSKEYS:
+        raise Problem(409, _FULL_SAYS, kind="passkey-limit")
 
 
 async def options(call: Call) -> s.PasskeyOptionsOut:
