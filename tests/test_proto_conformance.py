@@ -92,6 +92,21 @@ CONTRACT_MESSAGES: dict[str, list[tuple[str, int, str, str]]] = {
     "BackstageAck": [("viewer_id", 1, S, ""), ("bytes", 2, U64, "")],
     "BackstageClose": [("viewer_id", 1, S, ""), ("reason", 2, S, ""),
                        ("exit_code", 3, I32, "")],
+    "FileOpen": [("viewer_id", 1, S, ""), ("technician_name", 2, S, "")],
+    "FileRequest": [("viewer_id", 1, S, ""), ("request_id", 2, U32, ""),
+                    ("op", 3, "FileOp", ""), ("path", 4, S, ""), ("offset", 5, U64, ""),
+                    ("size", 6, U64, ""), ("version", 7, S, ""), ("resume", 8, B, ""),
+                    ("overwrite", 9, B, "")],
+    "FileEntry": [("name", 1, S, ""), ("is_dir", 2, B, ""), ("size", 3, U64, ""),
+                  ("mtime", 4, I64, ""), ("mode", 5, U32, ""), ("is_link", 6, B, "")],
+    "FileReply": [("viewer_id", 1, S, ""), ("request_id", 2, U32, ""), ("error", 3, S, ""),
+                  ("message", 4, S, ""), ("entries", 5, "FileEntry", REP), ("size", 6, U64, ""),
+                  ("offset", 7, U64, ""), ("archive", 8, B, ""), ("version", 9, S, ""),
+                  ("sha256", 10, S, ""), ("done", 11, B, ""), ("path", 12, S, "")],
+    "FileData": [("viewer_id", 1, S, ""), ("request_id", 2, U32, ""), ("offset", 3, U64, ""),
+                 ("data", 4, BY, ""), ("last", 5, B, ""), ("sha256", 6, S, "")],
+    "FileAck": [("viewer_id", 1, S, ""), ("request_id", 2, U32, ""), ("bytes", 3, U64, "")],
+    "FileClose": [("viewer_id", 1, S, ""), ("reason", 2, S, "")],
 }
 
 # Fields beyond SPEC in SPEC's messages (CONTRACT 1: numbers 100 and up).
@@ -102,8 +117,8 @@ CONTRACT_FIELDS: dict[str, list[tuple[str, int, str, str]]] = {
     "StartStream": [("codecs", 100, S, REP), ("session_panel", 101, B, "")],
     "AgentStatus": [("plugins", 100, S, REP)],
     "ConsentRequest": [("organization", 100, S, ""), ("recorded", 101, B, ""),
-                       ("backstage", 102, B, "")],
-    "Participant": [("backstage", 100, B, "")],
+                       ("backstage", 102, B, ""), ("file_transfer", 103, B, "")],
+    "Participant": [("backstage", 100, B, ""), ("file_transfer", 101, B, "")],
 }
 
 SPEC_ENUMS: dict[str, list[tuple[str, int]]] = {
@@ -120,6 +135,8 @@ SPEC_ENUMS: dict[str, list[tuple[str, int]]] = {
                         ("CODEC_H265", 4)],
     "AdminCommandType": [("ADMIN_UNINSTALL", 0), ("ADMIN_RESTART", 1), ("ADMIN_UPDATE", 2)],
     "ConsentAccessMode": [("CONSENT_VIEW", 0), ("CONSENT_CONTROL", 1)],
+    "FileOp": [("FILE_OP_LIST", 0), ("FILE_OP_DOWNLOAD", 1), ("FILE_OP_UPLOAD", 2),
+               ("FILE_OP_MKDIR", 3), ("FILE_OP_CANCEL", 4)],  # beyond SPEC (FILE_TRANSFER)
     "UpdateState": [("UPDATE_IDLE", 0), ("UPDATE_CHECKING", 1), ("UPDATE_DOWNLOADING", 2),
                     ("UPDATE_VERIFYING", 3), ("UPDATE_INSTALLING", 4), ("UPDATE_RESTARTING", 5),
                     ("UPDATE_COMPLETE", 6), ("UPDATE_FAILED", 7)],
@@ -147,7 +164,13 @@ CONTRACT_EXTENSIONS = [("display_info", 100, "DisplayInfo"),
                        ("backstage_data", 103, "BackstageData"),
                        ("backstage_resize", 104, "BackstageResize"),
                        ("backstage_ack", 105, "BackstageAck"),
-                       ("backstage_close", 106, "BackstageClose")]
+                       ("backstage_close", 106, "BackstageClose"),
+                       ("file_open", 107, "FileOpen"),
+                       ("file_request", 108, "FileRequest"),
+                       ("file_reply", 109, "FileReply"),
+                       ("file_data", 110, "FileData"),
+                       ("file_ack", 111, "FileAck"),
+                       ("file_close", 112, "FileClose")]
 
 _SCALARS = {
     FD.TYPE_STRING: S, FD.TYPE_BOOL: B, FD.TYPE_BYTES: BY, FD.TYPE_INT32: I32,

@@ -7,8 +7,11 @@ import pytest
 from remote_core.protocol import (
     ALLOWED,
     BACKSTAGE_KINDS,
+    CHANNEL_KINDS,
+    FILE_KINDS,
     INPUT_KINDS,
     ROUTES,
+    Channel,
     Connection,
     Dropped,
     Inbound,
@@ -19,6 +22,7 @@ from remote_core.protocol import (
     wrap,
 )
 
+ANY_CHANNEL = frozenset().union(*CHANNEL_KINDS.values())
 EVERY_KIND = sorted(f.name for f in pb.Message.DESCRIPTOR.oneofs_by_name["payload"].fields)
 CLIENTS = [Role.AGENT, Role.VIEWER]
 
@@ -28,10 +32,10 @@ def empty(kind: str) -> object:
 
 
 def authenticated(peer: Role, *, view_only: bool = False,
-                  backstage: bool = False) -> Connection:
+                  channel: Channel | None = None) -> Connection:
     server = Connection(Role.SERVER, peer)
     server.receive_data(wrap("session_request", pb.SessionRequest()))
-    server.accept("s-1", view_only=view_only, backstage=backstage)
+    server.accept("s-1", view_only=view_only, channel=channel)
     return server
 
 
@@ -46,23 +50,28 @@ def test_every_message_kind_has_a_row(kind: str) -> None:
 def test_the_server_takes_from_a_peer_exactly_its_rows(peer: Role, kind: str) -> None:
     event = authenticated(peer).receive_data(wrap(kind, empty(kind)))
     routed = (peer, kind) in ROUTES and kind != "session_request"
-    screen = peer is Role.AGENT or kind not in BACKSTAGE_KINDS  # a screen viewer's session
+    screen = peer is Role.AGENT or kind not in ANY_CHANNEL  # a screen viewer's session
     assert isinstance(event, Inbound if routed and screen else Dropped), (peer, kind, event)
 
 
+@pytest.mark.parametrize("channel", list(Channel))
 @pytest.mark.parametrize("kind", EVERY_KIND)
-def test_a_backstage_viewer_sends_terminal_messages_heartbeats_and_goodbyes_only(
-        kind: str) -> None:
-    event = authenticated(Role.VIEWER, backstage=True).receive_data(wrap(kind, empty(kind)))
-    passes = kind in BACKSTAGE_KINDS | {"heartbeat", "disconnect"} and (Role.VIEWER, kind) in ROUTES
+def test_a_channel_viewer_sends_its_channel_heartbeats_and_goodbyes_only(
+        kind: str, channel: Channel) -> None:
+    event = authenticated(Role.VIEWER, channel=channel).receive_data(wrap(kind, empty(kind)))
+    passes = (kind in CHANNEL_KINDS[channel] | {"heartbeat", "disconnect"}
+              and (Role.VIEWER, kind) in ROUTES)
     assert isinstance(event, Inbound if passes else Dropped), (kind, event)
 
 
-def test_terminal_messages_are_their_own_channel() -> None:
+def test_terminal_and_file_messages_are_channels_of_their_own() -> None:
     assert {"backstage_open", "backstage_data", "backstage_resize", "backstage_ack",
             "backstage_close"} == BACKSTAGE_KINDS
+    assert {"file_open", "file_request", "file_reply", "file_data", "file_ack",
+            "file_close"} == FILE_KINDS
+    assert not BACKSTAGE_KINDS & FILE_KINDS
     for (sender, kind), route in ROUTES.items():
-        if kind in BACKSTAGE_KINDS and sender is not Role.SERVER:
+        if kind in ANY_CHANNEL and sender is not Role.SERVER:
             # the server addresses each one itself: never fanned out to every viewer
             assert route.to == To.SERVER, (sender, kind)
 
@@ -72,7 +81,7 @@ def test_a_view_only_viewer_sends_no_control_only_kind(kind: str) -> None:
     event = authenticated(Role.VIEWER, view_only=True).receive_data(wrap(kind, empty(kind)))
     route = ROUTES.get((Role.VIEWER, kind))
     passes = (route is not None and not route.control_only and kind != "session_request"
-              and kind not in BACKSTAGE_KINDS)
+              and kind not in ANY_CHANNEL)
     assert isinstance(event, Inbound if passes else Dropped), (kind, event)
     assert (kind in INPUT_KINDS) == (route is not None and route.control_only)
 

@@ -77,6 +77,14 @@ class UpdateState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     UPDATE_RESTARTING: _ClassVar[UpdateState]
     UPDATE_COMPLETE: _ClassVar[UpdateState]
     UPDATE_FAILED: _ClassVar[UpdateState]
+
+class FileOp(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    FILE_OP_LIST: _ClassVar[FileOp]
+    FILE_OP_DOWNLOAD: _ClassVar[FileOp]
+    FILE_OP_UPLOAD: _ClassVar[FileOp]
+    FILE_OP_MKDIR: _ClassVar[FileOp]
+    FILE_OP_CANCEL: _ClassVar[FileOp]
 SCREEN_CONTROL: SessionType
 VIEW_ONLY: SessionType
 BACKSTAGE: SessionType
@@ -118,6 +126,11 @@ UPDATE_INSTALLING: UpdateState
 UPDATE_RESTARTING: UpdateState
 UPDATE_COMPLETE: UpdateState
 UPDATE_FAILED: UpdateState
+FILE_OP_LIST: FileOp
+FILE_OP_DOWNLOAD: FileOp
+FILE_OP_UPLOAD: FileOp
+FILE_OP_MKDIR: FileOp
+FILE_OP_CANCEL: FileOp
 
 class SessionRequest(_message.Message):
     __slots__ = ("agent_id", "session_token", "session_type", "client_version", "codecs")
@@ -480,7 +493,7 @@ class AdminCommand(_message.Message):
     def __init__(self, command: _Optional[_Union[AdminCommandType, str]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ConsentRequest(_message.Message):
-    __slots__ = ("session_id", "technician_name", "access_mode", "timeout_secs", "organization", "recorded", "backstage")
+    __slots__ = ("session_id", "technician_name", "access_mode", "timeout_secs", "organization", "recorded", "backstage", "file_transfer")
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     TECHNICIAN_NAME_FIELD_NUMBER: _ClassVar[int]
     ACCESS_MODE_FIELD_NUMBER: _ClassVar[int]
@@ -488,6 +501,7 @@ class ConsentRequest(_message.Message):
     ORGANIZATION_FIELD_NUMBER: _ClassVar[int]
     RECORDED_FIELD_NUMBER: _ClassVar[int]
     BACKSTAGE_FIELD_NUMBER: _ClassVar[int]
+    FILE_TRANSFER_FIELD_NUMBER: _ClassVar[int]
     session_id: str
     technician_name: str
     access_mode: ConsentAccessMode
@@ -495,7 +509,8 @@ class ConsentRequest(_message.Message):
     organization: str
     recorded: bool
     backstage: bool
-    def __init__(self, session_id: _Optional[str] = ..., technician_name: _Optional[str] = ..., access_mode: _Optional[_Union[ConsentAccessMode, str]] = ..., timeout_secs: _Optional[int] = ..., organization: _Optional[str] = ..., recorded: bool = ..., backstage: bool = ...) -> None: ...
+    file_transfer: bool
+    def __init__(self, session_id: _Optional[str] = ..., technician_name: _Optional[str] = ..., access_mode: _Optional[_Union[ConsentAccessMode, str]] = ..., timeout_secs: _Optional[int] = ..., organization: _Optional[str] = ..., recorded: bool = ..., backstage: bool = ..., file_transfer: bool = ...) -> None: ...
 
 class ConsentResponse(_message.Message):
     __slots__ = ("session_id", "granted", "reason")
@@ -538,14 +553,16 @@ class Participants(_message.Message):
     def __init__(self, participants: _Optional[_Iterable[_Union[Participant, _Mapping]]] = ...) -> None: ...
 
 class Participant(_message.Message):
-    __slots__ = ("name", "access_mode", "backstage")
+    __slots__ = ("name", "access_mode", "backstage", "file_transfer")
     NAME_FIELD_NUMBER: _ClassVar[int]
     ACCESS_MODE_FIELD_NUMBER: _ClassVar[int]
     BACKSTAGE_FIELD_NUMBER: _ClassVar[int]
+    FILE_TRANSFER_FIELD_NUMBER: _ClassVar[int]
     name: str
     access_mode: ConsentAccessMode
     backstage: bool
-    def __init__(self, name: _Optional[str] = ..., access_mode: _Optional[_Union[ConsentAccessMode, str]] = ..., backstage: bool = ...) -> None: ...
+    file_transfer: bool
+    def __init__(self, name: _Optional[str] = ..., access_mode: _Optional[_Union[ConsentAccessMode, str]] = ..., backstage: bool = ..., file_transfer: bool = ...) -> None: ...
 
 class BackstageOpen(_message.Message):
     __slots__ = ("viewer_id", "rows", "cols", "technician_name")
@@ -595,8 +612,116 @@ class BackstageClose(_message.Message):
     exit_code: int
     def __init__(self, viewer_id: _Optional[str] = ..., reason: _Optional[str] = ..., exit_code: _Optional[int] = ...) -> None: ...
 
+class FileOpen(_message.Message):
+    __slots__ = ("viewer_id", "technician_name")
+    VIEWER_ID_FIELD_NUMBER: _ClassVar[int]
+    TECHNICIAN_NAME_FIELD_NUMBER: _ClassVar[int]
+    viewer_id: str
+    technician_name: str
+    def __init__(self, viewer_id: _Optional[str] = ..., technician_name: _Optional[str] = ...) -> None: ...
+
+class FileRequest(_message.Message):
+    __slots__ = ("viewer_id", "request_id", "op", "path", "offset", "size", "version", "resume", "overwrite")
+    VIEWER_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    OP_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    RESUME_FIELD_NUMBER: _ClassVar[int]
+    OVERWRITE_FIELD_NUMBER: _ClassVar[int]
+    viewer_id: str
+    request_id: int
+    op: FileOp
+    path: str
+    offset: int
+    size: int
+    version: str
+    resume: bool
+    overwrite: bool
+    def __init__(self, viewer_id: _Optional[str] = ..., request_id: _Optional[int] = ..., op: _Optional[_Union[FileOp, str]] = ..., path: _Optional[str] = ..., offset: _Optional[int] = ..., size: _Optional[int] = ..., version: _Optional[str] = ..., resume: bool = ..., overwrite: bool = ...) -> None: ...
+
+class FileEntry(_message.Message):
+    __slots__ = ("name", "is_dir", "size", "mtime", "mode", "is_link")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    IS_DIR_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    MTIME_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    IS_LINK_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    is_dir: bool
+    size: int
+    mtime: int
+    mode: int
+    is_link: bool
+    def __init__(self, name: _Optional[str] = ..., is_dir: bool = ..., size: _Optional[int] = ..., mtime: _Optional[int] = ..., mode: _Optional[int] = ..., is_link: bool = ...) -> None: ...
+
+class FileReply(_message.Message):
+    __slots__ = ("viewer_id", "request_id", "error", "message", "entries", "size", "offset", "archive", "version", "sha256", "done", "path")
+    VIEWER_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    ARCHIVE_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    DONE_FIELD_NUMBER: _ClassVar[int]
+    PATH_FIELD_NUMBER: _ClassVar[int]
+    viewer_id: str
+    request_id: int
+    error: str
+    message: str
+    entries: _containers.RepeatedCompositeFieldContainer[FileEntry]
+    size: int
+    offset: int
+    archive: bool
+    version: str
+    sha256: str
+    done: bool
+    path: str
+    def __init__(self, viewer_id: _Optional[str] = ..., request_id: _Optional[int] = ..., error: _Optional[str] = ..., message: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[FileEntry, _Mapping]]] = ..., size: _Optional[int] = ..., offset: _Optional[int] = ..., archive: bool = ..., version: _Optional[str] = ..., sha256: _Optional[str] = ..., done: bool = ..., path: _Optional[str] = ...) -> None: ...
+
+class FileData(_message.Message):
+    __slots__ = ("viewer_id", "request_id", "offset", "data", "last", "sha256")
+    VIEWER_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    LAST_FIELD_NUMBER: _ClassVar[int]
+    SHA256_FIELD_NUMBER: _ClassVar[int]
+    viewer_id: str
+    request_id: int
+    offset: int
+    data: bytes
+    last: bool
+    sha256: str
+    def __init__(self, viewer_id: _Optional[str] = ..., request_id: _Optional[int] = ..., offset: _Optional[int] = ..., data: _Optional[bytes] = ..., last: bool = ..., sha256: _Optional[str] = ...) -> None: ...
+
+class FileAck(_message.Message):
+    __slots__ = ("viewer_id", "request_id", "bytes")
+    VIEWER_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    BYTES_FIELD_NUMBER: _ClassVar[int]
+    viewer_id: str
+    request_id: int
+    bytes: int
+    def __init__(self, viewer_id: _Optional[str] = ..., request_id: _Optional[int] = ..., bytes: _Optional[int] = ...) -> None: ...
+
+class FileClose(_message.Message):
+    __slots__ = ("viewer_id", "reason")
+    VIEWER_ID_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    viewer_id: str
+    reason: str
+    def __init__(self, viewer_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+
 class Message(_message.Message):
-    __slots__ = ("session_request", "session_response", "video_frame", "video_ack", "switch_display", "cursor_shape", "cursor_position", "mouse_event", "key_event", "special_key", "clipboard_data", "clipboard_request", "quality_settings", "latency_report", "heartbeat", "heartbeat_ack", "disconnect", "start_stream", "stop_stream", "agent_status", "chat_message", "admin_command", "update_info", "update_status", "consent_request", "consent_response", "display_info", "participants", "backstage_open", "backstage_data", "backstage_resize", "backstage_ack", "backstage_close")
+    __slots__ = ("session_request", "session_response", "video_frame", "video_ack", "switch_display", "cursor_shape", "cursor_position", "mouse_event", "key_event", "special_key", "clipboard_data", "clipboard_request", "quality_settings", "latency_report", "heartbeat", "heartbeat_ack", "disconnect", "start_stream", "stop_stream", "agent_status", "chat_message", "admin_command", "update_info", "update_status", "consent_request", "consent_response", "display_info", "participants", "backstage_open", "backstage_data", "backstage_resize", "backstage_ack", "backstage_close", "file_open", "file_request", "file_reply", "file_data", "file_ack", "file_close")
     SESSION_REQUEST_FIELD_NUMBER: _ClassVar[int]
     SESSION_RESPONSE_FIELD_NUMBER: _ClassVar[int]
     VIDEO_FRAME_FIELD_NUMBER: _ClassVar[int]
@@ -630,6 +755,12 @@ class Message(_message.Message):
     BACKSTAGE_RESIZE_FIELD_NUMBER: _ClassVar[int]
     BACKSTAGE_ACK_FIELD_NUMBER: _ClassVar[int]
     BACKSTAGE_CLOSE_FIELD_NUMBER: _ClassVar[int]
+    FILE_OPEN_FIELD_NUMBER: _ClassVar[int]
+    FILE_REQUEST_FIELD_NUMBER: _ClassVar[int]
+    FILE_REPLY_FIELD_NUMBER: _ClassVar[int]
+    FILE_DATA_FIELD_NUMBER: _ClassVar[int]
+    FILE_ACK_FIELD_NUMBER: _ClassVar[int]
+    FILE_CLOSE_FIELD_NUMBER: _ClassVar[int]
     session_request: SessionRequest
     session_response: SessionResponse
     video_frame: VideoFrame
@@ -663,4 +794,10 @@ class Message(_message.Message):
     backstage_resize: BackstageResize
     backstage_ack: BackstageAck
     backstage_close: BackstageClose
-    def __init__(self, session_request: _Optional[_Union[SessionRequest, _Mapping]] = ..., session_response: _Optional[_Union[SessionResponse, _Mapping]] = ..., video_frame: _Optional[_Union[VideoFrame, _Mapping]] = ..., video_ack: _Optional[_Union[VideoAck, _Mapping]] = ..., switch_display: _Optional[_Union[SwitchDisplay, _Mapping]] = ..., cursor_shape: _Optional[_Union[CursorShape, _Mapping]] = ..., cursor_position: _Optional[_Union[CursorPosition, _Mapping]] = ..., mouse_event: _Optional[_Union[MouseEvent, _Mapping]] = ..., key_event: _Optional[_Union[KeyEvent, _Mapping]] = ..., special_key: _Optional[_Union[SpecialKeyEvent, _Mapping]] = ..., clipboard_data: _Optional[_Union[ClipboardData, _Mapping]] = ..., clipboard_request: _Optional[_Union[ClipboardRequest, _Mapping]] = ..., quality_settings: _Optional[_Union[QualitySettings, _Mapping]] = ..., latency_report: _Optional[_Union[LatencyReport, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., heartbeat_ack: _Optional[_Union[HeartbeatAck, _Mapping]] = ..., disconnect: _Optional[_Union[Disconnect, _Mapping]] = ..., start_stream: _Optional[_Union[StartStream, _Mapping]] = ..., stop_stream: _Optional[_Union[StopStream, _Mapping]] = ..., agent_status: _Optional[_Union[AgentStatus, _Mapping]] = ..., chat_message: _Optional[_Union[ChatMessage, _Mapping]] = ..., admin_command: _Optional[_Union[AdminCommand, _Mapping]] = ..., update_info: _Optional[_Union[UpdateInfo, _Mapping]] = ..., update_status: _Optional[_Union[UpdateStatus, _Mapping]] = ..., consent_request: _Optional[_Union[ConsentRequest, _Mapping]] = ..., consent_response: _Optional[_Union[ConsentResponse, _Mapping]] = ..., display_info: _Optional[_Union[DisplayInfo, _Mapping]] = ..., participants: _Optional[_Union[Participants, _Mapping]] = ..., backstage_open: _Optional[_Union[BackstageOpen, _Mapping]] = ..., backstage_data: _Optional[_Union[BackstageData, _Mapping]] = ..., backstage_resize: _Optional[_Union[BackstageResize, _Mapping]] = ..., backstage_ack: _Optional[_Union[BackstageAck, _Mapping]] = ..., backstage_close: _Optional[_Union[BackstageClose, _Mapping]] = ...) -> None: ...
+    file_open: FileOpen
+    file_request: FileRequest
+    file_reply: FileReply
+    file_data: FileData
+    file_ack: FileAck
+    file_close: FileClose
+    def __init__(self, session_request: _Optional[_Union[SessionRequest, _Mapping]] = ..., session_response: _Optional[_Union[SessionResponse, _Mapping]] = ..., video_frame: _Optional[_Union[VideoFrame, _Mapping]] = ..., video_ack: _Optional[_Union[VideoAck, _Mapping]] = ..., switch_display: _Optional[_Union[SwitchDisplay, _Mapping]] = ..., cursor_shape: _Optional[_Union[CursorShape, _Mapping]] = ..., cursor_position: _Optional[_Union[CursorPosition, _Mapping]] = ..., mouse_event: _Optional[_Union[MouseEvent, _Mapping]] = ..., key_event: _Optional[_Union[KeyEvent, _Mapping]] = ..., special_key: _Optional[_Union[SpecialKeyEvent, _Mapping]] = ..., clipboard_data: _Optional[_Union[ClipboardData, _Mapping]] = ..., clipboard_request: _Optional[_Union[ClipboardRequest, _Mapping]] = ..., quality_settings: _Optional[_Union[QualitySettings, _Mapping]] = ..., latency_report: _Optional[_Union[LatencyReport, _Mapping]] = ..., heartbeat: _Optional[_Union[Heartbeat, _Mapping]] = ..., heartbeat_ack: _Optional[_Union[HeartbeatAck, _Mapping]] = ..., disconnect: _Optional[_Union[Disconnect, _Mapping]] = ..., start_stream: _Optional[_Union[StartStream, _Mapping]] = ..., stop_stream: _Optional[_Union[StopStream, _Mapping]] = ..., agent_status: _Optional[_Union[AgentStatus, _Mapping]] = ..., chat_message: _Optional[_Union[ChatMessage, _Mapping]] = ..., admin_command: _Optional[_Union[AdminCommand, _Mapping]] = ..., update_info: _Optional[_Union[UpdateInfo, _Mapping]] = ..., update_status: _Optional[_Union[UpdateStatus, _Mapping]] = ..., consent_request: _Optional[_Union[ConsentRequest, _Mapping]] = ..., consent_response: _Optional[_Union[ConsentResponse, _Mapping]] = ..., display_info: _Optional[_Union[DisplayInfo, _Mapping]] = ..., participants: _Optional[_Union[Participants, _Mapping]] = ..., backstage_open: _Optional[_Union[BackstageOpen, _Mapping]] = ..., backstage_data: _Optional[_Union[BackstageData, _Mapping]] = ..., backstage_resize: _Optional[_Union[BackstageResize, _Mapping]] = ..., backstage_ack: _Optional[_Union[BackstageAck, _Mapping]] = ..., backstage_close: _Optional[_Union[BackstageClose, _Mapping]] = ..., file_open: _Optional[_Union[FileOpen, _Mapping]] = ..., file_request: _Optional[_Union[FileRequest, _Mapping]] = ..., file_reply: _Optional[_Union[FileReply, _Mapping]] = ..., file_data: _Optional[_Union[FileData, _Mapping]] = ..., file_ack: _Optional[_Union[FileAck, _Mapping]] = ..., file_close: _Optional[_Union[FileClose, _Mapping]] = ...) -> None: ...

@@ -12,6 +12,9 @@ close an agent that does not keep to it.
 
 from __future__ import annotations
 
+from .window import Window as _Window
+from .window import WindowError
+
 __all__ = [
     "DEFAULT_COLS",
     "DEFAULT_ROWS",
@@ -33,50 +36,11 @@ DEFAULT_ROWS = 24
 DEFAULT_COLS = 80
 
 
-class WindowError(ValueError):
-    """The peer broke the flow-control rules (its message says how)."""
-
-
-class Window:
-    """Output in flight on one terminal: what was sent and is not acknowledged yet.
-
-    :param size: the window, in bytes.
-    """
+class Window(_Window):
+    """Output in flight on one terminal (:class:`~.window.Window`, sized :data:`WINDOW`)."""
 
     def __init__(self, size: int = WINDOW) -> None:
-        self.size = size
-        self.in_flight = 0
-        self.sent_total = 0
-        self.acked_total = 0
-
-    @property
-    def room(self) -> int:
-        """Bytes that may be sent now (0: wait for an acknowledgement)."""
-        return max(0, self.size - self.in_flight)
-
-    def sent(self, count: int) -> None:
-        """``count`` more bytes went out.
-
-        :raises WindowError: they overrun the window.
-        """
-        if count < 0:
-            raise WindowError(f"a negative byte count ({count})")
-        if count > self.room:
-            raise WindowError(f"{count} bytes of output with room for {self.room} "
-                              f"(window {self.size}, {self.in_flight} unacknowledged)")
-        self.in_flight += count
-        self.sent_total += count
-
-    def acked(self, count: int) -> None:
-        """The viewer showed ``count`` more bytes.
-
-        :raises WindowError: it acknowledges more than was sent.
-        """
-        if count < 0 or count > self.in_flight:
-            raise WindowError(f"an acknowledgement of {count} bytes with {self.in_flight} "
-                              "unacknowledged")
-        self.in_flight -= count
-        self.acked_total += count
+        super().__init__(size)
 
 
 def size_refusal(rows: int, cols: int) -> str | None:

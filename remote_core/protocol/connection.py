@@ -16,7 +16,7 @@ from google.protobuf.message import Message
 from ._wire import FIELD_BY_NUMBER, NUMBER_BY_FIELD, DecodeError, pb, peek, wrap
 from .errors import CloseCode, LocalProtocolError, RemoteProtocolError
 from .events import Dropped, Inbound, ProtocolEvent
-from .routes import ALLOWED, BACKSTAGE_KINDS, INPUT_KINDS, ROUTES, Role
+from .routes import ALLOWED, CHANNEL_KINDS, INPUT_KINDS, ROUTES, Channel, Role
 
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "Connection", "State"]
 
@@ -35,6 +35,12 @@ class State(enum.Enum):
 _FIRST = {Role.SERVER: "session_response"}
 _VIDEO_FRAME = NUMBER_BY_FIELD["video_frame"]
 _EITHER_CHANNEL = frozenset({"heartbeat", "disconnect"})
+_ANY_CHANNEL = frozenset().union(*CHANNEL_KINDS.values())
+_SESSION_TYPE = {Channel.TERMINAL: "BACKSTAGE", Channel.FILES: "FILE_TRANSFER"}
+
+
+def _channel_of(kind: str) -> Channel:
+    return next(channel for channel, kinds in CHANNEL_KINDS.items() if kind in kinds)
 
 
 class Connection:
@@ -53,9 +59,9 @@ class Connection:
         self.max_message_bytes = max_message_bytes
         self.state = State.AWAITING_REQUEST
         self.view_only = False
-        self.backstage = False
-        """A viewer's BACKSTAGE session: it sends terminal messages only (a screen
-        viewer none)."""
+        self.channel: Channel | None = None
+        """A viewer's own channel (BACKSTAGE, FILE_TRANSFER): it sends that channel's
+        messages only (a screen viewer none of any channel's)."""
         self.dropped: Counter[str] = Counter()
         self._inbound = ALLOWED[(peer, local)]
         self._outbound = ALLOWED[(local, peer)]
@@ -93,10 +99,12 @@ class Connection:
         if self.view_only and event.kind in INPUT_KINDS:
             return self._drop(event.kind, "view-only session")
         if self.peer is Role.VIEWER and event.kind not in _EITHER_CHANNEL:
-            if self.backstage and event.kind not in BACKSTAGE_KINDS:
-                return self._drop(event.kind, "a BACKSTAGE session sends terminal messages only")
-            if not self.backstage and event.kind in BACKSTAGE_KINDS:
-                return self._drop(event.kind, "terminal messages need a BACKSTAGE session")
+            if self.channel is not None and event.kind not in CHANNEL_KINDS[self.channel]:
+                return self._drop(event.kind, f"a {_SESSION_TYPE[self.channel]} session sends "
+                                              "its own messages only")
+            if self.channel is None and event.kind in _ANY_CHANNEL:
+                return self._drop(event.kind, f"{event.kind} needs a "
+                                              f"{_SESSION_TYPE[_channel_of(event.kind)]} session")
         return event
 
     def video_offset(self, data: bytes) -> int | None:
@@ -153,16 +161,16 @@ class Connection:
         return wrap(kind, payload)
 
     def accept(self, session_id: str, display_info: pb.DisplayInfo | None = None, *,
-               view_only: bool = False, backstage: bool = False) -> bytes:
+               view_only: bool = False, channel: Channel | None = None) -> bytes:
         """Server side: answer the request with success and become authenticated; a
-        ``backstage`` viewer's session carries terminal messages only."""
+        ``channel`` viewer's session (a terminal, files) carries that channel's messages only."""
         response = pb.SessionResponse(success=True, session_id=session_id)
         if display_info is not None:
             response.display_info.CopyFrom(display_info)
         data = self.send("session_response", response)
         self.state = State.AUTHENTICATED
         self.view_only = view_only
-        self.backstage = backstage
+        self.channel = channel
         return data
 
     def reject(self, error: str) -> bytes:

@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["ALLOWED", "BACKSTAGE_KINDS", "INPUT_KINDS", "ROUTES", "Role", "Route", "To",
-           "routes_from"]
+__all__ = ["ALLOWED", "BACKSTAGE_KINDS", "CHANNEL_KINDS", "FILE_KINDS", "INPUT_KINDS", "ROUTES",
+           "Channel", "Role", "Route", "To", "routes_from"]
 
 
 class Role(enum.Enum):
@@ -41,6 +41,18 @@ class To(enum.Flag):
     """Every viewer of the session but the sender."""
 
 
+class Channel(enum.Enum):
+    """A viewer's own channel to the agent beside the screen: a session type whose
+    messages only that viewer sends and gets, addressed by its viewer id (the server
+    stamps it on what the viewer sends and routes what the agent sends by it). The
+    value is the permission a technician needs for it."""
+
+    TERMINAL = "backstage"
+    """A BACKSTAGE session: a shell on the agent."""
+    FILES = "file_transfer"
+    """A FILE_TRANSFER session: the agent's files, browsed, downloaded and uploaded."""
+
+
 @dataclass(frozen=True, slots=True)
 class Route:
     to: To
@@ -52,13 +64,15 @@ class Route:
     """A view-only viewer may not send it (input, and the settings of the shared stream)."""
     forwarded_as_bytes: bool = False
     """Relayed without a parse (video: the hot path; receivers treat garbage as a lost frame)."""
-    backstage: bool = False
-    """A terminal message of a BACKSTAGE session: only a backstage viewer sends or gets it,
-    and it goes to one addressee (the agent, or the viewer its ``viewer_id`` names), never
-    to every viewer; the server's handlers address it."""
+    channel: Channel | None = None
+    """A message of a viewer's own channel (a BACKSTAGE terminal, a FILE_TRANSFER): only a
+    viewer of that channel sends or gets it, and it goes to one addressee (the agent, or the
+    viewer its ``viewer_id`` names), never to every viewer; the server's handlers address
+    it."""
 
 
 _A, _V, _S = Role.AGENT, Role.VIEWER, Role.SERVER
+_T, _F = Channel.TERMINAL, Channel.FILES
 
 ROUTES: Mapping[tuple[Role, str], Route] = MappingProxyType({
     # -- from an agent -------------------------------------------------------------------
@@ -75,8 +89,12 @@ ROUTES: Mapping[tuple[Role, str], Route] = MappingProxyType({
     (_A, "agent_status"): Route(To.SERVER, while_pending=True),
     (_A, "update_status"): Route(To.SERVER, while_pending=True),
     (_A, "consent_response"): Route(To.SERVER, while_pending=True),
-    (_A, "backstage_data"): Route(To.SERVER, backstage=True),
-    (_A, "backstage_close"): Route(To.SERVER, backstage=True),
+    (_A, "backstage_data"): Route(To.SERVER, channel=_T),
+    (_A, "backstage_close"): Route(To.SERVER, channel=_T),
+    (_A, "file_reply"): Route(To.SERVER, channel=_F),
+    (_A, "file_data"): Route(To.SERVER, channel=_F),
+    (_A, "file_ack"): Route(To.SERVER, channel=_F),
+    (_A, "file_close"): Route(To.SERVER, channel=_F),
     # -- from a viewer -------------------------------------------------------------------
     (_V, "session_request"): Route(To.SERVER),
     (_V, "heartbeat"): Route(To.SERVER),
@@ -91,9 +109,12 @@ ROUTES: Mapping[tuple[Role, str], Route] = MappingProxyType({
     (_V, "switch_display"): Route(To.AGENT | To.SERVER, control_only=True),
     (_V, "quality_settings"): Route(To.AGENT, control_only=True),
     (_V, "chat_message"): Route(To.AGENT | To.OTHER_VIEWERS),
-    (_V, "backstage_data"): Route(To.SERVER, backstage=True),
-    (_V, "backstage_resize"): Route(To.SERVER, backstage=True),
-    (_V, "backstage_ack"): Route(To.SERVER, backstage=True),
+    (_V, "backstage_data"): Route(To.SERVER, channel=_T),
+    (_V, "backstage_resize"): Route(To.SERVER, channel=_T),
+    (_V, "backstage_ack"): Route(To.SERVER, channel=_T),
+    (_V, "file_request"): Route(To.SERVER, channel=_F),
+    (_V, "file_data"): Route(To.SERVER, channel=_F),
+    (_V, "file_ack"): Route(To.SERVER, channel=_F),
     # -- what the server originates ------------------------------------------------------------
     (_S, "session_response"): Route(To.AGENT | To.VIEWERS),
     (_S, "heartbeat_ack"): Route(To.AGENT | To.VIEWERS),
@@ -104,13 +125,19 @@ ROUTES: Mapping[tuple[Role, str], Route] = MappingProxyType({
     (_S, "update_info"): Route(To.AGENT),
     (_S, "consent_request"): Route(To.AGENT),
     (_S, "participants"): Route(To.AGENT),
-    # backstage: the server addresses each one (the viewer's, stamped with its viewer id, to
-    # the agent; the agent's to the one viewer it names)
-    (_S, "backstage_open"): Route(To.AGENT, backstage=True),
-    (_S, "backstage_data"): Route(To.AGENT | To.VIEWERS, backstage=True),
-    (_S, "backstage_resize"): Route(To.AGENT, backstage=True),
-    (_S, "backstage_ack"): Route(To.AGENT, backstage=True),
-    (_S, "backstage_close"): Route(To.AGENT, backstage=True),
+    # a viewer's own channel: the server addresses each one (the viewer's, stamped with its
+    # viewer id, to the agent; the agent's to the one viewer it names)
+    (_S, "backstage_open"): Route(To.AGENT, channel=_T),
+    (_S, "backstage_data"): Route(To.AGENT | To.VIEWERS, channel=_T),
+    (_S, "backstage_resize"): Route(To.AGENT, channel=_T),
+    (_S, "backstage_ack"): Route(To.AGENT, channel=_T),
+    (_S, "backstage_close"): Route(To.AGENT, channel=_T),
+    (_S, "file_open"): Route(To.AGENT, channel=_F),
+    (_S, "file_request"): Route(To.AGENT, channel=_F),
+    (_S, "file_reply"): Route(To.VIEWERS, channel=_F),
+    (_S, "file_data"): Route(To.AGENT | To.VIEWERS, channel=_F),
+    (_S, "file_ack"): Route(To.AGENT | To.VIEWERS, channel=_F),
+    (_S, "file_close"): Route(To.AGENT, channel=_F),
 })
 
 
@@ -135,9 +162,15 @@ ALLOWED: Mapping[tuple[Role, Role], frozenset[str]] = MappingProxyType({
 })
 """Which kinds each sender may send each receiver (derived from :data:`ROUTES`)."""
 
-BACKSTAGE_KINDS = frozenset(kind for (_, kind), route in ROUTES.items() if route.backstage)
-"""The terminal messages of BACKSTAGE sessions: a backstage viewer sends only these (and
-heartbeats and goodbyes), a screen viewer none of them."""
+CHANNEL_KINDS: Mapping[Channel, frozenset[str]] = MappingProxyType({
+    channel: frozenset(kind for (_, kind), route in ROUTES.items() if route.channel is channel)
+    for channel in Channel})
+"""The messages of each viewer's channel: its viewer sends only these (and heartbeats and
+goodbyes); a screen viewer none of them."""
+BACKSTAGE_KINDS = CHANNEL_KINDS[Channel.TERMINAL]
+"""The terminal messages of BACKSTAGE sessions."""
+FILE_KINDS = CHANNEL_KINDS[Channel.FILES]
+"""The messages of FILE_TRANSFER sessions."""
 
 INPUT_KINDS = frozenset(kind for kind, route in routes_from(_V).items() if route.control_only)
 """What a VIEW_ONLY viewer may not send (CONTRACT 1, View-only): dropped by the protocol."""

@@ -24,7 +24,7 @@ import anyio
 from remote_core.errors import ConflictError, NotFoundError, SessionRefused, StoreError
 from remote_core.interfaces import Store
 from remote_core.plugins import Plugins
-from remote_core.protocol import Connection, Role, pb
+from remote_core.protocol import Channel, Connection, Role, pb
 from remote_core.protocol.backstage import Window
 from remote_core.records import (
     CONSENT_PENDING,
@@ -302,7 +302,7 @@ class Admission:
         link.actor = user.username
         link.user_id = user.id
         link.window = Window()
-        link.outbox.put(conn.accept(session.session_id, backstage=True))
+        link.outbox.put(conn.accept(session.session_id, channel=Channel.TERMINAL))
         session.backstage[viewer_id] = link
         self._index.touch(session)
         session.agent.send("backstage_open", pb.BackstageOpen(
