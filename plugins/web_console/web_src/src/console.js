@@ -10,7 +10,7 @@ const app = document.getElementById("app");
 let me = null;
 let refreshTimer = null;
 
-const PERMISSIONS = ["view", "control", "support_codes", "manage_machines", "backstage"];
+const PERMISSIONS = ["view", "control", "support_codes", "manage_machines", "backstage", "file_transfer"];
 
 const VIEWS = {
   machines: { title: "Machines", render: machinesView },
@@ -41,6 +41,16 @@ function terminalLink(sessionId) {
   // A backstage terminal (a shell on the machine): the 'backstage' permission's.
   if (!canBackstage()) return "";
   return h("a", { href: `./terminal.html?session=${encodeURIComponent(sessionId)}`, target: "_blank", rel: "opener", className: "open-terminal" }, "Terminal");
+}
+
+function canTransferFiles() {
+  return isAdmin() || Boolean(me?.permissions?.includes("file_transfer"));
+}
+
+function filesLink(sessionId) {
+  // The machine's files (browse, download, upload): the 'file_transfer' permission's.
+  if (!canTransferFiles()) return "";
+  return h("a", { href: `./files.html?session=${encodeURIComponent(sessionId)}`, target: "_blank", rel: "opener", className: "open-files" }, "Files");
 }
 
 function errorLine() {
@@ -236,7 +246,7 @@ function machinesView(main) {
 
   function machineRow(m) {
     const actions = h("div", { className: "row" });
-    if (m.session_id) actions.append(viewerLink(m.session_id, "Connect"), terminalLink(m.session_id));
+    if (m.session_id) actions.append(viewerLink(m.session_id, "Connect"), terminalLink(m.session_id), filesLink(m.session_id));
     if (isAdmin()) {
       actions.append(
         h("a", { href: `#keys/${encodeURIComponent(m.agent_id)}` }, "Keys"),
@@ -366,6 +376,7 @@ function sessionsView(main) {
         h("td", {}, when(s.created_at)), h("td", {}, live ? badge("live", "online") : when(s.ended_at)),
         h("td", {}, h("div", { className: "row" }, live && s.consent_state !== "pending" ? viewerLink(id, "View") : "",
           live && s.consent_state !== "pending" ? terminalLink(id) : "",
+          live && s.consent_state !== "pending" ? filesLink(id) : "",
           isAdmin() && live ? h("button", { className: "danger", onclick: () => guarded(error, async () => {
             await api("DELETE", `/api/sessions/${encodeURIComponent(id)}`);
             load();

@@ -5,7 +5,7 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { MessageSchema } from "../gen/remote_support_pb.js";
 
 export {
-  ClipboardFormat, CodecPreference, KeyEventType, MouseEventType, SessionType, SpecialKey,
+  ClipboardFormat, CodecPreference, FileOp, KeyEventType, MouseEventType, SessionType, SpecialKey,
 } from "../gen/remote_support_pb.js";
 
 /** Serialize one Message carrying `payload` as its `kind` (camelCase) field. */

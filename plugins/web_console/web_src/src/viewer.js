@@ -564,6 +564,12 @@ window.addEventListener("focus", shareClipboardOnFocus);
 $("clip-send").onclick = () => sendClipboard($("clipboard").value);
 $("clip-get").onclick = () => send("clipboardRequest", {});
 
+// The machine's files, in a tab of their own (it gets a copy of this tab's sessionStorage,
+// where the login token is); the server asks for the 'file_transfer' permission there.
+$("files").onclick = () => {
+  if (sessionId) window.open(`./files.html?session=${encodeURIComponent(sessionId)}`, "_blank");
+};
+
 $("leave").onclick = () => {
   state.closedByUser = true;
   send("disconnect", { reason: "technician left" });
