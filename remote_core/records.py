@@ -44,8 +44,10 @@ CONSENT_PENDING = "pending"
 CONSENT_GRANTED = "granted"
 CONSENT_NOT_REQUIRED = "not_required"
 
-PERMISSIONS = ("view", "control", "support_codes", "manage_machines", "backstage")
-"""Every permission a user can hold (CONTRACT 2; ``backstage``: BACKSTAGE terminals)."""
+PERMISSIONS = ("view", "control", "support_codes", "manage_machines", "backstage",
+               "file_transfer")
+"""Every permission a user can hold (CONTRACT 2; ``backstage``: BACKSTAGE terminals;
+``file_transfer``: FILE_TRANSFER sessions)."""
 
 UserRole = Literal["admin", "technician"]
 """An operator account's role (the protocol's peers have ``remote_core.protocol.Role``)."""

@@ -195,9 +195,10 @@ records it as the session's end reason as it is."""
 
 @dataclass(frozen=True, slots=True)
 class ConsentAsk:
-    """A technician asks to view (``control=False``) or control a session, or to open a
-    BACKSTAGE terminal on the machine (``backstage=True``): what the server's consent
-    policy decides on and what the agent's prompt shows the end user.
+    """A technician asks to view (``control=False``) or control a session, to open a
+    BACKSTAGE terminal on the machine (``backstage=True``), or to move files to and from
+    it (``file_transfer=True``): what the server's consent policy decides on and what the
+    agent's prompt shows the end user.
 
     ``agent_id``, ``method`` (the auth method that opened the session) and
     ``attended`` are the server's to fill; ``timeout_secs``, ``connected`` (the
@@ -216,6 +217,7 @@ class ConsentAsk:
     organization: str = ""
     recorded: bool = False
     backstage: bool = False
+    file_transfer: bool = False
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,8 @@ class ServerSettings(PluginSettings):
         30.0, "seconds between rereads of the token-signing keys (a rotation reaches a "
               "running server within this)")
     max_message_bytes: int = option(16 * 1024 * 1024, "largest WebSocket message accepted")
+    max_transfer_bytes: int = option(
+        16 * 1024 ** 3, "most bytes one file transfer may move, either way (FILE_TRANSFER)")
     heartbeat_interval: float = option(15.0, "seconds between heartbeats")
     heartbeat_timeout: float = option(45.0, "seconds of silence before a peer is dropped")
     first_message_timeout: float = option(10.0, "seconds to wait for session_request")
@@ -155,8 +157,9 @@ class ServerSettings(PluginSettings):
         super().validate()
         if not 0 <= self.port <= 65535:
             raise ConfigError(f"setting 'port' must be 0-65535, got {self.port}")
-        positive(self, "max_message_bytes", "viewer_buffer_bytes", "login_token_ttl",
-                 "consent_timeout", "max_pending_sockets_per_ip", "max_pending_sockets",
+        positive(self, "max_message_bytes", "max_transfer_bytes", "viewer_buffer_bytes",
+                 "login_token_ttl", "consent_timeout", "max_pending_sockets_per_ip",
+                 "max_pending_sockets",
                  "heartbeat_interval", "heartbeat_timeout", "first_message_timeout",
                  "signing_key_refresh", "request_body_timeout")
         if self.heartbeat_timeout <= self.heartbeat_interval:

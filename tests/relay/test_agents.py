@@ -178,9 +178,9 @@ async def test_admin_command_reaches_the_agent(server, admin: Admin) -> None:
     assert (await agent.closed())[0] == 1000
 
 
-async def test_unbuilt_session_types_are_refused_clearly(server, admin: Admin) -> None:
+async def test_an_agent_cannot_open_its_session_as_file_transfer(server, admin: Admin) -> None:
     agent = await Peer.agent(server, admin.keyed_machine()[1], session_type=pb.FILE_TRANSFER)
-    assert "is not supported yet" in await refused(agent)
+    assert "FILE_TRANSFER is a viewer's session type" in await refused(agent)
 
 
 async def test_an_agent_cannot_open_its_session_as_backstage(server, admin: Admin) -> None:

@@ -6,8 +6,8 @@ import pytest
 from remote_server.relay.consent import Ask, ConsentBook, Standing
 from remote_server.relay.identity import clean_id
 from remote_server.relay.rules import (
-    backstage_consent_refusal,
-    backstage_refusal,
+    channel_consent_refusal,
+    channel_refusal,
     check_session_type,
     initial_consent_state,
     shows_session_panel,
@@ -17,7 +17,7 @@ from remote_server.relay.rules import (
 from remote_server.settings import ServerSettings
 
 from remote_core.errors import SessionRefused
-from remote_core.protocol import pb
+from remote_core.protocol import Channel, pb
 from remote_core.records import User
 from remote_core.types import ConsentDecision
 
@@ -51,14 +51,13 @@ def test_who_may_view_what() -> None:
 def test_session_types_and_identifiers() -> None:
     check_session_type(pb.SCREEN_CONTROL)
     check_session_type(pb.VIEW_ONLY)
-    check_session_type(pb.BACKSTAGE, viewer=True)
-    with pytest.raises(SessionRefused, match="BACKSTAGE is a viewer's session type"):
-        check_session_type(pb.BACKSTAGE)
-    for unbuilt in (pb.FILE_TRANSFER, 99):
-        with pytest.raises(SessionRefused, match="not supported yet"):
-            check_session_type(unbuilt)
-        with pytest.raises(SessionRefused, match="not supported yet"):
-            check_session_type(unbuilt, viewer=True)
+    for own in ("BACKSTAGE", "FILE_TRANSFER"):
+        check_session_type(pb.SessionType.Value(own), viewer=True)
+        with pytest.raises(SessionRefused, match=f"{own} is a viewer's session type"):
+            check_session_type(pb.SessionType.Value(own))
+    for role in (False, True):
+        with pytest.raises(SessionRefused, match="session type 99 is not supported"):
+            check_session_type(99, viewer=role)
     assert clean_id("  agent-1 ", "agent_id") == "agent-1"
     for bad in ("", " ", "x" * 129, "bad\nid"):
         with pytest.raises(SessionRefused, match="printable"):
@@ -102,42 +101,48 @@ def test_the_session_panel_shows_as_the_policy_for_the_organization_says() -> No
     assert shows_session_panel(every, managed=True, organization="Globex")
 
 
-def test_who_may_open_a_terminal() -> None:
-    assert backstage_refusal(user(role="admin"), "acme") is None
-    assert backstage_refusal(user(permissions=("backstage",), client_access=("acme",)),
-                             "acme") is None
-    for viewer in (user(permissions=("view", "control"), client_access=("*",)),
+@pytest.mark.parametrize("channel", list(Channel))
+def test_who_may_open_a_terminal_or_move_files(channel: Channel) -> None:
+    permission = channel.value
+    assert channel_refusal(channel, user(role="admin"), "acme") is None
+    assert channel_refusal(channel, user(permissions=(permission,), client_access=("acme",)),
+                           "acme") is None
+    other = next(c for c in Channel if c is not channel).value  # one channel is not the other
+    for viewer in (user(permissions=("view", "control", other), client_access=("*",)),
                    user(permissions=("support_codes", "manage_machines"), client_access=("*",))):
-        assert "needs the 'backstage' permission" in str(backstage_refusal(viewer, "acme"))
-    assert "organization" in str(backstage_refusal(
-        user(permissions=("backstage",), client_access=("other",)), "acme"))
-    assert "disabled" in str(backstage_refusal(
-        user(role="admin", disabled=True), "acme"))
-    assert "disabled" in str(backstage_refusal(None, "acme"))
+        assert f"needs the '{permission}' permission" in str(
+            channel_refusal(channel, viewer, "acme"))
+    assert "organization" in str(channel_refusal(
+        channel, user(permissions=(permission,), client_access=("other",)), "acme"))
+    assert "disabled" in str(channel_refusal(
+        channel, user(role="admin", disabled=True), "acme"))
+    assert "disabled" in str(channel_refusal(channel, None, "acme"))
 
 
 def test_consent_to_view_and_consent_to_a_terminal_are_kept_apart() -> None:
     book = ConsentBook(timeout=10)
     view = Ask("u2", "techb", control=True)
-    shell = Ask("u2", "techb", control=False, backstage=True)
+    shell = Ask("u2", "techb", control=False, channel=Channel.TERMINAL)
     book.queue(view)
     book.queue(shell)
     assert book.standing("u2") is Standing.ASKING
-    assert book.standing("u2", backstage=True) is Standing.ASKING
+    assert book.standing("u2", channel=Channel.TERMINAL) is Standing.ASKING
     assert book.next(now=0) == view
     book.admit(book.answered() or view)
     assert book.standing("u2") is Standing.ADMITTED
-    assert book.standing("u2", backstage=True) is Standing.ASKING  # still queued
+    assert book.standing("u2", channel=Channel.TERMINAL) is Standing.ASKING  # still queued
     assert book.next(now=1) == shell
     assert book.expire(now=5) is None and book.expire(now=11) == shell
     book.refuse(shell, Standing.TIMED_OUT)
-    assert book.standing("u2", backstage=True) is Standing.TIMED_OUT
+    assert book.standing("u2", channel=Channel.TERMINAL) is Standing.TIMED_OUT
     assert book.standing("u2") is Standing.ADMITTED  # viewing stands
-    assert book.admitted == {"u2": True} and book.terminals == set()
+    assert book.admitted == {"u2": True} and book.channels[Channel.TERMINAL] == set()
+    assert book.standing("u2", channel=Channel.FILES) is Standing.UNASKED  # nor to files
     book.admit(shell)  # a later grant (say, by the policy)
-    assert book.standing("u2", backstage=True) is Standing.ADMITTED
-    assert "u2" not in book.terminals_refused
+    assert book.standing("u2", channel=Channel.TERMINAL) is Standing.ADMITTED
+    assert "u2" not in book.channels_refused[Channel.TERMINAL]
     for standing, words in ((Standing.ASKING, "being asked"), (Standing.DENIED, "denied"),
                             (Standing.TIMED_OUT, "in time"), (Standing.UNASKED, "not allowed")):
-        assert words in str(backstage_consent_refusal(standing))
-    assert backstage_consent_refusal(Standing.ADMITTED) is None
+        assert words in str(channel_consent_refusal(Channel.TERMINAL, standing))
+        assert "file transfer" in str(channel_consent_refusal(Channel.FILES, standing))
+    assert channel_consent_refusal(Channel.TERMINAL, Standing.ADMITTED) is None

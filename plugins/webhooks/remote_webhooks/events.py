@@ -31,7 +31,8 @@ _RENAMED = {
     "support_code.lockout": "support_code.lockout",
     "backstage.opened": "backstage.opened",  # a shell on a machine: worth a receiver's eye
     "backstage.closed": "backstage.closed",
-    "file.transferred": "file.transferred",  # the name a file transfer's event will carry
+    "file.uploaded": "file.transferred",  # who moved which file, either way (its direction,
+    "file.downloaded": "file.transferred",  # path, size and SHA-256 in the detail)
 }
 _FINAL_UPDATE_STATES = frozenset({"UPDATE_COMPLETE", "UPDATE_FAILED"})
 

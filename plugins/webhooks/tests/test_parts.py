@@ -129,6 +129,9 @@ def test_events_are_renamed_and_failed_logins_counted() -> None:
     assert mapper.map(AuditEvent("viewer.joined")) == []
     opened = AuditEvent("backstage.opened", actor="techa", detail={"viewer_id": "v"})
     assert mapper.map(opened) == [("backstage.opened", {"viewer_id": "v"})]
+    moved = AuditEvent("file.downloaded", detail={"path": "/home/a", "direction": "download"})
+    assert mapper.map(moved) == [("file.transferred", {"path": "/home/a",
+                                                       "direction": "download"})]
     failed = AuditEvent("auth.login_failed", target="admin")
     assert mapper.map(failed) == [] and mapper.map(failed) == []
     now[0] = 61.0  # the first two fall out of the window

@@ -18,7 +18,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
 from remote_core.errors import SessionRefused
-from remote_core.protocol import pb
+from remote_core.protocol import Channel, pb
 
 from ..relay.auth import NotReady
 from ..relay.consent import Standing
@@ -80,12 +80,12 @@ class ClusterDirectory:
 
     # -- actions, carried out where the session is ----------------------------------------
     async def admission(self, session_id: str, user_id: str, *,
-                        backstage: bool = False) -> Standing:
+                        channel: Channel | None = None) -> Standing:
         node = self.owner(session_id)
         if node is None or node == self._members.me:
-            return await self._registry.admission(session_id, user_id, backstage=backstage)
+            return await self._registry.admission(session_id, user_id, channel=channel)
         answer = await self._ask(node, "admission", session_id=session_id, user_id=user_id,
-                                 backstage=backstage)
+                                 channel=channel.value if channel is not None else None)
         return Standing(answer)
 
     async def send_to_agent(self, agent_id: str, kind: str, payload: Any) -> bool:
@@ -163,8 +163,9 @@ class ClusterDirectory:
 async def act(registry: Registry, method: str, args: dict[str, Any]) -> Any:
     """Carry out another node's request on this node's registry."""
     if method == "admission":
+        channel = args.get("channel")
         standing = await registry.admission(str(args["session_id"]), str(args["user_id"]),
-                                            backstage=args.get("backstage") is True)
+                                            channel=Channel(channel) if channel else None)
         return standing.value
     if method == "send_to_agent":
         message = pb.Message.FromString(base64.b64decode(args["message"]))

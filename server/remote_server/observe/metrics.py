@@ -24,6 +24,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoM
 from prometheus_client.registry import Collector
 
 from remote_core.interfaces import Store
+from remote_core.protocol import Channel
 
 from .. import __version__
 from .counters import AUTH_FAILURES, AUTH_METHODS, RATE_LIMITED, RELAY
@@ -58,9 +59,13 @@ class _Live(Collector):
         yield family
         yield GaugeMetricFamily("remote_support_viewers", "Viewers connected to this node",
                                 value=sum(len(s.viewers) for s in sessions))
+        opened = Counter(viewer.conn.channel for s in sessions for viewer in s.channels.values())
         yield GaugeMetricFamily("remote_support_backstage_terminals",
                                 "Backstage terminals (shells) open through this node",
-                                value=sum(len(s.backstage) for s in sessions))
+                                value=opened[Channel.TERMINAL])
+        yield GaugeMetricFamily("remote_support_file_viewers",
+                                "FILE_TRANSFER sessions open through this node",
+                                value=opened[Channel.FILES])
         for name, doc, value in (
                 ("video_frames_received", "Video frames received from agents", RELAY.frames_in),
                 ("video_bytes_received", "Bytes of video frames received from agents",

@@ -52,9 +52,11 @@ from .identity import MAX_ID, resolve_unkeyed
 from .index import SessionIndex
 from .link import Link
 from .rules import (
-    backstage_consent_refusal,
-    backstage_refusal,
+    CHANNEL_OF_TYPE,
+    OPENED,
     can_control,
+    channel_consent_refusal,
+    channel_refusal,
     check_session_type,
     consent_refusal,
     initial_consent_state,
@@ -64,6 +66,7 @@ from .rules import (
     viewing_refusal,
 )
 from .session import Session
+from .transfers import TransferBook
 
 __all__ = ["Admission", "write_offline"]
 
@@ -247,7 +250,7 @@ class Admission:
         if self._index.closing:
             raise SessionRefused("the server is shutting down")
         check_session_type(request.session_type, viewer=True)
-        backstage = request.session_type == pb.BACKSTAGE
+        channel = CHANNEL_OF_TYPE.get(request.session_type)
         codecs = viewer_codecs(request.codecs)
         session = self._index.get(session_id)
         if session is None or session.ended:
@@ -256,10 +259,10 @@ class Admission:
             raise SessionRefused("the viewer token is for another session")
         if session.pending:
             raise SessionRefused("the session is awaiting the end user's consent")
-        if backstage:
-            user = await self._backstage_user(session, user_id)
-            refusal = backstage_consent_refusal(await self._backstage_standing(
-                session, user, ask=False))
+        if channel is not None:
+            user = await self._channel_user(session, user_id, channel)
+            refusal = channel_consent_refusal(channel, await self._channel_standing(
+                session, user, channel, ask=False))
         else:
             user = await self._viewing_user(session, user_id)
             refusal = consent_refusal(session.standing(user.id), session.technician_name)
@@ -273,8 +276,8 @@ class Admission:
                                  "sessions were ended)")
         if session.ended:  # it ended while the store answered
             raise SessionRefused("the session is not live")
-        if backstage:
-            return session, await self._open_terminal(session, user, client_ip)
+        if channel is not None:
+            return session, await self._open_channel(session, user, channel, client_ip)
         view_only = (request.session_type == pb.VIEW_ONLY or not can_control(user)
                      or not session.control_consented_for(user.id))
         viewer_id = uuid.uuid4().hex
@@ -294,45 +297,56 @@ class Admission:
             detail={"viewer_id": viewer_id, "view_only": view_only}))
         return session, link
 
-    async def _open_terminal(self, session: Session, user: User, client_ip: str | None) -> Link:
-        """Admit a BACKSTAGE viewer: the agent opens a shell for it, named by its viewer id."""
+    async def _open_channel(self, session: Session, user: User, channel: Channel,
+                            client_ip: str | None) -> Link:
+        """Admit a viewer of its own ``channel``: the agent opens a shell for it, or serves
+        its file requests, named by its viewer id."""
         viewer_id = uuid.uuid4().hex
         conn = Connection(Role.SERVER, Role.VIEWER, self._settings.max_message_bytes)
         link = Link(conn, self._settings.viewer_buffer_bytes, viewer_id, client_ip)
         link.actor = user.username
         link.user_id = user.id
-        link.window = Window()
-        link.outbox.put(conn.accept(session.session_id, channel=Channel.TERMINAL))
-        session.backstage[viewer_id] = link
+        if channel is Channel.TERMINAL:
+            link.window = Window()
+        else:
+            link.transfers = TransferBook(self._settings.max_transfer_bytes)
+        link.outbox.put(conn.accept(session.session_id, channel=channel))
+        session.channels[viewer_id] = link
         self._index.touch(session)
-        session.agent.send("backstage_open", pb.BackstageOpen(
-            viewer_id=viewer_id, technician_name=user.username))
-        session.tell_participants()  # the end user's panel says a terminal is open
+        if channel is Channel.TERMINAL:
+            session.agent.send("backstage_open", pb.BackstageOpen(
+                viewer_id=viewer_id, technician_name=user.username))
+        else:
+            session.agent.send("file_open", pb.FileOpen(
+                viewer_id=viewer_id, technician_name=user.username))
+        session.tell_participants()  # the end user's panel says what is open
         await self._audit.record(AuditEvent(
-            "backstage.opened", session_id=session.session_id, agent_id=session.agent_id,
+            OPENED[channel], session_id=session.session_id, agent_id=session.agent_id,
             actor=user.username, client_ip=client_ip,
             detail={"viewer_id": viewer_id, "technician": user.username}))
-        log.info("backstage terminal %s opened on session %s for %s", viewer_id,
+        log.info("%s %s opened on session %s for %s", channel.value, viewer_id,
                  session.session_id, user.username)
         return link
 
-    async def _backstage_user(self, session: Session, user_id: str) -> User:
-        """The user, if they may open a terminal on this session's machine at all now.
+    async def _channel_user(self, session: Session, user_id: str, channel: Channel) -> User:
+        """The user, if they may open ``channel`` on this session's machine at all now.
 
-        :raises SessionRefused: they may not (gone, disabled, no ``backstage``, another
+        :raises SessionRefused: they may not (gone, disabled, no permission for it, another
             organization).
         """
         user = await self._store.get_user(user_id)
-        refusal = backstage_refusal(user, session.organization)
+        refusal = channel_refusal(channel, user, session.organization)
         if refusal is not None:
             raise SessionRefused(refusal)
         assert user is not None
         return user
 
-    async def _backstage_standing(self, session: Session, user: User, *, ask: bool) -> Standing:
-        """Where ``user`` stands for a terminal on this session's machine: the consent policy
-        first (it may forbid terminals per machine, or allow one without asking), then the
-        end user of an attended session, who is asked now when ``ask`` and not yet asked.
+    async def _channel_standing(self, session: Session, user: User, channel: Channel, *,
+                                ask: bool) -> Standing:
+        """Where ``user`` stands for ``channel`` (a terminal, files) on this session's
+        machine: the consent policy first (it may forbid it per machine, or allow it
+        without asking), then the end user of an attended session, who is asked now when
+        ``ask`` and not yet asked.
 
         :raises SessionRefused: the policy forbids it, or asks where nobody can answer.
         """
@@ -340,39 +354,38 @@ class Admission:
             session_id=session.session_id, technician_name=user.username, control=False,
             timeout_secs=self._settings.consent_timeout, agent_id=session.agent_id,
             method=session.source, attended=session.consent is not None,
-            organization=session.organization, backstage=True))
-        terminal = Ask(user.id, user.username, False, backstage=True)
+            organization=session.organization, backstage=channel is Channel.TERMINAL,
+            file_transfer=channel is Channel.FILES))
+        question = Ask(user.id, user.username, False, channel=channel)
+        what = {Channel.TERMINAL: "backstage terminals", Channel.FILES: "file transfer"}[channel]
+        detail = {"technician": user.username, channel.value: True}
         if decision is ConsentDecision.DENY:  # asked again each time: not kept in the book
             await self._audit.record(AuditEvent(
                 "session.consent_denied", session_id=session.session_id,
-                agent_id=session.agent_id, actor=user.username,
-                detail={"by": "policy", "technician": user.username, "backstage": True}))
-            raise SessionRefused("the server's consent policy forbids backstage terminals on "
-                                 "this machine")
+                agent_id=session.agent_id, actor=user.username, detail={"by": "policy", **detail}))
+            raise SessionRefused(f"the server's consent policy forbids {what} on this machine")
         if session.consent is None:  # managed: nobody to ask
             if decision is ConsentDecision.ASK:
-                raise SessionRefused("the consent policy asks the end user before a backstage "
-                                     "terminal opens, and this managed session has nobody "
-                                     "to ask")
+                raise SessionRefused(f"the consent policy asks the end user before {what}, "
+                                     "and this managed session has nobody to ask")
             return Standing.ADMITTED
         if decision is ConsentDecision.APPROVE:
-            if session.standing(user.id, backstage=True) is not Standing.ADMITTED:
-                session.consent.admit(terminal)
+            if session.standing(user.id, channel=channel) is not Standing.ADMITTED:
+                session.consent.admit(question)
                 await self._audit.record(AuditEvent(
                     "session.consent_granted", session_id=session.session_id,
                     agent_id=session.agent_id, actor=user.username,
-                    detail={"by": "policy", "technician": user.username, "backstage": True}))
+                    detail={"by": "policy", **detail}))
             return Standing.ADMITTED
-        standing = session.standing(user.id, backstage=True)
+        standing = session.standing(user.id, channel=channel)
         if standing is Standing.UNASKED and ask and not session.ended:
-            session.ask(terminal, self._settings.consent_timeout)  # no await since the read
+            session.ask(question, self._settings.consent_timeout)  # no await since the read
             await self._audit.record(AuditEvent(
                 "session.consent_requested", session_id=session.session_id,
-                agent_id=session.agent_id, actor=user.username,
-                detail={"technician": user.username, "backstage": True}))
-            log.info("asking the end user of session %s to allow a backstage terminal for %s",
-                     session.session_id, user.username)
-            standing = session.standing(user.id, backstage=True)
+                agent_id=session.agent_id, actor=user.username, detail=detail))
+            log.info("asking the end user of session %s to allow %s for %s",
+                     session.session_id, what, user.username)
+            standing = session.standing(user.id, channel=channel)
         return standing
 
     async def _viewing_user(self, session: Session, user_id: str) -> User:
@@ -388,26 +401,26 @@ class Admission:
         return user
 
     async def admission(self, session_id: str, user_id: str, *,
-                        backstage: bool = False) -> Standing:
+                        channel: Channel | None = None) -> Standing:
         """Where ``user_id`` stands with the end user of a live, consented session; a first
         request of a technician the end user has not been asked about asks them now.
-        With ``backstage``: where they stand for a terminal on the machine (asked the same
-        way, and separately: viewing is no consent to a shell).
+        With a ``channel``: where they stand for a terminal on the machine, or for its
+        files (asked the same way, and separately: viewing is no consent to either).
 
         The consent policy hook decides first, as for the session's own technician.
 
         :raises NotReady: the session is not live or awaits its own consent.
         :raises SessionRefused: the user may not view this machine at all (or, for
-            ``backstage``, open a terminal on it: no permission, or the policy forbids it).
+            a ``channel``, open it: no permission, or the policy forbids it).
         """
         session = self._index.get(session_id)
         if session is None or session.ended:
             raise NotReady("the session is not live")
         if session.pending:
             raise NotReady("the session is still awaiting the end user's consent")
-        if backstage:
-            return await self._backstage_standing(
-                session, await self._backstage_user(session, user_id), ask=True)
+        if channel is not None:
+            return await self._channel_standing(
+                session, await self._channel_user(session, user_id, channel), channel, ask=True)
         user = await self._viewing_user(session, user_id)
         standing = session.standing(user.id)
         if standing is not Standing.UNASKED or session.ended:

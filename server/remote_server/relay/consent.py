@@ -22,25 +22,28 @@ import time
 from collections import deque
 from dataclasses import dataclass
 
+from remote_core.protocol import Channel
+
 __all__ = ["Ask", "ConsentBook", "Standing"]
 
 
 @dataclass(frozen=True, slots=True)
 class Ask:
     """One question for the end user: may ``name`` view (and with ``control``, control)?
-    With ``backstage``: may ``name`` open a terminal (a shell) on the machine?
+    With a ``channel``: may ``name`` open a terminal (a shell) on the machine, or move
+    files to and from it?
 
     ``first`` is the session's own technician: that answer makes the session live
     or ends it; any other answer admits or refuses only the technician it names (a
-    backstage answer only their terminal: being allowed to view is no consent to a
-    shell, nor the other way round).
+    channel's answer only that channel: being allowed to view is no consent to a
+    shell or to files, nor the other way round).
     """
 
     user_id: str | None
     name: str
     control: bool
     first: bool = False
-    backstage: bool = False
+    channel: Channel | None = None
 
 
 class Standing(enum.Enum):
@@ -66,19 +69,19 @@ class ConsentBook:
         self.waiting: deque[Ask] = deque()
         self.admitted: dict[str, bool] = {}  # user id -> whether control was consented
         self.refused: dict[str, Standing] = {}
-        self.terminals: set[str] = set()  # user ids allowed a backstage terminal
-        self.terminals_refused: dict[str, Standing] = {}
+        self.channels: dict[Channel, set[str]] = {c: set() for c in Channel}  # user ids allowed
+        self.channels_refused: dict[Channel, dict[str, Standing]] = {c: {} for c in Channel}
         self.late = 0  # answers still owed to questions the server gave up on
 
-    def standing(self, user_id: str, *, backstage: bool = False) -> Standing:
-        """Where ``user_id`` stands for viewing, or (``backstage``) for a terminal."""
-        admitted = self.terminals if backstage else self.admitted
-        refused = self.terminals_refused if backstage else self.refused
+    def standing(self, user_id: str, *, channel: Channel | None = None) -> Standing:
+        """Where ``user_id`` stands for viewing, or for a ``channel`` (a terminal, files)."""
+        admitted = self.admitted if channel is None else self.channels[channel]
+        refused = self.refused if channel is None else self.channels_refused[channel]
         if user_id in admitted:
             return Standing.ADMITTED
         if user_id in refused:
             return refused[user_id]
-        if any(a.user_id == user_id and a.backstage == backstage for a in self._asks()):
+        if any(a.user_id == user_id and a.channel is channel for a in self._asks()):
             return Standing.ASKING
         return Standing.UNASKED
 
@@ -120,13 +123,14 @@ class ConsentBook:
     def admit(self, ask: Ask) -> None:
         if ask.user_id is None:
             return
-        if ask.backstage:
-            self.terminals.add(ask.user_id)
-            self.terminals_refused.pop(ask.user_id, None)
+        if ask.channel is not None:
+            self.channels[ask.channel].add(ask.user_id)
+            self.channels_refused[ask.channel].pop(ask.user_id, None)
         else:
             self.admitted[ask.user_id] = ask.control
             self.refused.pop(ask.user_id, None)
 
     def refuse(self, ask: Ask, standing: Standing) -> None:
         if ask.user_id is not None:
-            (self.terminals_refused if ask.backstage else self.refused)[ask.user_id] = standing
+            refused = self.refused if ask.channel is None else self.channels_refused[ask.channel]
+            refused[ask.user_id] = standing

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from remote_core.protocol import Channel
+
 from .consent import Standing
 from .session import SessionSnapshot
 
@@ -28,9 +30,10 @@ class SessionDirectory(Protocol):
     def is_online(self, agent_id: str) -> bool: ...
 
     async def admission(self, session_id: str, user_id: str, *,
-                        backstage: bool = False) -> Standing:
+                        channel: Channel | None = None) -> Standing:
         """Where ``user_id`` stands with the session's end user (to view, or for a
-        ``backstage`` terminal); a first request of another technician asks the end user.
+        ``channel``: a terminal, files); a first request of another technician asks the end
+        user.
         Raises ``NotReady`` or ``SessionRefused``."""
         ...
 

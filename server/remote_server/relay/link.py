@@ -12,6 +12,7 @@ from remote_core.protocol.backstage import Window
 from remote_core.video import CODEC_SLOTS
 
 from .outbox import Outbox
+from .transfers import TransferBook
 
 __all__ = ["Link"]
 
@@ -36,6 +37,8 @@ class Link:
         self.next_keyframe_request = 0.0
         self.window: Window | None = None
         """A BACKSTAGE viewer's terminal output in flight (the agent's flow control, checked)."""
+        self.transfers: TransferBook | None = None
+        """A FILE_TRANSFER viewer's open requests (both ends' rules, checked)."""
         self._codecs: tuple[str, ...] = ()
         self._decodes = CODEC_SLOTS
 

@@ -25,7 +25,7 @@ import anyio
 
 from remote_core.interfaces import Store
 from remote_core.plugins import Plugins
-from remote_core.protocol import CloseCode, Inbound, Role, pb
+from remote_core.protocol import Channel, CloseCode, Inbound, Role, pb
 from remote_core.protocol.backstage import MAX_CHUNK, WindowError, size_refusal
 from remote_core.records import (
     CONSENT_GRANTED,
@@ -43,14 +43,16 @@ from .consent import Ask, Standing
 from .index import SessionIndex
 from .link import Link
 from .rules import (
-    backstage_refusal,
+    CLOSED,
     can_control,
+    channel_refusal,
     shows_session_panel,
     status_report,
     update_status_detail,
     viewing_refusal,
 )
 from .session import Session, SessionSnapshot
+from .transfers import Ended, Transfer, TransferBook, TransferError
 
 __all__ = ["HANDLERS", "Handler", "Registry"]
 
@@ -272,7 +274,7 @@ class Registry:
                 "session.consent_denied", session_id=session.session_id,
                 agent_id=session.agent_id,
                 detail={"by": "end user", "reason": reason, "technician": ask.name,
-                        "backstage": ask.backstage}))
+                        **_asked_for(ask)}))
             if ask.first:
                 await self._end(session, "consent denied" + (f": {reason}" if reason else ""))
                 return None
@@ -291,7 +293,7 @@ class Registry:
         await self.audit.record(AuditEvent("session.consent_granted", session_id=session.session_id,
                                            agent_id=session.agent_id,
                                            detail={"technician": ask.name,
-                                                   "backstage": ask.backstage}))
+                                                   **_asked_for(ask)}))
         log.info("consent granted to %s for session %s", ask.name, session.session_id)
 
     # -- backstage terminals -----------------------------------------------------------------
@@ -299,7 +301,7 @@ class Registry:
                                  event: Inbound) -> str | None:
         """A backstage viewer's keystrokes, size or acknowledgement: checked, stamped with
         its viewer id (whatever it wrote there) and passed to the agent."""
-        if session.backstage.get(sender.id) is not sender or sender.window is None:
+        if session.channels.get(sender.id) is not sender or sender.window is None:
             return "not a backstage viewer of this session"
         message = event.payload()
         if event.kind == "backstage_data" and len(message.data) > MAX_CHUNK:
@@ -318,7 +320,7 @@ class Registry:
             # Input waits (and so does this viewer's socket) while the agent's outbox is
             # half full: a huge paste slows its sender, never closes the agent.
             await session.agent.outbox.wait_room(session.agent.outbox.budget // 2)
-            if session.ended or session.backstage.get(sender.id) is not sender:
+            if session.ended or session.channels.get(sender.id) is not sender:
                 return "the terminal ended while its input waited"
         session.agent.send(event.kind, message)
         return None
@@ -328,7 +330,7 @@ class Registry:
         """The agent's terminal output, to the one backstage viewer it names, within the
         flow-control window (an agent that overruns it loses that terminal)."""
         message = event.payload()
-        viewer = session.backstage.get(message.viewer_id)
+        viewer = session.channels.get(message.viewer_id)
         if viewer is None or viewer.window is None:
             return "terminal output for no backstage viewer of this session"
         if len(message.data) > MAX_CHUNK:
@@ -347,12 +349,139 @@ class Registry:
                                   event: Inbound) -> str | None:
         """The agent's shell ended (or never started): its viewer is closed, saying why."""
         message = event.payload()
-        viewer = session.backstage.get(message.viewer_id)
-        if viewer is None:
+        viewer = session.channels.get(message.viewer_id)
+        if viewer is None or viewer.conn.channel is not Channel.TERMINAL:
             return None  # the viewer left first: its close crossed the agent's
         reason = escaped(message.reason, 200) or f"the shell exited with status {message.exit_code}"
         await self.leave_viewer(session, viewer, reason, notified=True)
         return None
+
+    # -- file transfers ----------------------------------------------------------------------
+    def _file_viewer(self, session: Session, viewer_id: str) -> tuple[Link, TransferBook] | None:
+        viewer = session.channels.get(viewer_id)
+        if viewer is None or viewer.transfers is None:
+            return None
+        return viewer, viewer.transfers
+
+    async def _on_file_request(self, session: Session, sender: Link,
+                               event: Inbound) -> str | None:
+        """A file viewer's request: checked against the server's rules and cap (refused
+        here with a ``FileReply`` of its own), stamped with its viewer id, sent on."""
+        found = self._file_viewer(session, sender.id)
+        if found is None or found[0] is not sender:
+            return "not a file viewer of this session"
+        message = event.payload()
+        try:
+            found[1].request(message)
+        except TransferError as exc:
+            sender.send("file_reply", pb.FileReply(
+                request_id=message.request_id, error=exc.code, message=str(exc), done=True,
+                path=message.path))
+            await self._audit_transfer(session, sender, Ended(Transfer(
+                message.request_id, message.op, message.path, size=message.size),
+                exc.code, str(exc)))
+            return None
+        message.viewer_id = sender.id
+        session.agent.send(event.kind, message)
+        return None
+
+    async def _on_file_viewer_data(self, session: Session, sender: Link,
+                                   event: Inbound) -> str | None:
+        """An upload's chunk or a download's acknowledgement from its viewer: checked,
+        stamped, sent on. A viewer that breaks the window or the declared size loses the
+        channel (its upload could only fail at the agent)."""
+        found = self._file_viewer(session, sender.id)
+        if found is None or found[0] is not sender:
+            return "not a file viewer of this session"
+        message = event.payload()
+        try:
+            if event.kind == "file_data":
+                found[1].viewer_data(message)
+            else:
+                found[1].viewer_ack(message)
+        except TransferError as exc:
+            await self.leave_viewer(session, sender, f"the viewer broke the file transfer's "
+                                                     f"rules: {exc}",
+                                    code=CloseCode.POLICY_VIOLATION)
+            return None
+        message.viewer_id = sender.id
+        if event.kind == "file_data":
+            # An upload waits (and so does this viewer's socket) while the agent's outbox is
+            # half full: the agent's input and the screen's acks are never queued behind it.
+            await session.agent.outbox.wait_room(session.agent.outbox.budget // 2)
+            if session.ended or session.channels.get(sender.id) is not sender:
+                return "the file viewer left while its upload waited"
+        session.agent.send(event.kind, message)
+        return None
+
+    async def _on_file_agent(self, session: Session, _sender: Link,
+                             event: Inbound) -> str | None:
+        """The agent's reply, download chunk or upload acknowledgement, to the one file
+        viewer it names, checked on the way; a transfer's end is audited. A download past
+        the server's cap is cancelled at the agent and refused to the viewer; an agent that
+        breaks the window loses that channel."""
+        message = event.payload()
+        found = self._file_viewer(session, message.viewer_id)
+        if found is None:
+            return f"{event.kind} for no file viewer of this session"
+        viewer, book = found
+        try:
+            ended = None
+            if event.kind == "file_reply":
+                ended = book.reply(message)
+            elif event.kind == "file_data":
+                ended = book.agent_data(message)
+            else:
+                book.agent_ack(message)
+        except TransferError as exc:
+            if exc.code == "not-found":
+                return str(exc)  # a transfer this server already ended (cancelled, refused)
+            if exc.code != "too-large":
+                await self.leave_viewer(session, viewer, f"the agent broke the file transfer's "
+                                                         f"rules: {exc}")
+                return None
+            session.agent.send("file_request", pb.FileRequest(
+                viewer_id=viewer.id, request_id=message.request_id, op=pb.FILE_OP_CANCEL))
+            viewer.send("file_reply", pb.FileReply(
+                request_id=message.request_id, error=exc.code, message=str(exc), done=True))
+            await self._audit_transfer(session, viewer, Ended(
+                Transfer(message.request_id, pb.FILE_OP_DOWNLOAD, ""), exc.code, str(exc)))
+            return None
+        viewer.forward(event.data)
+        if ended is not None:
+            await self._audit_transfer(session, viewer, ended)
+        return None
+
+    async def _on_file_closed(self, session: Session, _sender: Link,
+                              event: Inbound) -> str | None:
+        """The agent closes a file viewer's channel: the viewer is closed, saying why."""
+        message = event.payload()
+        found = self._file_viewer(session, message.viewer_id)
+        if found is None:
+            return None  # the viewer left first
+        await self.leave_viewer(session, found[0], escaped(message.reason, 200)
+                                or "the agent closed the file transfer", notified=True)
+        return None
+
+    async def _audit_transfer(self, session: Session, viewer: Link, ended: Ended) -> None:
+        """The audit row of a transfer that ended: who moved what, or why it did not move."""
+        transfer = ended.transfer
+        if transfer.op not in (pb.FILE_OP_UPLOAD, pb.FILE_OP_DOWNLOAD, pb.FILE_OP_MKDIR):
+            return  # listings are browsing, not moving
+        kind = "file.failed" if ended.error else _MOVED[transfer.op]
+        detail: dict[str, Any] = {"viewer_id": viewer.id, "technician": viewer.actor,
+                                  "path": escaped(transfer.path, 1000),
+                                  "direction": transfer.direction}
+        if transfer.op == pb.FILE_OP_MKDIR:
+            detail.pop("direction")
+        elif not ended.error:
+            detail.update(size=ended.bytes, sha256=escaped(ended.sha256, 64),
+                          resumed_at=transfer.offset)
+        if ended.error:
+            detail.update(error=escaped(ended.error, 40), message=escaped(ended.message, 300))
+        await self.audit.record(AuditEvent(
+            kind, session_id=session.session_id, agent_id=session.agent_id,
+            actor=viewer.actor, client_ip=viewer.client_ip, detail=detail))
 
     async def agent_gone(self, session: Session, reason: str) -> None:
         """The agent's socket ended (closed, failed or timed out)."""
@@ -372,11 +501,11 @@ class Registry:
                                             request=request, client_ip=client_ip)
 
     async def admission(self, session_id: str, user_id: str, *,
-                        backstage: bool = False) -> Standing:
-        """Where ``user_id`` stands with the end user of a live session (for a ``backstage``
-        terminal, or to view); a first request of another technician asks the end user
-        (:class:`Admission`)."""
-        return await self._admission.admission(session_id, user_id, backstage=backstage)
+                        channel: Channel | None = None) -> Standing:
+        """Where ``user_id`` stands with the end user of a live session (for a ``channel``:
+        a terminal, files; or to view); a first request of another technician asks the end
+        user (:class:`Admission`)."""
+        return await self._admission.admission(session_id, user_id, channel=channel)
 
     async def user_changed(self, user_id: str, *, password_changed: bool = False,
                            revoked: str | None = None) -> None:
@@ -388,11 +517,12 @@ class Registry:
         user = await self.store.get_user(user_id)
         voided = revoked or ("the user's password was changed" if password_changed else None)
         for session in self.index.sessions():
-            for terminal in [v for v in session.backstage.values() if v.user_id == user_id]:
-                refusal = voided or backstage_refusal(user, session.organization)
+            for own in [v for v in session.channels.values() if v.user_id == user_id]:
+                assert own.conn.channel is not None
+                refusal = voided or channel_refusal(own.conn.channel, user, session.organization)
                 if refusal is not None:
                     await self.leave_viewer(
-                        session, terminal, f"access withdrawn: {refusal}",
+                        session, own, f"access withdrawn: {refusal}",
                         code=CloseCode.POLICY_VIOLATION if voided else CloseCode.NORMAL)
             for viewer in [v for v in session.viewers.values() if v.user_id == user_id]:
                 refusal = voided or viewing_refusal(user, session.organization)
@@ -410,10 +540,11 @@ class Registry:
 
     async def leave_viewer(self, session: Session, viewer: Link, reason: str,
                            code: int = CloseCode.NORMAL, *, notified: bool = False) -> None:
-        """A viewer leaves (its socket ended, or the server closes it): for a BACKSTAGE
-        viewer the agent ends its shell, unless it told us the shell ended (``notified``)."""
-        if viewer.id in session.backstage:
-            await self._leave_terminal(session, viewer, reason, code, notified=notified)
+        """A viewer leaves (its socket ended, or the server closes it): for a viewer of its
+        own channel the agent ends its shell or its transfers, unless the agent told us it
+        did (``notified``)."""
+        if viewer.id in session.channels:
+            await self._leave_channel(session, viewer, reason, code, notified=notified)
             return
         if session.viewers.pop(viewer.id, None) is None:
             return
@@ -432,27 +563,39 @@ class Registry:
                         "dropped_lossy": viewer.outbox.dropped_lossy,
                         "dropped_messages": sum(viewer.conn.dropped.values())}))
 
-    async def _leave_terminal(self, session: Session, viewer: Link, reason: str, code: int, *,
-                              notified: bool) -> None:
-        if session.backstage.pop(viewer.id, None) is None:
+    async def _leave_channel(self, session: Session, viewer: Link, reason: str, code: int, *,
+                             notified: bool) -> None:
+        if session.channels.pop(viewer.id, None) is None:
             return
+        channel = viewer.conn.channel
+        assert channel is not None
         self.index.touch(session)
         reason = escaped(reason)
         viewer.close(reason, code)
         if not session.ended:
-            if not notified:
+            if notified:
+                pass
+            elif channel is Channel.TERMINAL:
                 session.agent.send("backstage_close", pb.BackstageClose(
                     viewer_id=viewer.id, reason=reason))
+            else:
+                session.agent.send("file_close", pb.FileClose(viewer_id=viewer.id,
+                                                              reason=reason))
             session.tell_participants()
-        window = viewer.window
+        detail: dict[str, Any] = {"viewer_id": viewer.id, "technician": viewer.actor,
+                                  "reason": reason,
+                                  "dropped_messages": sum(viewer.conn.dropped.values())}
+        if viewer.window is not None:
+            detail["output_bytes"] = viewer.window.sent_total
+        if viewer.transfers is not None:
+            detail["unfinished_transfers"] = sorted(
+                t.path for t in viewer.transfers.open.values()
+                if t.op in (pb.FILE_OP_UPLOAD, pb.FILE_OP_DOWNLOAD))
         with anyio.CancelScope(shield=True):
             await self.audit.record(AuditEvent(
-                "backstage.closed", session_id=session.session_id, agent_id=session.agent_id,
-                actor=viewer.actor, client_ip=viewer.client_ip,
-                detail={"viewer_id": viewer.id, "technician": viewer.actor, "reason": reason,
-                        "output_bytes": window.sent_total if window is not None else 0,
-                        "dropped_messages": sum(viewer.conn.dropped.values())}))
-        log.info("backstage terminal %s of session %s closed: %s", viewer.id,
+                CLOSED[channel], session_id=session.session_id, agent_id=session.agent_id,
+                actor=viewer.actor, client_ip=viewer.client_ip, detail=detail))
+        log.info("%s %s of session %s closed: %s", channel.value, viewer.id,
                  session.session_id, reason)
 
     # -- operator actions ------------------------------------------------------------------
@@ -516,7 +659,7 @@ class Registry:
         reason = escaped(reason)  # may quote the peer's own goodbye or denial
         if not self.index.remove(session):
             mark_offline = False  # a newer connection of the agent is its current one
-        for viewer in [*session.viewers.values(), *session.backstage.values()]:
+        for viewer in [*session.viewers.values(), *session.channels.values()]:
             viewer.close(reason, close_code)
         session.agent.close(reason, close_code)
         with anyio.CancelScope(shield=True):
@@ -542,6 +685,17 @@ class Registry:
         log.info("session %s of agent %s ended: %s", session.session_id, session.agent_id, reason)
 
 
+_MOVED: Mapping[int, str] = {pb.FILE_OP_UPLOAD: "file.uploaded",
+                             pb.FILE_OP_DOWNLOAD: "file.downloaded",
+                             pb.FILE_OP_MKDIR: "file.folder_created"}
+"""The audit kind of each file operation that succeeded."""
+
+
+def _asked_for(ask: Ask) -> dict[str, bool]:
+    """What a consent row says the technician asked for beyond the screen."""
+    return {channel.value: ask.channel is channel for channel in Channel}
+
+
 Handler = Callable[[Registry, Session, Link, Inbound], Awaitable[str | None]]
 """Acts on a message (from the sender, a link of the session) the route table sends to the
 server; returns why it was dropped."""
@@ -553,12 +707,19 @@ _FROM_AGENT: Mapping[str, Handler] = {
     "consent_response": Registry._on_consent_response,
     "backstage_data": Registry._on_terminal_output,
     "backstage_close": Registry._on_terminal_closed,
+    "file_reply": Registry._on_file_agent,
+    "file_data": Registry._on_file_agent,
+    "file_ack": Registry._on_file_agent,
+    "file_close": Registry._on_file_closed,
 }
 _FROM_VIEWER: Mapping[str, Handler] = {
     "switch_display": Registry._on_switch_display,
     "backstage_data": Registry._on_terminal_input,
     "backstage_resize": Registry._on_terminal_input,
     "backstage_ack": Registry._on_terminal_input,
+    "file_request": Registry._on_file_request,
+    "file_data": Registry._on_file_viewer_data,
+    "file_ack": Registry._on_file_viewer_data,
 }
 HANDLERS: Mapping[Role, Mapping[str, Handler]] = {Role.AGENT: _FROM_AGENT,
                                                   Role.VIEWER: _FROM_VIEWER}

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from remote_core.errors import SessionRefused
-from remote_core.protocol import pb
+from remote_core.protocol import Channel, pb
 from remote_core.records import (
     CONSENT_GRANTED,
     CONSENT_NOT_REQUIRED,
@@ -26,11 +26,14 @@ from ..settings import ServerSettings
 from .consent import Standing
 
 __all__ = [
+    "CHANNEL_OF_TYPE",
+    "CLOSED",
     "MAX_CODECS",
-    "backstage_consent_refusal",
-    "backstage_refusal",
-    "can_backstage",
+    "OPENED",
     "can_control",
+    "can_use",
+    "channel_consent_refusal",
+    "channel_refusal",
     "check_session_type",
     "consent_refusal",
     "initial_consent_state",
@@ -43,7 +46,14 @@ __all__ = [
 ]
 
 _SERVED = frozenset({pb.SCREEN_CONTROL, pb.VIEW_ONLY})
-_SERVED_VIEWERS = _SERVED | {pb.BACKSTAGE}
+_SERVED_VIEWERS = _SERVED | {pb.BACKSTAGE, pb.FILE_TRANSFER}
+CHANNEL_OF_TYPE = {pb.BACKSTAGE: Channel.TERMINAL, pb.FILE_TRANSFER: Channel.FILES}
+"""The viewer's own channel each session type opens (the screen's types open none)."""
+_WHAT = {Channel.TERMINAL: "a backstage terminal", Channel.FILES: "file transfer"}
+OPENED = {Channel.TERMINAL: "backstage.opened", Channel.FILES: "files.opened"}
+"""The audit kind of a channel's opening."""
+CLOSED = {Channel.TERMINAL: "backstage.closed", Channel.FILES: "files.closed"}
+"""The audit kind of a channel's end."""
 
 MAX_CODECS = 64
 """Most codec names a viewer may list in ``SessionRequest.codecs``."""
@@ -60,19 +70,19 @@ def shows_session_panel(settings: ServerSettings, *, managed: bool, organization
 
 
 def check_session_type(session_type: int, *, viewer: bool = False) -> None:
-    """SCREEN_CONTROL and VIEW_ONLY are served, and for a viewer BACKSTAGE (a terminal; an
-    agent's own session is its screen's); the others are refused clearly."""
+    """SCREEN_CONTROL and VIEW_ONLY are served, and for a viewer BACKSTAGE (a terminal) and
+    FILE_TRANSFER (an agent's own session is its screen's); others are refused clearly."""
     if session_type not in (_SERVED_VIEWERS if viewer else _SERVED):
         try:
             name = pb.SessionType.Name(session_type)
         except ValueError:
             name = str(session_type)
-        if session_type == pb.BACKSTAGE:
-            raise SessionRefused("an agent opens its session as SCREEN_CONTROL; BACKSTAGE "
+        if session_type in CHANNEL_OF_TYPE:
+            raise SessionRefused(f"an agent opens its session as SCREEN_CONTROL; {name} "
                                  "is a viewer's session type")
-        raise SessionRefused(f"session type {name} is not supported yet; use "
-                             + ("SCREEN_CONTROL, VIEW_ONLY or BACKSTAGE" if viewer
-                                else "SCREEN_CONTROL or VIEW_ONLY"))
+        raise SessionRefused(f"session type {name} is not supported; use "
+                             + ("SCREEN_CONTROL, VIEW_ONLY, BACKSTAGE or FILE_TRANSFER"
+                                if viewer else "SCREEN_CONTROL or VIEW_ONLY"))
 
 
 def viewer_codecs(codecs: Sequence[str]) -> tuple[str, ...]:
@@ -96,35 +106,40 @@ def can_control(user: User) -> bool:
     return user.is_admin or "control" in user.permissions
 
 
-def can_backstage(user: User) -> bool:
-    return user.is_admin or "backstage" in user.permissions
+def can_use(channel: Channel, user: User) -> bool:
+    """Whether ``user`` holds the permission of ``channel`` (its value names it)."""
+    return user.is_admin or channel.value in user.permissions
 
 
-def backstage_refusal(user: User | None, organization: str) -> str | None:
-    """Why ``user`` may not open a BACKSTAGE terminal on a machine of ``organization``
-    now, or None if it may (its own permission: viewing or control is not enough)."""
+def channel_refusal(channel: Channel, user: User | None, organization: str) -> str | None:
+    """Why ``user`` may not open ``channel`` (a terminal, files) on a machine of
+    ``organization`` now, or None if it may (its own permission: viewing or control is
+    not enough)."""
     if user is None or user.disabled:
         return "the user is disabled or no longer exists"
-    if not can_backstage(user):
-        return "a backstage terminal needs the 'backstage' permission, which the user lacks"
+    if not can_use(channel, user):
+        return (f"{_WHAT[channel]} needs the '{channel.value}' permission, which the user "
+                "lacks")
     if not (user.is_admin or "*" in user.client_access or organization in user.client_access):
         return "the user has no access to this machine's organization"
     return None
 
 
-def backstage_consent_refusal(standing: Standing) -> str | None:
-    """Why a technician standing so with the end user may not open a terminal now, or None."""
+def channel_consent_refusal(channel: Channel, standing: Standing) -> str | None:
+    """Why a technician standing so with the end user may not open ``channel`` now, or
+    None."""
+    what = _WHAT[channel]
     if standing is Standing.ADMITTED:
         return None
     if standing is Standing.ASKING:
-        return ("the end user is being asked to allow your backstage terminal; ask again "
-                "once they answer")
+        return (f"the end user is being asked to allow your {what.removeprefix('a ')}; ask "
+                "again once they answer")
     if standing is Standing.DENIED:
-        return "the end user denied your request for a backstage terminal"
+        return f"the end user denied your request for {what}"
     if standing is Standing.TIMED_OUT:
-        return "the end user did not answer your request for a backstage terminal in time"
-    return ("the end user has not allowed a backstage terminal; request a backstage viewer "
-            "token to have them asked")
+        return f"the end user did not answer your request for {what} in time"
+    return (f"the end user has not allowed {what}; request a viewer token for it to have "
+            "them asked")
 
 
 def viewing_refusal(user: User | None, organization: str) -> str | None:

@@ -16,7 +16,7 @@ from datetime import datetime
 
 import anyio
 
-from remote_core.protocol import ROUTES, Inbound, Role, To, codec_of, pb
+from remote_core.protocol import ROUTES, Channel, Inbound, Role, To, codec_of, pb
 from remote_core.records import CONSENT_PENDING, MachineReport
 
 from ..observe.counters import RELAY
@@ -75,15 +75,16 @@ class Session:
         self.machine_uid = machine_uid
         self.support_code = support_code
         self.viewers: dict[str, Link] = {}
-        self.backstage: dict[str, Link] = {}
-        """BACKSTAGE viewers, each with its own shell on the agent, by viewer id: kept apart
-        from :attr:`viewers`, so nothing relayed to the screen's viewers reaches them."""
+        self.channels: dict[str, Link] = {}
+        """Viewers of their own channel (a BACKSTAGE shell, a FILE_TRANSFER), by viewer id
+        (``link.conn.channel`` says which): kept apart from :attr:`viewers`, so nothing
+        relayed to the screen's viewers reaches them."""
         self.display_info: pb.DisplayInfo | None = None  # the agent's latest report
         self.display_id = 0  # the stream's display, as the last SwitchDisplay set it
         self.ended = False
         self.consent: ConsentBook | None = None  # attended sessions: who the end user admitted
         self.consent_asked = anyio.Event()  # set when a question opens, for the consent timer
-        self._told: tuple[tuple[str, bool, bool], ...] = ()  # the participants the agent heard
+        self._told: tuple[tuple[str, bool, bool, bool], ...] = ()  # the participants told
         self.reported: MachineReport | None = None  # the agent's last report, as written
 
     def snapshot_key(self) -> tuple[str, int, str, str]:
@@ -104,16 +105,17 @@ class Session:
     def pending(self) -> bool:
         return self.consent_state == CONSENT_PENDING
 
-    def standing(self, user_id: str, *, backstage: bool = False) -> Standing:
+    def standing(self, user_id: str, *, channel: Channel | None = None) -> Standing:
         """Where ``user_id`` stands with this session's end user. Managed sessions need no
         consent; the technician the support code named stands on the session's own consent
         (``pending`` is the caller's to check); anyone else on their own answer. For a
-        ``backstage`` terminal everyone stands on their own answer (the consent to the
-        session is not consent to a shell); on managed sessions the policy decides."""
+        ``channel`` (a terminal, files) everyone stands on their own answer (the consent to
+        the session is not consent to a shell or to files); on managed sessions the policy
+        decides."""
         if self.consent is None:
             return Standing.ADMITTED
-        if backstage:
-            return self.consent.standing(user_id, backstage=True)
+        if channel is not None:
+            return self.consent.standing(user_id, channel=channel)
         if self.technician_id is None or user_id == self.technician_id:
             return Standing.ADMITTED
         return self.consent.standing(user_id)
@@ -140,7 +142,8 @@ class Session:
             session_id=self.session_id, technician_name=ask.name,
             access_mode=pb.CONSENT_CONTROL if ask.control else pb.CONSENT_VIEW,
             timeout_secs=dialog_secs, organization=self.organization,
-            recorded=self.recorded, backstage=ask.backstage))
+            recorded=self.recorded, backstage=ask.channel is Channel.TERMINAL,
+            file_transfer=ask.channel is Channel.FILES))
         self.consent_asked.set()
 
     def tell_participants(self) -> None:
@@ -156,16 +159,18 @@ class Session:
         for viewer in self.viewers.values():
             name = viewer.actor or "technician"
             control[name] = control.get(name, False) or not viewer.conn.view_only
-        terminals = {viewer.actor or "technician" for viewer in self.backstage.values()}
-        now = tuple(sorted((name, control.get(name, False), name in terminals)
-                           for name in control.keys() | terminals))
+        opened = {channel: {viewer.actor or "technician" for viewer in self.channels.values()
+                            if viewer.conn.channel is channel} for channel in Channel}
+        terminals, files = opened[Channel.TERMINAL], opened[Channel.FILES]
+        now = tuple(sorted((name, control.get(name, False), name in terminals, name in files)
+                           for name in control.keys() | terminals | files))
         if now == self._told:
             return
         self._told = now
         self.agent.send("participants", pb.Participants(participants=[
             pb.Participant(name=name, access_mode=pb.CONSENT_CONTROL if may else pb.CONSENT_VIEW,
-                           backstage=shell)
-            for name, may, shell in now]))
+                           backstage=shell, file_transfer=moves_files)
+            for name, may, shell, moves_files in now]))
 
     # -- agent -> viewers -----------------------------------------------------------
     def fan_out_video(self, data: bytes, offset: int) -> None:

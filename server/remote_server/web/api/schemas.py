@@ -36,6 +36,7 @@ class Permission(StrEnum):
     SUPPORT_CODES = "support_codes"
     MANAGE_MACHINES = "manage_machines"
     BACKSTAGE = "backstage"
+    FILE_TRANSFER = "file_transfer"
 
 
 class MachineStatus(StrEnum):
@@ -104,6 +105,12 @@ class EventKind(StrEnum):
     AUTH_TOTP_RESET = "auth.totp_reset"
     BACKSTAGE_CLOSED = "backstage.closed"
     BACKSTAGE_OPENED = "backstage.opened"
+    FILE_DOWNLOADED = "file.downloaded"
+    FILE_FAILED = "file.failed"
+    FILE_FOLDER_CREATED = "file.folder_created"
+    FILE_UPLOADED = "file.uploaded"
+    FILES_CLOSED = "files.closed"
+    FILES_OPENED = "files.opened"
     MACHINE_DELETED = "machine.deleted"
     MACHINE_PLACEMENT_REPORTED = "machine.placement_reported"
     MACHINE_PREREGISTERED = "machine.preregistered"
@@ -581,6 +588,9 @@ class ViewerTokenQuery(Query):
         "true: a token for a BACKSTAGE terminal (needs the 'backstage' permission; on an "
         "attended session the end user is asked, per the consent policy); false: to view "
         "or control the screen"))
+    file_transfer: bool = Field(default=False, description=(
+        "true: a token for a FILE_TRANSFER session (needs the 'file_transfer' permission; "
+        "on an attended session the end user is asked, per the consent policy)"))
 
 
 class SessionRemovalOut(Out):

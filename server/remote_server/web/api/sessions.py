@@ -6,11 +6,12 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from remote_core.errors import SessionRefused
+from remote_core.protocol import Channel
 from remote_core.records import DEFAULT_TENANT_ID, AuditEvent, Keyset, SessionRecord
 
 from ...relay import NotReady
 from ...relay.consent import Standing
-from ...relay.rules import backstage_consent_refusal, can_backstage, consent_refusal
+from ...relay.rules import can_use, channel_consent_refusal, consent_refusal
 from ..problem import Problem
 from . import schemas as s
 from .endpoint import Call, Endpoint
@@ -151,9 +152,14 @@ async def delete_session(call: Call) -> s.SessionRemovalOut:
 
 async def viewer_token(call: Call) -> s.ViewerTokenOut:
     q: s.ViewerTokenQuery = call.query
-    if q.backstage and not can_backstage(call.me):
-        raise Problem(403, "a backstage terminal needs the 'backstage' permission")
-    if not q.backstage and not (call.me.is_admin or "view" in call.me.permissions):
+    if q.backstage and q.file_transfer:
+        raise Problem(422, "a viewer token is for a terminal or for files, not both")
+    channel = (Channel.TERMINAL if q.backstage else Channel.FILES if q.file_transfer
+               else None)
+    if channel is not None and not can_use(channel, call.me):
+        raise Problem(403, f"{'a backstage terminal' if q.backstage else 'file transfer'} "
+                           f"needs the '{channel.value}' permission")
+    if channel is None and not (call.me.is_admin or "view" in call.me.permissions):
         raise Problem(403, "viewing needs the 'view' permission")
     session_id, record = await _find(call)
     live = call.ctx.directory.session(session_id)
@@ -161,14 +167,14 @@ async def viewer_token(call: Call) -> s.ViewerTokenOut:
         raise Problem(409, "the session is not live", kind="session-not-live")
     try:
         standing = await call.ctx.directory.admission(session_id, call.me.id,
-                                                      backstage=q.backstage)
+                                                      channel=channel)
     except NotReady as exc:
         ended = call.ctx.directory.session(session_id) is None
         raise Problem(409, str(exc), kind="session-not-live" if ended else "awaiting-consent",
                       headers={} if ended else {"Retry-After": ASKING_RETRY_AFTER}) from None
     except SessionRefused as exc:
         raise Problem(403, str(exc)) from None
-    refusal = (backstage_consent_refusal(standing) if q.backstage
+    refusal = (channel_consent_refusal(channel, standing) if channel is not None
                else consent_refusal(standing, live.technician_name))
     if standing is Standing.ASKING:
         raise Problem(409, str(refusal), kind="awaiting-consent",
@@ -182,7 +188,7 @@ async def viewer_token(call: Call) -> s.ViewerTokenOut:
     await call.ctx.audit.record(AuditEvent(kind="viewer.token_issued", session_id=session_id,
                                            agent_id=live.agent_id, actor=call.me.username,
                                            client_ip=call.ip,
-                                           detail={"backstage": True} if q.backstage else {}))
+                                           detail={channel.value: True} if channel else {}))
     return s.ViewerTokenOut(token=token, expires_in=call.ctx.tokens.viewer_ttl,
                             session_id=session_id)
 
@@ -210,9 +216,12 @@ ENDPOINTS = [
              "With backstage=true the token is for a BACKSTAGE terminal: it needs the "
              "'backstage' permission, the consent policy may forbid it for the machine, and "
              "on an attended session every technician (the session's own too) is asked "
-             "about a terminal the same way", query=s.ViewerTokenQuery,
+             "about a terminal the same way. With file_transfer=true the token is for a "
+             "FILE_TRANSFER session, under the 'file_transfer' permission and asked about "
+             "the same way", query=s.ViewerTokenQuery,
              result=s.ViewerTokenOut, tag="sessions",
-             responses=(*_404, (403, "no 'view' (or, for a terminal, 'backstage') permission, "
+             responses=(*_404, (403, "no 'view' (or, for a terminal or files, 'backstage' or "
+                                "'file_transfer') permission, "
                                 "the consent policy forbids it, or the end user said no",
                                 ("forbidden", "consent-refused")),
                         (409, "session not live, awaiting consent, or the end user is "
