@@ -96,7 +96,8 @@ def _run(config: AgentConfig, config_path: Path, token: str, attended: bool,
     def make_session() -> AgentSession:
         session = AgentSession(config, token, devices, machine_uid=uid, timing=timing,
                                chat=chat, updater=updater, presence=presence,
-                               plugins=plugin_set, shell=shell)
+                               plugins=plugin_set, shell=shell,
+                               file_roots=settings.file_roots)
         current[:] = [session]
         return session
 

@@ -36,9 +36,12 @@ from remote_core.wsclient import WebSocketClient, connect, ws_url
 
 from . import __version__
 from .backstage import Backstage, ShellSpec, shell_spec
+from .bulk import BulkLane, unsent_bytes
 from .chat import ChatChannel, chat_message
 from .config import AgentConfig
 from .devices import Devices
+from .file_roots import Roots, default_roots
+from .files import FileService
 from .presence import Presence
 from .status import agent_status, display_info
 from .stream import StreamState
@@ -95,7 +98,8 @@ class AgentSession:
                  chat: ChatChannel | None = None, window: int = 3,
                  updater: Updater | None = None, presence: Presence | None = None,
                  local_host: str | None = None, plugins: Sequence[str] = (),
-                 shell: Callable[[], ShellSpec] | None = None) -> None:
+                 shell: Callable[[], ShellSpec] | None = None,
+                 file_roots: Sequence[str] = ()) -> None:
         self.config = config
         self.plugins = tuple(plugins)  # "name version" each, reported in AgentStatus
         self.local_host = local_host
@@ -113,6 +117,12 @@ class AgentSession:
                                  window=window)
         self.backstage = Backstage(shell or (lambda: shell_spec(attended=True)), self.send)
         """The BACKSTAGE terminals of this connection (``shell`` makes each one's shell)."""
+        self.lane = BulkLane(self._write, self._unsent)
+        """Every message goes out through it; file data yields to the rest (:mod:`.bulk`)."""
+        roots = tuple(file_roots) or None
+        self.files = FileService(lambda: Roots(roots or default_roots()), self.send,
+                                 self._send_bulk)
+        """The FILE_TRANSFER viewers of this connection (``file_roots``: what they see)."""
         self.session_id = ""
         self.connected_at: float | None = None
         self.ending = Ending.CLOSED
@@ -130,12 +140,27 @@ class AgentSession:
         """End session was pressed: no more picture or input, the goodbye is on its way."""
 
     # -- sending -------------------------------------------------------------------------
-    async def _send_bytes(self, data: bytes) -> None:
+    async def _write(self, data: bytes) -> None:
         assert self._ws is not None
         await self._ws.send(data)
 
+    def _unsent(self) -> int:
+        """What the kernel has not sent yet on the socket (the WebSocket client keeps its
+        transport to itself, hence the look inside; 0 when it cannot be told)."""
+        stream = getattr(self._ws, "_stream", None)
+        extra = getattr(stream, "extra", None)
+        sock = extra(anyio.abc.SocketAttribute.raw_socket, None) if extra else None
+        return unsent_bytes(sock)
+
+    async def _send_bytes(self, data: bytes) -> None:
+        await self.lane.urgent(data)
+
     async def send(self, kind: str, payload: Any) -> None:
         await self._send_bytes(self.conn.send(kind, payload))
+
+    async def _send_bulk(self, kind: str, payload: Any) -> None:
+        """File data: after the picture and everything else (:class:`~.bulk.BulkLane`)."""
+        await self.lane.bulk(self.conn.send(kind, payload))
 
     # -- the connection --------------------------------------------------------------------
     async def run(self) -> Ending:
@@ -177,6 +202,7 @@ class AgentSession:
             self.presence.closed()
             with anyio.CancelScope(shield=True):
                 await self.backstage.close_all()  # every shell of this connection dies with it
+                await self.files.close_all()  # partial uploads stay for a resume
                 await ws.close()
         return self.ending
 
@@ -316,6 +342,22 @@ class AgentSession:
     async def _on_backstage_close(self, message: Any) -> None:
         assert self._group is not None
         self._group.start_soon(self.backstage.close, message.viewer_id)  # the reader reads on
+
+    async def _on_file_open(self, message: Any) -> None:
+        assert self._group is not None
+        await self.files.open(self._group, message)
+
+    async def _on_file_request(self, message: Any) -> None:
+        self.files.request(message)
+
+    async def _on_file_data(self, message: Any) -> None:
+        self.files.data(message)
+
+    async def _on_file_ack(self, message: Any) -> None:
+        self.files.ack(message)
+
+    async def _on_file_close(self, message: Any) -> None:
+        await self.files.close(message.viewer_id)
 
     async def _inject(self, kind: str, message: Any) -> None:
         sink = self.devices.input
@@ -594,6 +636,11 @@ HANDLERS: dict[str, Callable[[AgentSession, Any], Awaitable[bool | None]]] = {
     "backstage_resize": AgentSession._on_backstage_resize,
     "backstage_ack": AgentSession._on_backstage_ack,
     "backstage_close": AgentSession._on_backstage_close,
+    "file_open": AgentSession._on_file_open,
+    "file_request": AgentSession._on_file_request,
+    "file_data": AgentSession._on_file_data,
+    "file_ack": AgentSession._on_file_ack,
+    "file_close": AgentSession._on_file_close,
 }
 """What the agent does with each kind the server sends it; ``True`` ends the session. The
 handshake answer and ``disconnect`` are read before it (``_handshake``, ``_read``)."""

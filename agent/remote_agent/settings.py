@@ -46,6 +46,11 @@ class AgentSettings(PluginSettings):
     backstage_shell: str | None = option(
         None, "absolute path of the shell a BACKSTAGE terminal runs on a managed agent "
               "(default: the account's login shell)")
+    file_roots: tuple[str, ...] = option(
+        (), "folders a FILE_TRANSFER viewer may browse, download from and upload to, "
+            "comma-separated, each shown under its folder's name (default: the home folder "
+            "of the account the agent runs as, which on an attended session is the end "
+            "user's); nothing outside them, symlinks resolved, is reachable")
 
     def validate(self) -> None:
         super().validate()
