@@ -67,6 +67,7 @@ class SessionPanel:
         _ = catalogue().gettext
         self._words = {"view": _("views"), "control": _("views and controls"),
                        "terminal": _("has a terminal open"),
+                       "files": _("transfers files"),
                        "nobody": _("Nobody is connected right now.")}
         window = tkinter.Toplevel(root, padx=12, pady=10)
         window.title(_("Remote support session"))
@@ -113,6 +114,7 @@ class SessionPanel:
             row.destroy()
         lines = [f"{who.name}: {self._words['control' if who.control else 'view']}"
                  + (f", {self._words['terminal']}" if who.backstage else "")
+                 + (f", {self._words['files']}" if who.file_transfer else "")
                  for who in self._connected] or [self._words["nobody"]]
         for line in lines:
             tkinter.Label(people, text=line, anchor="w").pack(anchor="w")

@@ -26,15 +26,19 @@ MAX_NAME = 64
 @dataclass(frozen=True)
 class Connected:
     """One technician connected now; ``control`` when they may control, not only view;
-    ``backstage`` when they have a terminal (a shell) open on this machine."""
+    ``backstage`` when they have a terminal (a shell) open on this machine,
+    ``file_transfer`` when they have its files open (browse, download, upload)."""
 
     name: str
     control: bool
     backstage: bool = False
+    file_transfer: bool = False
 
     def __str__(self) -> str:
         terminal = ", terminal" if self.backstage else ""
-        return f"{self.name} ({'view and control' if self.control else 'view'}{terminal})"
+        files = ", files" if self.file_transfer else ""
+        return (f"{self.name} ({'view and control' if self.control else 'view'}"
+                f"{terminal}{files})")
 
 
 def describe(connected: tuple[Connected, ...]) -> str:
@@ -105,7 +109,8 @@ class Presence:
     def told(self, message: Any) -> None:
         """A ``Participants`` message arrived from the server."""
         self._set(tuple(Connected(escaped(p.name, MAX_NAME) or "technician",
-                                  p.access_mode == pb.CONSENT_CONTROL, p.backstage)
+                                  p.access_mode == pb.CONSENT_CONTROL, p.backstage,
+                                  p.file_transfer)
                         for p in message.participants))
 
     def clear(self) -> None:

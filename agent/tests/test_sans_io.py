@@ -227,6 +227,10 @@ def test_presence_tells_its_listeners_each_change_once():
         pb.Participant(name="techc", access_mode=pb.CONSENT_VIEW, backstage=True)]))
     assert presence.connected == (Connected("techc", False, backstage=True),)
     assert describe(presence.connected) == "techc (view, terminal)"
+    presence.told(pb.Participants(participants=[
+        pb.Participant(name="techd", access_mode=pb.CONSENT_VIEW, file_transfer=True)]))
+    assert presence.connected == (Connected("techd", False, file_transfer=True),)
+    assert describe(presence.connected) == "techd (view, files)"
     assert describe(heard[0]) == "techa (view and control), tech\\x0ab (view)"
     assert describe(()) == "nobody"
 
