@@ -54,6 +54,10 @@ def wording(request: ConsentAsk) -> Wording:
         asks = _("{who} asks to open a terminal (a command line) on this computer, with "
                  "your account's rights.").format(who=who)
         access = _("Terminal (command line)")
+    elif getattr(request, "file_transfer", False):  # a field newer than some ConsentAsks
+        asks = _("{who} asks to browse, download and upload files on this computer, with "
+                 "your account's rights.").format(who=who)
+        access = _("Files (browse, download, upload)")
     else:
         asks = (_("{who} asks to view and control this computer's screen.") if request.control
                 else _("{who} asks to view this computer's screen.")).format(who=who)

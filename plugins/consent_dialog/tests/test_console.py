@@ -6,9 +6,11 @@ import io
 import os
 import threading
 import time
+from dataclasses import dataclass
 
 import pytest
 from remote_consent_dialog import ConsoleConsent
+from remote_consent_dialog._text import wording
 
 from remote_core.types import ConsentAsk
 
@@ -83,3 +85,29 @@ def test_a_terminal_is_asked_about_as_such(pipe):
     assert ("Lee asks to open a terminal (a command line) on this computer, with your "
             "account's rights.") in out.getvalue()
     assert "view this computer's screen" not in out.getvalue()
+
+
+@dataclass(frozen=True, slots=True)
+class _FileAsk(ConsentAsk):
+    """A question about FILE_TRANSFER, as the agent asks it (ConsentRequest.file_transfer)."""
+
+    file_transfer: bool = False
+
+
+def test_files_are_asked_about_as_such(pipe, monkeypatch):
+    reader, writer = pipe
+    out = io.StringIO()
+    _answer(writer, "y\n")
+    ask = _FileAsk(session_id="s1", technician_name="Lee", control=False, timeout_secs=5,
+                   file_transfer=True)
+    assert ConsoleConsent(reader, out).ask(ask)[0] is True
+    assert ("Lee asks to browse, download and upload files on this computer, with your "
+            "account's rights.") in out.getvalue()
+    assert "view this computer's screen" not in out.getvalue()
+    for name in ("LANGUAGE", "LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LANG", "de_DE.UTF-8")
+    words = wording(ask)
+    assert words.asks == ("Lee möchte auf diesem Computer mit den Rechten Ihres Kontos Dateien "
+                          "durchsuchen, herunterladen und hochladen.")
+    assert words.access == "Dateien (durchsuchen, herunterladen, hochladen)"
