@@ -86,15 +86,6 @@ class Timing:
     """How often a managed agent asks ``GET /api/version`` while idle (SPEC 8)."""
 
 
-@dataclass(frozen=True, slots=True)
-class FileConsentAsk(ConsentAsk):
-    """A consent question that may be about FILE_TRANSFER (``ConsentRequest.file_transfer``):
-    ``remote_core.types.ConsentAsk`` has no such field yet, and the prompt reads it where
-    it is (a prompt that cannot tell would ask about viewing the screen instead)."""
-
-    file_transfer: bool = False
-
-
 class AgentSession:
     """Connect, authenticate, then serve the server's requests until the socket ends.
 
@@ -417,14 +408,14 @@ class AgentSession:
             if prompt is None:
                 granted, reason = False, "nobody at this machine can be asked"
             else:
-                ask = FileConsentAsk(session_id=request.session_id,
-                                     technician_name=request.technician_name,
-                                     control=request.access_mode == pb.CONSENT_CONTROL,
-                                     timeout_secs=max(1, request.timeout_secs or 60),
-                                     connected=tuple(map(str, self.presence.connected)),
-                                     organization=escaped(request.organization, 64),
-                                     recorded=request.recorded, backstage=request.backstage,
-                                     file_transfer=request.file_transfer)
+                ask = ConsentAsk(session_id=request.session_id,
+                                 technician_name=request.technician_name,
+                                 control=request.access_mode == pb.CONSENT_CONTROL,
+                                 timeout_secs=max(1, request.timeout_secs or 60),
+                                 connected=tuple(map(str, self.presence.connected)),
+                                 organization=escaped(request.organization, 64),
+                                 recorded=request.recorded, backstage=request.backstage,
+                                 file_transfer=request.file_transfer)
                 granted, reason = await anyio.to_thread.run_sync(prompt.ask, ask)
         finally:
             self._asking = False

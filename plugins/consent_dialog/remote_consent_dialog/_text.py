@@ -54,7 +54,7 @@ def wording(request: ConsentAsk) -> Wording:
         asks = _("{who} asks to open a terminal (a command line) on this computer, with "
                  "your account's rights.").format(who=who)
         access = _("Terminal (command line)")
-    elif getattr(request, "file_transfer", False):  # a field newer than some ConsentAsks
+    elif request.file_transfer:
         asks = _("{who} asks to browse, download and upload files on this computer, with "
                  "your account's rights.").format(who=who)
         access = _("Files (browse, download, upload)")

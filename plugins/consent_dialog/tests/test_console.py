@@ -6,7 +6,6 @@ import io
 import os
 import threading
 import time
-from dataclasses import dataclass
 
 import pytest
 from remote_consent_dialog import ConsoleConsent
@@ -87,19 +86,12 @@ def test_a_terminal_is_asked_about_as_such(pipe):
     assert "view this computer's screen" not in out.getvalue()
 
 
-@dataclass(frozen=True, slots=True)
-class _FileAsk(ConsentAsk):
-    """A question about FILE_TRANSFER, as the agent asks it (ConsentRequest.file_transfer)."""
-
-    file_transfer: bool = False
-
-
 def test_files_are_asked_about_as_such(pipe, monkeypatch):
     reader, writer = pipe
     out = io.StringIO()
     _answer(writer, "y\n")
-    ask = _FileAsk(session_id="s1", technician_name="Lee", control=False, timeout_secs=5,
-                   file_transfer=True)
+    ask = ConsentAsk(session_id="s1", technician_name="Lee", control=False, timeout_secs=5,
+                     file_transfer=True)
     assert ConsoleConsent(reader, out).ask(ask)[0] is True
     assert ("Lee asks to browse, download and upload files on this computer, with your "
             "account's rights.") in out.getvalue()
