@@ -103,6 +103,7 @@ async def test_files_move_both_ways_between_the_agent_and_their_one_viewer(
     await agent.send("file_data", pb.FileData(viewer_id=two_id, request_id=1,
                                               offset=1024 + CHUNK, last=True, sha256=digest))
     assert (await two.expect("file_data")).last
+    await two.send("file_ack", pb.FileAck(request_id=1, bytes=0))  # crosses the end: dropped
     # the channels do not mix: a file viewer's keystrokes, a screen's file requests dropped
     await one.send("key_event", pb.KeyEvent(down=True, vk_code=65))
     await screen.send("file_request", pb.FileRequest(request_id=9, path="/"))
@@ -119,7 +120,7 @@ async def test_files_move_both_ways_between_the_agent_and_their_one_viewer(
     assert (downloaded["detail"]["size"], downloaded["detail"]["resumed_at"]) == (
         1024 + CHUNK, 1024)
     assert len(audit(admin, session_id, "files.opened")) == 2
-    await agent.close()
+    await agent.close()  # the late ack cost the other viewer nothing
     assert (await two.expect("disconnect")).reason == "peer disconnected"
 
 

@@ -400,6 +400,8 @@ class Registry:
             else:
                 found[1].viewer_ack(message)
         except TransferError as exc:
+            if exc.code == "not-found":
+                return str(exc)  # a transfer that just ended: a late ack crossed its end
             await self.leave_viewer(session, sender, f"the viewer broke the file transfer's "
                                                      f"rules: {exc}",
                                     code=CloseCode.POLICY_VIOLATION)
