@@ -335,8 +335,11 @@ function render() {
   $("up").disabled = atRoots;
   const rows = state.entries.map((entry) => {
     const path = join(state.cwd, entry.name);
-    const name = entry.isDir
-      ? h("button", { className: "link entry-open", "data-path": path, onclick: () => list(path) }, `${entry.name}/`)
+    // A link the agent shows as itself (broken, or leading out of the root) may be a folder:
+    // opening it asks the agent, whose refusal is shown.
+    const name = entry.isDir || entry.isLink
+      ? h("button", { className: "link entry-open", "data-path": path, onclick: () => list(path) },
+        entry.isDir ? `${entry.name}/` : entry.name)
       : h("span", { className: "entry-name" }, entry.name);
     return h("tr", { className: entry.isDir ? "dir" : "file", "data-name": entry.name },
       h("td", {}, name, entry.isLink ? h("span", { className: "muted", title: "a symbolic link" }, " ↪") : ""),

@@ -1,0 +1,357 @@
+"""The file-transfer page end to end: the console's files page in a real Chromium (under the
+shipped CSP), a real server process and a real managed agent process under Xvfb, whose file
+root is a temporary directory of this test.
+
+Files go up through the page's pickers and a drop onto its listing, and come down as the
+browser's downloads; what lands on either side is compared by SHA-256. A socket the page
+drops mid-transfer (its test hook closes the WebSocket as a lost network would: the server
+sees the viewer go and the agent keeps the partial upload) is reconnected with a new token
+and the transfers resume where the agent has them. Every page error, console error or CSP
+violation fails the test (:func:`~remote_core.testing.browser.watched_context`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from remote_server.testing.processes import ADMIN_PASSWORD, AgentProcess, Api, ServerProcess
+
+from remote_core.testing.browser import log_in, wait_until, watched_context
+from remote_core.testing.xvfb import Xvfb, xvfb
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xvfb]
+
+DOCS = Path(__file__).resolve().parents[3] / "docs"
+MiB = 1024 * 1024
+WINDOW = 8 * MiB
+TECH_PASSWORD = "no-files-tech-password"
+
+
+@pytest.fixture(scope="module")
+def display() -> Iterator[Xvfb]:
+    with xvfb(640, 480, set_display=False) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    process = ServerProcess(tmp_path_factory.mktemp("files-server")).start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def admin(server: ServerProcess) -> Iterator[Api]:
+    api = Api(server)
+    yield api
+    api.close()
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The agent's one file root: a folder with a file, a subfolder, and two symlinks that
+    lead out of the root (which the agent must refuse to follow)."""
+    shared = tmp_path_factory.mktemp("shared")
+    (shared / "docs").mkdir()
+    (shared / "docs" / "readme.txt").write_text("read me\n")
+    (shared / "notes.txt").write_text("hello from the agent\n")
+    os.chmod(shared / "notes.txt", 0o640)
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "secret.txt").write_text("not yours\n")
+    (shared / "escape").symlink_to(outside)
+    (shared / "secret-link.txt").symlink_to(outside / "secret.txt")
+    return shared
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory: pytest.TempPathFactory, display: Xvfb, server: ServerProcess,
+            admin: Api, root: Path) -> Iterator[str]:
+    """A managed agent's live session (its id), the agent serving ``root``."""
+    agent_id, key = admin.machine_with_key(organization="acme")
+    agent = AgentProcess(tmp_path_factory.mktemp("agent"), display.display,
+                         "--server", server.url, "--key", key,
+                         REMOTE_AGENT_FILE_ROOTS=str(root))
+    try:
+        yield admin.live_session(agent_id)["id"]
+    finally:
+        agent.stop()
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(MiB):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def random_file(path: Path, size: int) -> Path:
+    with path.open("wb") as f:
+        for at in range(0, size, 4 * MiB):
+            f.write(os.urandom(min(4 * MiB, size - at)))
+    return path
+
+
+def tree(directory: Path) -> dict[str, str]:
+    """Every file below ``directory`` by its relative path, with its SHA-256."""
+    return {p.relative_to(directory).as_posix(): sha256_file(p)
+            for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def open_files(page: Any, session_id: str) -> Any:
+    """The files page of ``session_id``, opened from the logged-in console ``page`` (a tab it
+    opens gets a copy of its sessionStorage, where the login token is), once connected."""
+    with page.expect_popup() as popup:
+        page.evaluate("(id) => window.open(`./files.html?session=${id}`)", session_id)
+    files = popup.value
+    files.wait_for_selector("#state[data-state=connected]", timeout=30_000)
+    return files
+
+
+def go(files: Any, path: str) -> None:
+    """Show the folder at ``path`` through the page's path box."""
+    files.fill("#path", path)
+    files.click("#path-form button")
+    wait_until(lambda: files.evaluate("window.remoteFiles.state.cwd") == path
+               and files.input_value("#path") == path, what=f"the listing of {path}")
+
+
+def names(files: Any) -> list[str]:
+    return list(files.eval_on_selector_all("#entries tr[data-name]",
+                                           "(rows) => rows.map((r) => r.dataset.name)"))
+
+
+def transfers(files: Any) -> list[dict[str, Any]]:
+    return list(files.evaluate("window.remoteFiles.transfers()"))
+
+
+def settled(files: Any, count: int, timeout: float = 180,
+            seen: list[int] | None = None) -> list[dict[str, Any]]:
+    """Wait until the page has ``count`` transfers and none is queued or moving (``seen``
+    gets how many moved at once at each look)."""
+    def done() -> list[dict[str, Any]] | None:
+        now = transfers(files)
+        if seen is not None:
+            seen.append(sum(t["state"] in ("running", "verifying") for t in now))
+        busy = [t for t in now if t["state"] in ("queued", "running", "verifying")]
+        return now if len(now) == count and not busy else None
+
+    return wait_until(done, timeout=timeout,
+                      what=lambda: f"{count} transfers to end; they are: {transfers(files)}")
+
+
+def events(admin: Api, session_id: str) -> list[dict[str, Any]]:
+    r = admin.get("/api/events", params={"session_id": session_id, "limit": 500})
+    r.raise_for_status()
+    body = r.json()
+    return list(body["items"] if isinstance(body, dict) else body)
+
+
+def test_browse_upload_and_download_files_and_folders(
+        browser: Any, server: ServerProcess, admin: Api, session: str, root: Path,
+        tmp_path: Path) -> None:
+    big = random_file(tmp_path / "big.bin", 50 * MiB)
+    local = tmp_path / "local" / "project"
+    for rel, size in {"a.txt": 10, "src/main.bin": 300_000, "src/lib/deep.bin": 1 * MiB + 7,
+                      "src/lib/empty.txt": 0, "docs/guide.txt": 2000}.items():
+        (local / rel).parent.mkdir(parents=True, exist_ok=True)
+        random_file(local / rel, size)
+    top = root.name
+    with watched_context(browser, viewport={"width": 1200, "height": 800},
+                         accept_downloads=True) as context:
+        page = context.new_page()
+        log_in(page, server.url, "admin", ADMIN_PASSWORD)
+        page.click("nav >> text=Machines")
+        with page.expect_popup() as popup:
+            page.click(".open-files")
+        files = popup.value
+        files.wait_for_selector("#state[data-state=connected]", timeout=30_000)
+        # "/" lists the roots; a root opens by its name
+        wait_until(lambda: names(files) == [top], what=lambda: f"the root; shown {names(files)}")
+        files.click(f'#entries tr[data-name="{top}"] .entry-open')
+        wait_until(lambda: names(files) == ["docs", "escape", "notes.txt", "secret-link.txt"],
+                   what=lambda: f"the root's entries; shown {names(files)}")
+        notes = files.locator('#entries tr[data-name="notes.txt"] td')
+        assert notes.nth(1).inner_text() == "21 B"
+        assert notes.nth(3).inner_text() == "-rw-r-----"
+        assert files.inner_text('#entries tr[data-name="docs"] td:nth-child(4)').startswith("d")
+        files.click('#entries tr[data-name="docs"] .entry-open')
+        wait_until(lambda: names(files) == ["readme.txt"], what="docs/ listed")
+        assert files.eval_on_selector_all("#crumbs .crumb", "(b) => b.map((x) => x.textContent)") \
+            == ["Roots", top, "docs"]
+        files.click(f'#crumbs .crumb[data-path="/{top}"]')
+        wait_until(lambda: "notes.txt" in names(files), what="back at the root by the breadcrumb")
+
+        # a new folder, then uploads: a 50 MB file by the picker, a folder of folders by the
+        # directory picker, a file dropped onto the listing
+        files.fill("#folder-name", "made here")
+        files.click("#mkdir-form button")
+        wait_until(lambda: "made here" in names(files), what="the new folder listed")
+        assert (root / "made here").is_dir()
+        files.set_input_files("#pick-files", str(big))
+        files.set_input_files("#pick-folder", str(local))
+        files.evaluate("""() => {
+            const transfer = new DataTransfer();
+            transfer.items.add(new File(["dropped bytes\\n"], "dropped.txt"));
+            const drop = document.getElementById("drop");
+            const event = { dataTransfer: transfer, bubbles: true, cancelable: true };
+            drop.dispatchEvent(new DragEvent("dragover", event));
+            drop.dispatchEvent(new DragEvent("drop", event));
+        }""")
+        wait_until(lambda: len(transfers(files)) == 7,
+                   what=lambda: f"7 uploads: {transfers(files)}")
+        def under_way() -> bool:
+            now = transfers(files)
+            return now[0]["done"] > 10 * MiB or now[0]["state"] == "done"
+
+        wait_until(under_way, what=lambda: f"the big upload under way: {transfers(files)}")
+        files.screenshot(path=str(DOCS / "file-transfer.png"))  # for the README
+        seen: list[int] = []
+        ups = settled(files, 7, seen=seen)
+        assert all(t["state"] == "done" for t in ups), ups
+        assert max(seen) == 2, seen  # two at a time, the rest queued
+        assert max(t["maxOutstanding"] for t in ups) <= WINDOW
+        assert sha256_file(root / "big.bin") == sha256_file(big)
+        assert tree(root / "project") == tree(local)
+        assert (root / "dropped.txt").read_text() == "dropped bytes\n"
+        assert not [p for p in root.rglob("*") if p.name.startswith(".") and p.is_file()], \
+            "a partial upload was left behind"
+        wait_until(lambda: {"big.bin", "project", "dropped.txt"} <= set(names(files)),
+                   what=lambda: f"the uploads listed: {names(files)}")
+
+        # downloads: the big file, and the folder as a zip
+        with files.expect_download(timeout=120_000) as got:
+            files.click('#entries tr[data-name="big.bin"] .download')
+        assert got.value.suggested_filename == "big.bin"
+        assert sha256_file(Path(got.value.path())) == sha256_file(big)
+        with files.expect_download(timeout=60_000) as got:
+            files.click('#entries tr[data-name="project"] .download')
+        assert got.value.suggested_filename == "project.zip"
+        unpacked = tmp_path / "unpacked"
+        with zipfile.ZipFile(got.value.path()) as archive:
+            archive.extractall(unpacked)
+        assert tree(unpacked) == tree(local)
+        downs = settled(files, 9)[7:]
+        assert [t["state"] for t in downs] == ["done", "done"], downs
+        # the file's bytes acknowledged promptly (each MiB); the zip's in half windows
+        assert downs[0]["maxUnacked"] <= MiB + 256 * 1024, downs
+
+        # the viewer's Files button opens this page for its session
+        with page.expect_popup() as popup:
+            page.evaluate("(id) => window.open(`./viewer.html?session=${id}`)", session)
+        viewer = popup.value
+        with viewer.expect_popup() as popup:
+            viewer.click("#files")
+        assert popup.value.url.endswith(f"/files.html?session={session}")
+        popup.value.wait_for_selector("#state[data-state=connected]", timeout=30_000)
+        popup.value.close()
+        viewer.click("#leave")
+
+    rows = wait_until(lambda: [e for e in events(admin, session)
+                               if e["kind"] in ("file.uploaded", "file.downloaded")]
+                      if len([e for e in events(admin, session)
+                              if e["kind"] in ("file.uploaded", "file.downloaded")]) >= 9
+                      else None, what="the transfers audited")
+    def audited(kind: str, path: str) -> dict[str, Any]:
+        found = [e for e in rows if e["kind"] == kind and e["detail"].get("path") == path]
+        assert found, f"no {kind} of {path} in {rows}"
+        return found[0]
+
+    up = audited("file.uploaded", f"/{top}/big.bin")
+    assert up["actor"] == "admin"
+    assert up["detail"]["size"] == 50 * MiB and up["detail"]["sha256"] == sha256_file(big)
+    down = audited("file.downloaded", f"/{top}/big.bin")
+    assert down["detail"]["sha256"] == sha256_file(big)
+    audited("file.uploaded", f"/{top}/project/src/lib/deep.bin")
+    audited("file.downloaded", f"/{top}/project")
+
+
+def test_a_dropped_socket_resumes_the_upload_and_the_download(
+        browser: Any, server: ServerProcess, session: str, root: Path, tmp_path: Path) -> None:
+    data = random_file(tmp_path / "resumed.bin", 40 * MiB)
+    top = root.name
+    with watched_context(browser, accept_downloads=True) as context:
+        page = context.new_page()
+        log_in(page, server.url, "admin", ADMIN_PASSWORD)
+        files = open_files(page, session)
+        go(files, f"/{top}")
+        # the page closes its socket once 12 MiB are on the agent's disk
+        files.evaluate("window.remoteFiles.dropAt(12 * 1024 * 1024)")
+        files.set_input_files("#pick-files", str(data))
+        [up] = settled(files, 1)
+        assert up["state"] == "done", up
+        assert up["resumes"] and up["resumes"][0] >= 12 * MiB, up  # resumed, not restarted
+        assert files.evaluate("window.remoteFiles.state.reconnects") >= 1
+        assert sha256_file(root / "resumed.bin") == sha256_file(data)
+        wait_until(lambda: "resumed.bin" in names(files), what="the upload listed")
+        # and a download
+        files.evaluate("window.remoteFiles.dropAt(12 * 1024 * 1024)")
+        with files.expect_download(timeout=120_000) as got:
+            files.click('#entries tr[data-name="resumed.bin"] .download')
+        assert sha256_file(Path(got.value.path())) == sha256_file(data)
+        down = settled(files, 2)[1]
+        assert down["state"] == "done" and down["resumes"] and down["resumes"][0] >= 12 * MiB, down
+        assert files.evaluate("window.remoteFiles.state.reconnects") >= 2
+        files.wait_for_selector("#state[data-state=connected]")
+
+
+def test_paths_out_of_the_root_are_refused_in_plain_words(
+        browser: Any, server: ServerProcess, session: str, root: Path) -> None:
+    top = root.name
+    with watched_context(browser) as context:
+        page = context.new_page()
+        log_in(page, server.url, "admin", ADMIN_PASSWORD)
+        files = open_files(page, session)
+        go(files, f"/{top}")
+        # a symlinked folder that leads out of the root
+        files.click('#entries tr[data-name="escape"] .entry-open')
+        files.wait_for_selector("#error[data-code=outside-root]")
+        assert "outside the folders this machine shares" in files.inner_text("#error")
+        assert files.evaluate("window.remoteFiles.state.cwd") == f"/{top}"
+        # a path with '..' typed into the path box
+        files.fill("#path", f"/{top}/../..")
+        files.click("#path-form button")
+        files.wait_for_selector("#error[data-code=invalid-name]")
+        assert "not allowed" in files.inner_text("#error")
+        # a symlinked file that leads out: its download fails, saying why
+        files.click('#entries tr[data-name="secret-link.txt"] .download')
+        [failed] = settled(files, 1, timeout=30)
+        assert failed["state"] == "failed" and failed["error"] == "outside-root", failed
+        row = files.locator(f'#transfers tr[data-id="{failed["id"]}"]')
+        wait_until(lambda: "outside the folders this machine shares" in row.inner_text(),
+                   what=lambda: f"the failure said in the row: {row.inner_text()!r}")
+
+
+def test_a_technician_without_the_permission_is_refused_clearly(
+        browser: Any, server: ServerProcess, admin: Api, session: str) -> None:
+    name = f"tech-{uuid.uuid4().hex[:6]}"
+    r = admin.post("/api/users", json={"username": name, "password": TECH_PASSWORD,
+                                       "role": "technician", "permissions": ["view", "control"]})
+    r.raise_for_status()
+    admin.put(f"/api/users/{r.json()['id']}/client-access",
+              json={"organizations": ["*"]}).raise_for_status()
+    with watched_context(browser, allow=("status of 403",)) as context:
+        page = context.new_page()
+        log_in(page, server.url, name, TECH_PASSWORD)
+        page.click("nav >> text=Machines")
+        page.wait_for_selector(".open-viewer")
+        assert page.locator(".open-files").count() == 0  # not offered
+        with page.expect_popup() as popup:
+            page.evaluate("(id) => window.open(`./files.html?session=${id}`)", session)
+        files = popup.value
+        files.wait_for_selector("#state[data-state=refused]", timeout=20_000)
+        assert files.inner_text("#state").startswith("Cannot open the files: ")
+        assert "file_transfer" in files.inner_text("#state")
+    token = httpx.post(f"{server.url}/api/auth/login",
+                       json={"username": name, "password": TECH_PASSWORD}).json()["access_token"]
+    r = httpx.post(f"{server.url}/api/sessions/{session}/viewer-token",
+                   params={"file_transfer": "true"}, headers={"Authorization": f"Bearer {token}"})
+    assert r.status_code == 403
