@@ -165,6 +165,12 @@ class WebSocketClient:
                         self._protocol.receive_data(await self._stream.receive(_READ_SIZE))
         await self._stream.aclose()
 
+    async def abort(self) -> None:
+        """Drop the socket with no closing handshake, as a lost network does: the peer
+        meets an abnormal end (1006), and so does this side's reader."""
+        self.closed = self.closed or ConnectionClosed(1006, "connection aborted")
+        await self._stream.aclose()
+
     async def __aenter__(self) -> WebSocketClient:
         return self
 

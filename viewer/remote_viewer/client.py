@@ -33,7 +33,7 @@ from remote_core.wsclient import ConnectionClosed, WebSocketClient, connect, ws_
 
 from .settings import ViewerSettings
 
-__all__ = ["Frame", "ViewerClient", "open_viewer", "wanted_quality"]
+__all__ = ["Frame", "ViewerClient", "join", "open_viewer", "wanted_quality"]
 
 log = logging.getLogger(__name__)
 
@@ -224,6 +224,34 @@ def _leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
     return next((e for e in leaves if not isinstance(e, cancelled)), leaves[0])
 
 
+async def join(server: str, request: pb.SessionRequest,
+               ca_bundle: str) -> tuple[WebSocketClient, Connection, pb.SessionResponse]:
+    """Open ``/ws/viewer`` and send ``request``: the socket, its protocol state and the
+    server's acceptance (any session type's; the caller closes the socket).
+
+    :raises SessionRefused: the server said no.
+    """
+    url = ws_url(server, "/ws/viewer")
+    ws = await connect(url, ssl_context=client_context(ca_bundle)
+                       if url.startswith("wss:") else None)
+    try:
+        conn = Connection(Role.VIEWER, Role.SERVER)
+        await ws.send(conn.send("session_request", request))
+        with anyio.fail_after(15):
+            event = conn.receive_data(await ws.receive())
+        if not isinstance(event, Inbound) or event.kind != "session_response":
+            raise SessionRefused(f"the server answered with {event.kind}, not a session_response")
+        response = event.parse(pb.SessionResponse)
+        if not response.success:
+            raise SessionRefused(response.error)
+        conn.authenticated()
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await ws.close()
+        raise
+    return ws, conn, response
+
+
 @asynccontextmanager
 async def open_viewer(server: str, token: str, *, view_only: bool = False,
                       codec: int | str = pb.CODEC_AUTO,
@@ -253,22 +281,10 @@ async def open_viewer(server: str, token: str, *, view_only: bool = False,
     if not codecs:
         raise ValueError("no usable video decoder is installed (is codec_raw_zstd loaded?)")
     settings = wanted_quality(specs, codec, quality)
-    url = ws_url(server, "/ws/viewer")
-    ws = await connect(url, ssl_context=client_context(ca_bundle)
-                       if url.startswith("wss:") else None)
+    ws, conn, response = await join(server, pb.SessionRequest(
+        session_token=token, codecs=codecs,
+        session_type=pb.VIEW_ONLY if view_only else pb.SCREEN_CONTROL), ca_bundle)
     try:
-        conn = Connection(Role.VIEWER, Role.SERVER)
-        await ws.send(conn.send("session_request", pb.SessionRequest(
-            session_token=token, codecs=codecs,
-            session_type=pb.VIEW_ONLY if view_only else pb.SCREEN_CONTROL)))
-        with anyio.fail_after(15):
-            event = conn.receive_data(await ws.receive())
-        if not isinstance(event, Inbound) or event.kind != "session_response":
-            raise SessionRefused(f"the server answered with {event.kind}, not a session_response")
-        response = event.parse(pb.SessionResponse)
-        if not response.success:
-            raise SessionRefused(response.error)
-        conn.authenticated()
         client = ViewerClient(ws, conn, response, plugins, ack=ack)
         if settings is not None:
             await client.send("quality_settings", settings)
