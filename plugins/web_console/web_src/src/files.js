@@ -29,6 +29,7 @@ const state = {
   dropAt: 0, // test hook: close the socket once a transfer has moved this many bytes
   waiting: [], // resolvers of `connected()`
   relist: 0,
+  mostActive: 0, // the most transfers that ran at once (tests read it)
 };
 
 // ---- words and numbers --------------------------------------------------------------
@@ -393,6 +394,7 @@ function schedule() {
       running += 1;
     }
   }
+  state.mostActive = Math.max(state.mostActive, running);
 }
 
 function save(transfer, blob) {
