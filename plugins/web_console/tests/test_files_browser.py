@@ -252,8 +252,8 @@ def test_browse_upload_and_download_files_and_folders(
         assert tree(unpacked) == tree(local)
         downs = settled(files, 11)[9:]
         assert [t["state"] for t in downs] == ["done", "done"], downs
-        # the file's bytes acknowledged promptly (each MiB); the zip's in half windows
-        assert downs[0]["maxUnacked"] <= MiB + 256 * 1024, downs
+        # what arrived is acknowledged promptly (each MiB, and on a short timer)
+        assert max(t["maxUnacked"] for t in downs) <= MiB + 256 * 1024, downs
 
         # the viewer's Files button opens this page for its session
         with page.expect_popup() as popup:

@@ -189,8 +189,6 @@ export class Download extends Transfer {
     this.hasher = sha256.create();
     this.version = "";
     this.unacked = 0; // bytes stored and not yet acknowledged
-    this.ackedHere = 0; // bytes acknowledged on the current request
-    this.from = 0; // where the current request started
     this.ackTimer = 0;
     this.maxUnacked = 0; // the most that waited to be acknowledged (tests read it)
     this.onSaved = onSaved;
@@ -200,9 +198,7 @@ export class Download extends Transfer {
     if (this.finished) return;
     this.state = "running";
     const id = this.openRequest(link);
-    this.from = this.done; // the agent's window counts this request's bytes
-    this.unacked = 0;
-    this.ackedHere = 0;
+    this.unacked = 0; // the agent's window counts this request's bytes afresh
     if (this.done > 0) {
       this.resumes.push(this.done);
       this.note = `resumed at ${this.done} bytes`;
@@ -246,48 +242,28 @@ export class Download extends Transfer {
       this.hasher.update(data);
       this.done += data.length;
       this.unacked += data.length;
-      this.maxUnacked = Math.max(this.maxUnacked, Math.min(this.unacked, this.ackRoom()));
+      this.maxUnacked = Math.max(this.maxUnacked, this.unacked);
     }
     if (chunk.last) {
-      this.stopTimers(); // the transfer is over: nothing more is acknowledged
+      this.stopTimers(); // the last chunk ends the transfer: nothing more is acknowledged
       this.verify(chunk.sha256);
       return;
     }
-    const due = Math.min(this.unacked, this.ackRoom());
-    if (due >= this.ackStep()) this.flushAck();
-    else if (due > 0 && !this.ackTimer && this.size != null) {
-      this.ackTimer = setTimeout(() => this.flushAck(), ACK_DELAY);
-    }
+    if (this.unacked >= ACK_EVERY) this.flushAck();
+    else if (!this.ackTimer) this.ackTimer = setTimeout(() => this.flushAck(), ACK_DELAY);
     this.progressed();
-  }
-
-  /** Bytes gathered before an acknowledgement goes: ACK_EVERY, or for a folder's zip (its
-   * size unknown) half the window, so fewer acknowledgements can cross its last chunk. */
-  ackStep() {
-    return this.size == null ? WINDOW / 2 : ACK_EVERY;
   }
 
   onAck() {}
 
-  /** Of this request's bytes, how many may still be acknowledged: of a file whose size is
-   * known, never its last WINDOW bytes. The agent sends those without waiting, so their
-   * acknowledgement is not needed, and it could reach the server after the last chunk has
-   * ended the transfer there (where an acknowledgement of no open transfer breaks the rules). */
-  ackRoom() {
-    if (this.size == null) return Infinity;
-    return Math.max(0, this.size - this.from - WINDOW) - this.ackedHere;
-  }
-
-  /** Acknowledge what arrived since the last acknowledgement (as much as ackRoom allows). */
+  /** Acknowledge what arrived since the last acknowledgement. */
   flushAck() {
     clearTimeout(this.ackTimer);
     this.ackTimer = 0;
-    const count = Math.min(this.unacked, this.ackRoom());
-    if (count > 0 && this.link?.alive() && this.requestId) {
-      this.link.send("fileAck", { requestId: this.requestId, bytes: BigInt(count) });
-      this.unacked -= count;
-      this.ackedHere += count;
+    if (this.unacked > 0 && this.link?.alive() && this.requestId) {
+      this.link.send("fileAck", { requestId: this.requestId, bytes: BigInt(this.unacked) });
     }
+    this.unacked = 0;
   }
 
   stopTimers() {
