@@ -314,6 +314,36 @@ def test_a_dropped_socket_resumes_the_upload_and_the_download(
         files.wait_for_selector("#state[data-state=connected]")
 
 
+def test_an_upload_whose_partial_file_differs_starts_again(
+        browser: Any, server: ServerProcess, session: str, root: Path, tmp_path: Path) -> None:
+    """The agent's partial file is not this file's prefix (changed while the page was away):
+    the page's SHA-256 of its own prefix differs from the agent's, so it starts afresh."""
+    data = random_file(tmp_path / "restarted.bin", 30 * MiB)
+    partial = root / ".restarted.bin.partial"
+    with watched_context(browser) as context:
+        page = context.new_page()
+        log_in(page, server.url, "admin", ADMIN_PASSWORD)
+        files = open_files(page, session)
+        go(files, f"/{root.name}")
+        files.evaluate("window.remoteFiles.hold(true)")
+        files.evaluate("window.remoteFiles.dropAt(10 * 1024 * 1024)")
+        files.set_input_files("#pick-files", str(data))
+        files.wait_for_selector("#state[data-state=reconnecting]", timeout=60_000)
+        wait_until(lambda: partial.exists() and partial.stat().st_size >= 10 * MiB,
+                   what="the agent's partial file")
+        with partial.open("r+b") as f:  # one byte of the agent's partial file changes
+            f.seek(5 * MiB)
+            byte = f.read(1)
+            f.seek(5 * MiB)
+            f.write(bytes([byte[0] ^ 0xFF]))
+        files.evaluate("window.remoteFiles.hold(false)")
+        [up] = settled(files, 1)
+        # the page compared its prefix with the agent's, and started again rather than resume
+        assert up["state"] == "done" and up["resumes"] == [] and up["restarts"] == 1, up
+        assert sha256_file(root / "restarted.bin") == sha256_file(data)
+        assert not partial.exists()
+
+
 def test_paths_out_of_the_root_are_refused_in_plain_words(
         browser: Any, server: ServerProcess, session: str, root: Path) -> None:
     top = root.name

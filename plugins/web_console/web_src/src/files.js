@@ -27,6 +27,7 @@ const state = {
   reconnects: 0, // sockets opened after the first (tests read it)
   lostAt: 0,
   dropAt: 0, // test hook: close the socket once a transfer has moved this many bytes
+  held: false, // test hook: no reconnecting while true
   waiting: [], // resolvers of `connected()`
   relist: 0,
   mostActive: 0, // the most transfers that ran at once (tests read it)
@@ -241,6 +242,7 @@ async function lost() {
   }
   status("Reconnecting…", "reconnecting");
   await sleep(RECONNECT_DELAYS[Math.min(state.reconnects, RECONNECT_DELAYS.length - 1)]);
+  while (state.held) await sleep(100); // a test looks at the agent's side meanwhile
   state.reconnects += 1;
   if (!state.ended) connect();
 }
@@ -560,12 +562,13 @@ $("leave").addEventListener("click", () => {
 });
 
 /** For tests and the curious: the state, each transfer in brief, and a way to drop the
- * socket as a network would (the page reconnects and resumes as it does then). */
+ * socket as a network would (the page reconnects and resumes as it does then), at once or
+ * once a transfer has moved so many bytes, and to hold the reconnection back a while. */
 window.remoteFiles = {
   state,
   transfers: () => state.transfers.map((t) => ({
     id: t.id, kind: t.kind, name: t.name, path: t.path, size: t.size, done: t.done, state: t.state,
-    error: t.error, message: t.message, resumes: t.resumes, sha256: t.sha256 || "",
+    error: t.error, message: t.message, resumes: t.resumes, restarts: t.restarts, sha256: t.sha256 || "",
     maxOutstanding: t.maxOutstanding ?? null, maxUnacked: t.maxUnacked ?? null,
   })),
   dropSocket(code = 4000) {
@@ -573,6 +576,9 @@ window.remoteFiles = {
   },
   dropAt(count) {
     state.dropAt = count;
+  },
+  hold(held) {
+    state.held = Boolean(held);
   },
 };
 

@@ -19,6 +19,8 @@ export const WINDOW = 8 * 1024 * 1024;
 export const ACK_EVERY = 1024 * 1024;
 export const ACK_DELAY = 100;
 const RATE_SPAN = 3000; // ms of progress the rate is measured over
+const BUSY_TRIES = 10; // an upload the agent calls "busy" is asked again this often,
+const BUSY_DELAY = 300; // this many ms apart
 
 /** FileReply.error in plain words (the agent's own message follows them). */
 export const PLAIN = {
@@ -73,6 +75,7 @@ class Transfer {
     this.message = "";
     this.note = ""; // "reconnecting…", "resumed at …"
     this.resumes = []; // the offsets each resume continued from (tests read them)
+    this.restarts = 0; // resumes refused because the agent's partial was not this file's
     this.link = null;
     this.requestId = 0;
     this.samples = [];
@@ -306,6 +309,8 @@ export class Upload extends Transfer {
     this.lastSent = false;
     this.pumping = false;
     this.ready = false; // the agent answered where the data starts
+    this.restarting = false; // a CANCEL of a partial file not this file's prefix is out
+    this.busyTries = 0;
     this.maxOutstanding = 0;
   }
 
@@ -314,6 +319,7 @@ export class Upload extends Transfer {
     this.state = "running";
     this.ready = false;
     this.lastSent = false;
+    this.restarting = false;
     const id = this.openRequest(link);
     this.tried = true;
     this.resuming = resume;
@@ -325,7 +331,20 @@ export class Upload extends Transfer {
   }
 
   onReply(reply) {
-    if (reply.error) {
+    if (this.restarting) {
+      // The CANCEL of the partial that was not ours is over: now afresh.
+      if (reply.error || reply.done) this.start(this.link, { resume: false });
+    } else if (reply.error === "busy" && !this.ready && this.busyTries < BUSY_TRIES) {
+      // The agent still holds the partial file for a request that is ending (the one this
+      // page cancelled, or the one of the socket that dropped): ask again shortly.
+      this.busyTries += 1;
+      const { link, requestId } = this;
+      setTimeout(() => {
+        if (this.current(link) && this.requestId === requestId && this.state === "running") {
+          this.start(link, { resume: this.resuming });
+        }
+      }, BUSY_DELAY);
+    } else if (reply.error) {
       this.fail(reply.error, reply.message);
     } else if (reply.done) {
       if (this.lastSent) {
@@ -349,10 +368,14 @@ export class Upload extends Transfer {
       if (!this.current(link) || this.requestId !== requestId || this.state !== "running") return;
       if (ours !== String(theirs).toLowerCase()) {
         // Not the prefix of this file (another file's partial, or damaged): start afresh.
+        // The CANCEL removes it; once the agent says so, the upload starts again from 0.
         this.note = "the partial file on the machine differs: starting again";
-        link.send("fileRequest", { requestId, op: FileOp.CANCEL, path: this.path });
+        this.restarting = true;
+        this.restarts += 1;
         this.done = 0;
-        this.start(link, { resume: false });
+        this.samples = [];
+        link.send("fileRequest", { requestId, op: FileOp.CANCEL, path: this.path });
+        this.changed();
         return;
       }
       this.resumes.push(offset);
@@ -361,6 +384,7 @@ export class Upload extends Transfer {
       this.note = "";
     }
     this.hasher = hasher;
+    this.busyTries = 0;
     this.sent = offset;
     this.done = offset;
     this.ready = true;
