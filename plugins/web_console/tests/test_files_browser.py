@@ -344,6 +344,27 @@ def test_an_upload_whose_partial_file_differs_starts_again(
         assert not partial.exists()
 
 
+def test_cancel_stops_a_transfer_and_the_agent_drops_its_partial_file(
+        browser: Any, server: ServerProcess, session: str, root: Path, tmp_path: Path) -> None:
+    data = random_file(tmp_path / "cancelled.bin", 200 * MiB)
+    with watched_context(browser) as context:
+        page = context.new_page()
+        log_in(page, server.url, "admin", ADMIN_PASSWORD)
+        files = open_files(page, session)
+        go(files, f"/{root.name}")
+        files.set_input_files("#pick-files", str(data))
+        wait_until(lambda: transfers(files)[0]["done"] >= 4 * MiB, what="the upload under way")
+        files.click("#transfers tr.transfer .cancel")
+        [up] = settled(files, 1)
+        assert up["state"] == "cancelled" and up["done"] < 200 * MiB, up
+        files.wait_for_selector(f'#transfers tr[data-id="{up["id"]}"][data-state=cancelled]')
+        assert files.locator("#transfers tr.transfer .cancel").count() == 0
+        wait_until(lambda: not (root / ".cancelled.bin.partial").exists(),
+                   what="the agent's partial file gone")
+        assert not (root / "cancelled.bin").exists()
+        files.wait_for_selector("#state[data-state=connected]")  # the session goes on
+
+
 def test_paths_out_of_the_root_are_refused_in_plain_words(
         browser: Any, server: ServerProcess, session: str, root: Path) -> None:
     top = root.name
