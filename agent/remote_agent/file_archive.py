@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from remote_core.protocol.files import CHUNK, FileError
 
-from .file_roots import inside
+from .file_roots import inside, wire_name
 
 __all__ = ["Member", "ZipStream", "version", "walk"]
 
@@ -69,6 +69,9 @@ def _walk(directory: str, prefix: str, root: str, members: list[Member]) -> None
         log.info("zip of a folder: %s left out: %s", directory, exc.strerror)
         return
     for entry in listed:
+        if not wire_name(entry.name):
+            log.info("zip of a folder: a name that is not UTF-8 left out in %s", directory)
+            continue
         name = prefix + entry.name
         try:
             if entry.is_symlink():

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from remote_core.protocol.files import FileError, join_path, split_path
 
-__all__ = ["Resolved", "Roots", "default_roots", "inside"]
+__all__ = ["Resolved", "Roots", "default_roots", "inside", "wire_name"]
 
 
 def default_roots() -> tuple[str, ...]:
@@ -32,6 +32,16 @@ def default_roots() -> tuple[str, ...]:
         return (pwd.getpwuid(os.getuid()).pw_dir,)
     except KeyError:  # an account with no passwd entry (a container's random uid)
         return (str(Path.home()),)
+
+
+def wire_name(name: str) -> bool:
+    """Whether a name on disk can be said on the wire (UTF-8): a file name that is not
+    (bytes of another encoding) is left out of listings and archives, as no path names it."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def inside(real: str, root: str) -> bool:

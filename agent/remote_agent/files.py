@@ -199,6 +199,11 @@ class FileChannel:
                      request.request_id, request.path, exc.code, exc.message)
             await self._reply(request, pb.FileReply(error=exc.code, message=exc.message,
                                                     done=True, path=request.path))
+        except Exception as exc:  # a bug must end this request, not the connection
+            log.exception("file viewer %s: request %d (%s) failed", self.viewer_id,
+                          request.request_id, request.path)
+            await self._reply(request, pb.FileReply(error="io", message=f"failed: {exc}",
+                                                    done=True, path=request.path))
         finally:
             self.requests.pop(request.request_id, None)
             if request.upload is not None:

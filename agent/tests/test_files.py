@@ -10,6 +10,7 @@ import contextlib
 import hashlib
 import io
 import os
+import socket
 import subprocess
 import sys
 import zipfile
@@ -19,7 +20,7 @@ from typing import Any
 
 import anyio
 import pytest
-from remote_agent.bulk import LOW_WATER, BulkLane
+from remote_agent.bulk import LOW_WATER, BulkLane, unsent_bytes
 from remote_agent.file_roots import Roots
 from remote_agent.file_upload import partial_name
 from remote_agent.files import FileService
@@ -617,3 +618,34 @@ async def test_bulk_data_waits_for_urgent_messages_and_a_drained_socket() -> Non
         await lane.urgent(b"frame3")  # the picture is not held back
         unsent[0] = 0
     assert order == [b"frame3", b"chunk3"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIOCOUTQ is Linux's")
+def test_the_unsent_bytes_of_a_socket_are_seen() -> None:
+    server = socket.create_server(("127.0.0.1", 0))
+    client = socket.create_connection(server.getsockname())
+    peer, _ = server.accept()
+    try:
+        assert unsent_bytes(client) == 0
+        client.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            while True:  # the peer reads nothing: both buffers fill
+                client.send(b"x" * 65536)
+        assert unsent_bytes(client) > LOW_WATER
+        assert unsent_bytes(None) == 0
+    finally:
+        for sock in (client, peer, server):
+            sock.close()
+
+
+async def test_names_that_are_not_utf8_are_left_out(root: Path) -> None:
+    os.mkdir(os.path.join(os.fsencode(root), b"latin1-\xe9"))
+    (root / "d").mkdir()
+    (root / "d" / os.fsdecode(b"caf\xe9.txt")).write_bytes(b"x")
+    (root / "d" / "ok.txt").write_text("ok")
+    async with serving(root) as (_, _, viewer):
+        assert [e.name for e in (await viewer.ask(LIST, "/home")).entries] == ["d"]
+        _, archive, last = await viewer.download("/home/d")
+    assert last.last
+    with zipfile.ZipFile(io.BytesIO(archive)) as opened:
+        assert opened.namelist() == ["ok.txt"]
