@@ -11,6 +11,7 @@ the same library (uvicorn's ``websockets-sansio``).
 from __future__ import annotations
 
 import contextlib
+import socket
 import ssl
 from collections import deque
 from collections.abc import Iterable
@@ -164,6 +165,12 @@ class WebSocketClient:
                     while self._protocol.close_rcvd is None:
                         self._protocol.receive_data(await self._stream.receive(_READ_SIZE))
         await self._stream.aclose()
+
+    @property
+    def raw_socket(self) -> socket.socket | None:
+        """The TCP socket underneath, TLS or not (None where the stream has none): for
+        what only the kernel knows, such as the bytes it has not sent yet."""
+        return self._stream.extra(anyio.abc.SocketAttribute.raw_socket, None)  # noqa: S610
 
     async def abort(self) -> None:
         """Drop the socket with no closing handshake, as a lost network does: the peer

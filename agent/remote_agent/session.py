@@ -145,12 +145,8 @@ class AgentSession:
         await self._ws.send(data)
 
     def _unsent(self) -> int:
-        """What the kernel has not sent yet on the socket (the WebSocket client keeps its
-        transport to itself, hence the look inside; 0 when it cannot be told)."""
-        stream = getattr(self._ws, "_stream", None)
-        extra = getattr(stream, "extra", None)
-        sock = extra(anyio.abc.SocketAttribute.raw_socket, None) if extra else None
-        return unsent_bytes(sock)
+        """What the kernel has not sent yet on the socket (0 when it cannot be told)."""
+        return unsent_bytes(self._ws.raw_socket if self._ws is not None else None)
 
     async def _send_bytes(self, data: bytes) -> None:
         await self.lane.urgent(data)
