@@ -217,9 +217,10 @@ def test_browse_upload_and_download_files_and_folders(
         drop(files, [dropped, loose])
         wait_until(lambda: len(transfers(files)) == 9,
                    what=lambda: f"9 uploads: {transfers(files)}")
-        def under_way() -> bool:
-            now = transfers(files)
-            return now[0]["done"] > 10 * MiB or now[0]["state"] == "done"
+        def under_way() -> bool:  # as the page shows it
+            shown = files.eval_on_selector_all("#transfers progress",
+                                               "(bars) => bars.map((p) => p.value)")
+            return len(shown) == 9 and shown[0] > 10 * MiB
 
         wait_until(under_way, what=lambda: f"the big upload under way: {transfers(files)}")
         files.screenshot(path=str(DOCS / "file-transfer.png"))  # for the README

@@ -362,7 +362,8 @@ function render() {
 
 // ---- transfers ----------------------------------------------------------------------
 
-let drawing = 0;
+let drawing = 0; // a redraw is due (soon after a change)
+let ticking = 0; // the next redraw of rates and times left, while something runs
 
 function changed(transfer) {
   if (state.dropAt && transfer.done >= state.dropAt && state.ws) {
@@ -376,7 +377,7 @@ function changed(transfer) {
       state.relist = setTimeout(() => list(state.cwd), 300);
     }
   }
-  if (!drawing) drawing = setTimeout(drawTransfers, 150);
+  if (!drawing) drawing = setTimeout(drawTransfers, 200);
 }
 
 function add(transfer) {
@@ -462,7 +463,8 @@ function drawTransfers() {
       h("td", {}, t.finished ? "" : h("button", { className: "cancel", onclick: () => t.cancel() }, "Cancel")));
   });
   $("transfers").replaceChildren(...rows);
-  if (state.transfers.some((t) => t.state === "running")) drawing = setTimeout(drawTransfers, 1000);
+  clearTimeout(ticking);
+  ticking = state.transfers.some((t) => t.state === "running") ? setTimeout(drawTransfers, 1000) : 0;
 }
 
 // ---- picking and dropping -----------------------------------------------------------
