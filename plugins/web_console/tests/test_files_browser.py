@@ -366,6 +366,34 @@ def test_cancel_stops_a_transfer_and_the_agent_drops_its_partial_file(
         files.wait_for_selector("#state[data-state=connected]")  # the session goes on
 
 
+def test_a_transfer_stops_saying_why_when_the_agent_goes(
+        browser: Any, server: ServerProcess, admin: Api, display: Xvfb,
+        tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    shared = tmp_path_factory.mktemp("gone-root")
+    agent_id, key = admin.machine_with_key(organization="acme")
+    agent = AgentProcess(tmp_path_factory.mktemp("agent-gone"), display.display,
+                         "--server", server.url, "--key", key,
+                         REMOTE_AGENT_FILE_ROOTS=str(shared))
+    data = random_file(tmp_path / "unfinished.bin", 300 * MiB)
+    try:
+        session_id = admin.live_session(agent_id)["id"]
+        with watched_context(browser) as context:
+            page = context.new_page()
+            log_in(page, server.url, "admin", ADMIN_PASSWORD)
+            files = open_files(page, session_id)
+            go(files, f"/{shared.name}")
+            files.set_input_files("#pick-files", str(data))
+            wait_until(lambda: transfers(files)[0]["done"] >= 4 * MiB, what="the upload under way")
+            agent.stop()
+            [up] = settled(files, 1, timeout=60)
+            assert up["state"] == "failed" and up["message"].startswith("Stopped: "), up
+            assert files.get_attribute("#state", "data-state") in ("ended", "refused")
+            row = files.locator(f'#transfers tr[data-id="{up["id"]}"]')
+            wait_until(lambda: "Stopped: " in row.inner_text(), what="the reason in the row")
+    finally:
+        agent.stop()
+
+
 def test_paths_out_of_the_root_are_refused_in_plain_words(
         browser: Any, server: ServerProcess, session: str, root: Path) -> None:
     top = root.name

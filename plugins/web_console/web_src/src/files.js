@@ -254,7 +254,7 @@ function end(text, word) {
   status(text, word);
   for (const waiter of state.waiting.splice(0)) waiter.reject(new Error(text));
   for (const transfer of state.transfers) {
-    if (!transfer.finished) transfer.fail("io", "the file session ended");
+    if (!transfer.finished) transfer.fail("ended", `Stopped: ${text}`);
   }
   state.link = null;
 }

@@ -39,7 +39,8 @@ export const PLAIN = {
   io: "The machine could not read or write it.",
 };
 
-/** An error reply (or a local failure) as one sentence for a person. */
+/** An error reply as one sentence for a person (a code not the agent's, such as this
+ * page's own "broken", "local" or "ended", is said by its message alone). */
 export function describe(code, message = "") {
   const plain = PLAIN[code];
   if (!plain) return message || code || "Failed.";
@@ -236,7 +237,7 @@ export class Download extends Transfer {
     if (this.state !== "running") return;
     const offset = toNumber(chunk.offset);
     if (offset !== this.done) {
-      this.fail("io", `data at byte ${offset} where ${this.done} was due`);
+      this.fail("broken", `The data went astray: byte ${offset} came where ${this.done} was due.`);
       return;
     }
     const { data } = chunk;
@@ -279,7 +280,7 @@ export class Download extends Transfer {
     this.changed();
     const got = hex(this.hasher);
     if (this.size != null && this.size !== this.done) {
-      this.fail("io", `${this.done} bytes arrived of ${this.size}`);
+      this.fail("broken", `Only ${this.done} bytes of ${this.size} arrived.`);
     } else if (!expected || got !== expected.toLowerCase()) {
       this.fail("checksum", `the agent's SHA-256 is ${expected || "missing"}, these bytes' ${got}`);
     } else {
@@ -351,7 +352,7 @@ export class Upload extends Transfer {
         this.done = this.size;
         this.finish();
       } else {
-        this.fail("io", "the agent ended the upload before its last chunk");
+        this.fail("broken", "The machine ended the upload before its last chunk.");
       }
     } else if (!this.ready) {
       this.begin(toNumber(reply.offset), reply.sha256);
@@ -426,7 +427,7 @@ export class Upload extends Transfer {
         }
       }
     } catch (error) {
-      this.fail("io", `reading the local file failed: ${error.message}`);
+      this.fail("local", `This computer could not read the file: ${error.message}`);
     } finally {
       this.pumping = false;
     }
