@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
+from remote_server.testing.liveserver import fresh_ip
 from remote_server.testing.processes import ADMIN_PASSWORD, AgentProcess, Api, ServerProcess
 
 from remote_core.testing.browser import log_in, wait_until, watched_context
@@ -43,7 +44,11 @@ def display() -> Iterator[Xvfb]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    process = ServerProcess(tmp_path_factory.mktemp("files-server")).start()
+    # Each test's browser speaks from an address of its own (X-Forwarded-For, trusted from
+    # 127.0.0.1), so the shipped login limit (8/min/IP) holds and the tests' logins together
+    # do not reach it.
+    process = ServerProcess(tmp_path_factory.mktemp("files-server"),
+                            trusted_proxies="127.0.0.1").start()
     yield process
     process.stop()
 
@@ -83,6 +88,11 @@ def session(tmp_path_factory: pytest.TempPathFactory, display: Xvfb, server: Ser
         yield admin.live_session(agent_id)["id"]
     finally:
         agent.stop()
+
+
+def own_address() -> dict[str, Any]:
+    """Browser context options: its requests come from an address of their own."""
+    return {"extra_http_headers": {"X-Forwarded-For": fresh_ip()}}
 
 
 def sha256_file(path: Path) -> str:
@@ -149,7 +159,9 @@ def drop(files: Any, paths: list[Path]) -> None:
     them onto the listing, as a technician does from a file manager: Chromium's own drag
     and drop (DevTools' Input.dispatchDragEvent), whose folders the page walks with
     webkitGetAsEntry()."""
-    box = files.locator("#drop").bounding_box()
+    hint = files.locator("#drop .drop-hint")  # inside the drop zone, never redrawn
+    hint.scroll_into_view_if_needed()
+    box = hint.bounding_box()
     x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
     cdp = files.context.new_cdp_session(files)
     data = {"items": [], "files": [str(p) for p in paths], "dragOperationsMask": 1}
@@ -182,7 +194,7 @@ def test_browse_upload_and_download_files_and_folders(
     loose = random_file(tmp_path / "to-drop" / "loose.txt", 100)
     top = root.name
     with watched_context(browser, viewport={"width": 1200, "height": 800},
-                         accept_downloads=True) as context:
+                         accept_downloads=True, **own_address()) as context:
         page = context.new_page()
         log_in(page, server.url, "admin", ADMIN_PASSWORD)
         page.click("nav >> text=Machines")
@@ -214,6 +226,7 @@ def test_browse_upload_and_download_files_and_folders(
         assert (root / "made here").is_dir()
         files.set_input_files("#pick-files", str(big))
         files.set_input_files("#pick-folder", str(local))
+        wait_until(lambda: "project" in names(files), what="the picked folder made")
         drop(files, [dropped, loose])
         wait_until(lambda: len(transfers(files)) == 9,
                    what=lambda: f"9 uploads: {transfers(files)}")
@@ -290,7 +303,7 @@ def test_a_dropped_socket_resumes_the_upload_and_the_download(
         browser: Any, server: ServerProcess, session: str, root: Path, tmp_path: Path) -> None:
     data = random_file(tmp_path / "resumed.bin", 40 * MiB)
     top = root.name
-    with watched_context(browser, accept_downloads=True) as context:
+    with watched_context(browser, accept_downloads=True, **own_address()) as context:
         page = context.new_page()
         log_in(page, server.url, "admin", ADMIN_PASSWORD)
         files = open_files(page, session)
@@ -321,7 +334,7 @@ def test_an_upload_whose_partial_file_differs_starts_again(
     the page's SHA-256 of its own prefix differs from the agent's, so it starts afresh."""
     data = random_file(tmp_path / "restarted.bin", 30 * MiB)
     partial = root / ".restarted.bin.partial"
-    with watched_context(browser) as context:
+    with watched_context(browser, **own_address()) as context:
         page = context.new_page()
         log_in(page, server.url, "admin", ADMIN_PASSWORD)
         files = open_files(page, session)
@@ -348,7 +361,7 @@ def test_an_upload_whose_partial_file_differs_starts_again(
 def test_cancel_stops_a_transfer_and_the_agent_drops_its_partial_file(
         browser: Any, server: ServerProcess, session: str, root: Path, tmp_path: Path) -> None:
     data = random_file(tmp_path / "cancelled.bin", 200 * MiB)
-    with watched_context(browser) as context:
+    with watched_context(browser, **own_address()) as context:
         page = context.new_page()
         log_in(page, server.url, "admin", ADMIN_PASSWORD)
         files = open_files(page, session)
@@ -377,7 +390,7 @@ def test_a_transfer_stops_saying_why_when_the_agent_goes(
     data = random_file(tmp_path / "unfinished.bin", 300 * MiB)
     try:
         session_id = admin.live_session(agent_id)["id"]
-        with watched_context(browser) as context:
+        with watched_context(browser, **own_address()) as context:
             page = context.new_page()
             log_in(page, server.url, "admin", ADMIN_PASSWORD)
             files = open_files(page, session_id)
@@ -397,7 +410,7 @@ def test_a_transfer_stops_saying_why_when_the_agent_goes(
 def test_paths_out_of_the_root_are_refused_in_plain_words(
         browser: Any, server: ServerProcess, session: str, root: Path) -> None:
     top = root.name
-    with watched_context(browser) as context:
+    with watched_context(browser, **own_address()) as context:
         page = context.new_page()
         log_in(page, server.url, "admin", ADMIN_PASSWORD)
         files = open_files(page, session)
@@ -429,7 +442,7 @@ def test_a_technician_without_the_permission_is_refused_clearly(
     r.raise_for_status()
     admin.put(f"/api/users/{r.json()['id']}/client-access",
               json={"organizations": ["*"]}).raise_for_status()
-    with watched_context(browser, allow=("status of 403",)) as context:
+    with watched_context(browser, allow=("status of 403",), **own_address()) as context:
         page = context.new_page()
         log_in(page, server.url, name, TECH_PASSWORD)
         page.click("nav >> text=Machines")
@@ -441,8 +454,10 @@ def test_a_technician_without_the_permission_is_refused_clearly(
         files.wait_for_selector("#state[data-state=refused]", timeout=20_000)
         assert files.inner_text("#state").startswith("Cannot open the files: ")
         assert "file_transfer" in files.inner_text("#state")
-    token = httpx.post(f"{server.url}/api/auth/login",
+    address = {"X-Forwarded-For": fresh_ip()}
+    token = httpx.post(f"{server.url}/api/auth/login", headers=address,
                        json={"username": name, "password": TECH_PASSWORD}).json()["access_token"]
     r = httpx.post(f"{server.url}/api/sessions/{session}/viewer-token",
-                   params={"file_transfer": "true"}, headers={"Authorization": f"Bearer {token}"})
+                   params={"file_transfer": "true"},
+                   headers={**address, "Authorization": f"Bearer {token}"})
     assert r.status_code == 403
