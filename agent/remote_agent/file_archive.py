@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from remote_core.protocol.files import CHUNK, FileError
 
-from .file_roots import inside, wire_name
+from .file_roots import inside, shown
 
 __all__ = ["Member", "ZipStream", "version", "walk"]
 
@@ -69,8 +69,9 @@ def _walk(directory: str, prefix: str, root: str, members: list[Member]) -> None
         log.info("zip of a folder: %s left out: %s", directory, exc.strerror)
         return
     for entry in listed:
-        if not wire_name(entry.name):
-            log.info("zip of a folder: a name that is not UTF-8 left out in %s", directory)
+        if not shown(entry.name):
+            log.debug("zip of a folder: %r left out in %s (not UTF-8, or a partial upload)",
+                      entry.name, directory)
             continue
         name = prefix + entry.name
         try:

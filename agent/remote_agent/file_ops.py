@@ -18,7 +18,7 @@ from remote_core.protocol import pb
 from remote_core.protocol.files import CHUNK, FileError, name_refusal, split_path
 
 from .file_archive import ZipStream, version, walk
-from .file_roots import Resolved, Roots, inside, wire_name
+from .file_roots import Resolved, Roots, inside, shown
 
 __all__ = ["ArchiveSource", "FileSource", "list_dir", "list_roots", "make_dir", "open_source",
            "os_error", "refuse_names"]
@@ -77,7 +77,7 @@ def list_dir(target: Resolved) -> list[Any]:
         raise os_error(exc, target.virtual) from exc
     entries = []
     for entry in found:
-        if not wire_name(entry.name):
+        if not shown(entry.name):
             continue
         try:
             info = entry.stat(follow_symlinks=False)

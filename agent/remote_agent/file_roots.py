@@ -23,7 +23,8 @@ from pathlib import Path
 
 from remote_core.protocol.files import FileError, join_path, split_path
 
-__all__ = ["Resolved", "Roots", "default_roots", "inside", "wire_name"]
+__all__ = ["PARTIAL_SUFFIX", "Resolved", "Roots", "default_roots", "inside", "shown",
+           "wire_name"]
 
 
 def default_roots() -> tuple[str, ...]:
@@ -32,6 +33,17 @@ def default_roots() -> tuple[str, ...]:
         return (pwd.getpwuid(os.getuid()).pw_dir,)
     except KeyError:  # an account with no passwd entry (a container's random uid)
         return (str(Path.home()),)
+
+
+PARTIAL_SUFFIX = ".partial"
+"""An upload is written to ``.<name>.partial`` beside its target until it is whole."""
+
+
+def shown(name: str) -> bool:
+    """Whether a name on disk appears in listings and archives: one the wire can say
+    (:func:`wire_name`) that is not an upload's hidden partial file (``.<name>.partial``,
+    a file that is not whole yet; a user's own file so named is hidden the same way)."""
+    return wire_name(name) and not (name.startswith(".") and name.endswith(PARTIAL_SUFFIX))
 
 
 def wire_name(name: str) -> bool:

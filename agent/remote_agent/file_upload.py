@@ -22,12 +22,9 @@ from dataclasses import dataclass
 from remote_core.protocol.files import MAX_NAME_BYTES, FileError, join_path, split_path
 
 from .file_ops import os_error, refuse_names
-from .file_roots import Resolved, Roots, inside
+from .file_roots import PARTIAL_SUFFIX, Resolved, Roots, inside
 
 __all__ = ["PARTIAL_SUFFIX", "Claims", "Upload", "partial_name", "start_upload"]
-
-PARTIAL_SUFFIX = ".partial"
-
 
 def partial_name(name: str) -> str:
     """The hidden name an upload to ``name`` is written under until it is whole."""

@@ -178,6 +178,7 @@ class FileChannel:
         await self._send("file_reply", reply)
 
     async def _serve(self, request: _Request, message: Any) -> None:
+        final: Any = None  # the request's last reply, sent once its partial file is settled
         try:
             with request.scope:
                 if request.op == pb.FILE_OP_LIST:
@@ -191,19 +192,18 @@ class FileChannel:
                 else:
                     raise FileError("invalid-name", f"no such operation ({request.op})")
             if request.cancelled:
-                await self._reply(request, pb.FileReply(
-                    error="cancelled", message="the transfer was cancelled", done=True,
-                    path=request.path))
+                final = pb.FileReply(error="cancelled", message="the transfer was cancelled",
+                                     done=True, path=request.path)
         except FileError as exc:
             log.info("file viewer %s: request %d (%s) refused: %s: %s", self.viewer_id,
                      request.request_id, request.path, exc.code, exc.message)
-            await self._reply(request, pb.FileReply(error=exc.code, message=exc.message,
-                                                    done=True, path=request.path))
+            final = pb.FileReply(error=exc.code, message=exc.message, done=True,
+                                 path=request.path)
         except Exception as exc:  # a bug must end this request, not the connection
             log.exception("file viewer %s: request %d (%s) failed", self.viewer_id,
                           request.request_id, request.path)
-            await self._reply(request, pb.FileReply(error="io", message=f"failed: {exc}",
-                                                    done=True, path=request.path))
+            final = pb.FileReply(error="io", message=f"failed: {exc}", done=True,
+                                 path=request.path)
         finally:
             self.requests.pop(request.request_id, None)
             if request.upload is not None:
@@ -212,6 +212,10 @@ class FileChannel:
                     await anyio.to_thread.run_sync(
                         upload.discard if request.cancelled else upload.leave)
                     self._partials.release(upload.partial)
+        if final is not None:
+            # After the partial file is discarded or left and released: a viewer that asks
+            # again for the same path on this answer finds it free, not "busy".
+            await self._reply(request, final)
 
     async def _list(self, request: _Request) -> None:
         if split_path(request.path):

@@ -427,6 +427,8 @@ async def test_an_upload_resumes_its_partial_file(root: Path) -> None:
         assert partial.read_bytes() == body[:2 * CHUNK] and not (root / "r.bin").exists()
         await service.open(group, pb.FileOpen(viewer_id="v2", technician_name="lee"))
         viewer = Viewer(service, wire, "v2")
+        listed = await viewer.ask(LIST, "/home")  # a file not whole yet is no file to show
+        assert partial.name not in [e.name for e in listed.entries]
         first, final = await viewer.upload("/home/r.bin", body, resume=True)
         assert first.offset == 2 * CHUNK and first.sha256 == sha(body[:2 * CHUNK])
         assert final.done and final.sha256 == sha(body)
@@ -520,10 +522,12 @@ async def test_cancel_stops_an_upload_and_removes_its_partial(root: Path) -> Non
         viewer.request(CANCEL, "/home/c.bin", request_id=request_id)
         reply = await wire.reply(request_id)
         assert (reply.error, reply.done) == ("cancelled", True)
+        assert names(root) == []  # gone before the answer, and the path free again:
+        again = await viewer.ask(UPLOAD, "/home/c.bin", size=1)
+        assert (again.error, again.done) == ("", False)
         viewer.request(CANCEL, "/home/c.bin", request_id=request_id)  # over: no answer
         await anyio.sleep(0.1)
         assert wire.pending("file_reply", request_id) == []
-    assert names(root) == []
 
 
 async def test_more_transfers_than_allowed_are_busy(root: Path) -> None:
