@@ -93,18 +93,20 @@ REFRESH = 1 / 60
 
 
 class Driver(threading.Thread):
-    """Changes the display ``RATE`` times a second for ``SECONDS``; records marker times."""
+    """Changes the display ``RATE`` times a second for ``seconds`` (default ``SECONDS``);
+    records marker times."""
 
     def __init__(self, painter: Painter, scenario: str, desktop: Desktop,
-                 movie: list[Any], start_marker: int) -> None:
+                 movie: list[Any], start_marker: int, seconds: float = SECONDS) -> None:
         super().__init__(daemon=True)
         self.painter, self.scenario, self.desktop, self.movie = painter, scenario, desktop, movie
+        self.seconds = seconds
         self.drawn: dict[int, int] = {}
         self.marker = start_marker
         self.marker_xy = marker_position(scenario, desktop)
 
     def run(self) -> None:
-        steps = int(SECONDS * RATE)
+        steps = int(self.seconds * RATE)
         # Each change a random fraction of a display refresh late: a browser shows a
         # change at its next animation frame, and changes at an exact 30 a second would
         # meet those frames at one phase, so a run's latency would say more about where

@@ -27,6 +27,7 @@ from remote_core.interfaces import Store
 from remote_core.plugins import Plugins
 from remote_core.protocol import Channel, CloseCode, Inbound, Role, pb
 from remote_core.protocol.backstage import MAX_CHUNK, WindowError, size_refusal
+from remote_core.protocol.files import CHUNK as FILE_CHUNK
 from remote_core.records import (
     CONSENT_GRANTED,
     AuditEvent,
@@ -408,9 +409,10 @@ class Registry:
             return None
         message.viewer_id = sender.id
         if event.kind == "file_data":
-            # An upload waits (and so does this viewer's socket) while the agent's outbox is
-            # half full: the agent's input and the screen's acks are never queued behind it.
-            await session.agent.outbox.wait_room(session.agent.outbox.budget // 2)
+            # An upload's chunk waits (and so does this viewer's socket) until at most one
+            # chunk is queued for the agent: the screen's acknowledgements and the
+            # technicians' input never queue behind more than that.
+            await session.agent.outbox.wait_room(FILE_CHUNK)
             if session.ended or session.channels.get(sender.id) is not sender:
                 return "the file viewer left while its upload waited"
         session.agent.send(event.kind, message)
