@@ -13,9 +13,17 @@ link. So a file chunk goes out only when
   the check is skipped): chunks are not piled into the socket buffer, which
   autotuning grows to megabytes, ahead of the next frame.
 
-No rate is measured or reserved: file data simply takes what the picture
-leaves, and the per-transfer window (``FileAck``) bounds what is in flight
-beyond the socket.
+- the picture is not short of time (:class:`PictureLoad`): while the screen
+  moves and its frames take nearly their whole frame time from capture to
+  socket, the machine has nothing to spare, and a chunk waits a little (at
+  most :data:`MOST_YIELD` per chunk, so a transfer slows but never stops).
+  The CPU a transfer takes (reading, hashing, framing; and on the server and
+  the technician's side the same again) is then left to the picture.
+
+No rate is reserved: file data simply takes what the picture leaves, and the
+per-transfer window (``FileAck``) bounds what is in flight beyond the socket.
+An upload's acknowledgements go through the lane too, so an upload is paced
+the same way from the receiving end.
 """
 
 from __future__ import annotations
@@ -23,18 +31,51 @@ from __future__ import annotations
 import contextlib
 import socket
 import sys
+import time
 from collections.abc import Awaitable, Callable
 
 import anyio
 
-__all__ = ["LOW_WATER", "BulkLane", "unsent_bytes"]
+__all__ = ["BUSY", "LOW_WATER", "MOST_YIELD", "BulkLane", "PictureLoad", "unsent_bytes"]
 
 LOW_WATER = 64 * 1024
 """Unsent bytes on the socket above which a file chunk waits."""
 POLL = 0.005
 """Seconds between looks at the socket's unsent bytes while above :data:`LOW_WATER`."""
 
+BUSY = 0.9
+"""A picture whose frames take this share of their frame time (or more) is short of time."""
+MOVING = 0.5
+"""Seconds after its last frame that the picture counts as moving."""
+MOST_YIELD = 0.1
+"""Most seconds a chunk waits for a picture that is short of time."""
+YIELD_STEP = 0.01
+
 SendBytes = Callable[[bytes], Awaitable[None]]
+
+
+class PictureLoad:
+    """How hard the screen's stream works: the share of each frame's time (at the stream's
+    frame rate) that the frame took from its capture to its last byte in the socket,
+    smoothed over a few frames. No I/O; times are monotonic seconds.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._share = 0.0
+        self._at: float | None = None
+
+    def frame(self, seconds: float, interval: float) -> None:
+        """A frame took ``seconds`` of a frame time of ``interval``."""
+        share = seconds / interval if interval > 0 else 0.0
+        self._share = share if self._at is None else 0.7 * self._share + 0.3 * share
+        self._at = self._clock()
+
+    @property
+    def short(self) -> bool:
+        """Whether the picture moves now and its frames take nearly all of their time."""
+        return (self._at is not None and self._clock() - self._at < MOVING
+                and self._share >= BUSY)
 
 
 def unsent_bytes(sock: socket.socket | None) -> int:
@@ -56,11 +97,14 @@ class BulkLane:
 
     :param send_bytes: writes one message to the socket.
     :param unsent: the socket's unsent bytes now (default: never any).
+    :param load: the screen stream's load (default: a picture that never moves).
     """
 
-    def __init__(self, send_bytes: SendBytes, unsent: Callable[[], int] = lambda: 0) -> None:
+    def __init__(self, send_bytes: SendBytes, unsent: Callable[[], int] = lambda: 0,
+                 load: PictureLoad | None = None) -> None:
         self._send_bytes = send_bytes
         self._unsent = unsent
+        self.load = load or PictureLoad()
         self._urgent = 0
         self._calm = anyio.Event()
         self._calm.set()
@@ -78,8 +122,13 @@ class BulkLane:
                 self._calm.set()
 
     async def bulk(self, data: bytes) -> None:
-        """Send ``data`` once nothing urgent is under way and the socket is nearly drained."""
+        """Send ``data`` once nothing urgent is under way, the socket is nearly drained and
+        the picture is not short of time (or has been waited for long enough)."""
         async with self._bulk_lock:
+            waited = 0.0
+            while self.load.short and waited < MOST_YIELD:
+                await anyio.sleep(YIELD_STEP)
+                waited += YIELD_STEP
             while True:
                 if self._urgent:
                     await self._calm.wait()

@@ -280,9 +280,10 @@ class FileChannel:
             chunk = await receive.receive()
             await anyio.to_thread.run_sync(upload.write, chunk.offset, chunk.data)
             request.window.acked(len(chunk.data))
-            await self._send("file_ack", pb.FileAck(viewer_id=self.viewer_id,
-                                                    request_id=request.request_id,
-                                                    bytes=len(chunk.data)))
+            # through the bulk lane, as download data goes: an upload is paced from here
+            await self._send_data("file_ack", pb.FileAck(viewer_id=self.viewer_id,
+                                                         request_id=request.request_id,
+                                                         bytes=len(chunk.data)))
             if chunk.last:
                 break
         request.finishing = True
@@ -304,8 +305,9 @@ class FileService:
     :param roots: makes the roots a new viewer is served (read at each ``FileOpen``, so
         a root created since is seen).
     :param send: sends replies, acknowledgements and closes (urgent, like any message).
-    :param send_data: sends download data (default: ``send``); the session passes its
-        bulk lane here (:mod:`.bulk`), so file data yields to the picture.
+    :param send_data: sends download data and an upload's acknowledgements (default:
+        ``send``); the session passes its bulk lane here (:mod:`.bulk`), so transfers
+        both ways yield to the picture.
     :param windows: judge names by Windows' rules too (the seam for tests elsewhere).
     """
 

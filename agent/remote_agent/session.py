@@ -36,7 +36,7 @@ from remote_core.wsclient import WebSocketClient, connect, ws_url
 
 from . import __version__
 from .backstage import Backstage, ShellSpec, shell_spec
-from .bulk import BulkLane, unsent_bytes
+from .bulk import BulkLane, PictureLoad, unsent_bytes
 from .chat import ChatChannel, chat_message
 from .config import AgentConfig
 from .devices import Devices
@@ -113,11 +113,12 @@ class AgentSession:
         self.conn = Connection(Role.AGENT, Role.SERVER)
         self.state = StreamState(codecs=devices.codecs)
         self.displays: list[DisplayDesc] = []
+        load = PictureLoad()
         self.streamer = Streamer(devices, self.state, self._send_bytes, lambda: self.displays,
-                                 window=window)
+                                 window=window, load=load)
         self.backstage = Backstage(shell or (lambda: shell_spec(attended=True)), self.send)
         """The BACKSTAGE terminals of this connection (``shell`` makes each one's shell)."""
-        self.lane = BulkLane(self._write, self._unsent)
+        self.lane = BulkLane(self._write, self._unsent, load)
         """Every message goes out through it; file data yields to the rest (:mod:`.bulk`)."""
         roots = tuple(file_roots) or None
         self.files = FileService(lambda: Roots(roots or default_roots()), self.send,
@@ -155,7 +156,8 @@ class AgentSession:
         await self._send_bytes(self.conn.send(kind, payload))
 
     async def _send_bulk(self, kind: str, payload: Any) -> None:
-        """File data: after the picture and everything else (:class:`~.bulk.BulkLane`)."""
+        """File data and upload acknowledgements: after the picture and everything else
+        (:class:`~.bulk.BulkLane`)."""
         await self.lane.bulk(self.conn.send(kind, payload))
 
     # -- the connection --------------------------------------------------------------------

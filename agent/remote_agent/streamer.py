@@ -28,6 +28,7 @@ from remote_core.types import CodecSpec, DisplayDesc, EncodedFrame
 from remote_core.video import to_wire
 
 from .adaptive import ContentSwitch, changed_share
+from .bulk import PictureLoad
 from .devices import Devices
 from .flow import FlowWindow
 from .linkrate import DeliveryRate
@@ -108,11 +109,15 @@ class Streamer:
     def __init__(self, devices: Devices, state: StreamState,
                  send: Callable[[bytes], Awaitable[None]],
                  displays: Callable[[], list[DisplayDesc]], *, window: int = 3,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 load: PictureLoad | None = None) -> None:
         self.devices = devices
         self.state = state
         self.flow = FlowWindow(window)
         self.rate = DeliveryRate()
+        self.load = load or PictureLoad(clock)
+        """How much of each frame's time its frames take: file data yields when it is
+        nearly all (:mod:`.bulk`)."""
         self._send = send
         self._displays = displays
         self._clock = clock
@@ -281,6 +286,7 @@ class Streamer:
                     last_keyframe = started
                 sent_in = spec
                 await self._send(data)
+                self.load.frame(self._clock() - started, 1 / state.fps())
                 self.flow.sent(self.sequence, self._clock())
                 self.rate.sent(self.sequence, len(data), self._clock())
                 pacer.sent(started)

@@ -20,7 +20,7 @@ from typing import Any
 
 import anyio
 import pytest
-from remote_agent.bulk import LOW_WATER, BulkLane, unsent_bytes
+from remote_agent.bulk import BUSY, LOW_WATER, MOST_YIELD, BulkLane, PictureLoad, unsent_bytes
 from remote_agent.file_roots import Roots
 from remote_agent.file_upload import partial_name
 from remote_agent.files import FileService
@@ -622,6 +622,38 @@ async def test_bulk_data_waits_for_urgent_messages_and_a_drained_socket() -> Non
         await lane.urgent(b"frame3")  # the picture is not held back
         unsent[0] = 0
     assert order == [b"frame3", b"chunk3"]
+
+
+def test_a_picture_short_of_time_is_told_while_it_moves() -> None:
+    now = [0.0]
+    load = PictureLoad(lambda: now[0])
+    assert not load.short  # nothing streamed yet
+    for _ in range(10):
+        load.frame(0.025, 1 / 30)  # 75% of a frame time: room to spare
+    assert not load.short
+    for _ in range(10):
+        now[0] += 1 / 30
+        load.frame(BUSY / 30 + 0.001, 1 / 30)  # all of it
+    assert load.short
+    now[0] += 0.6  # the screen stopped moving: the picture needs nothing
+    assert not load.short
+
+
+async def test_file_data_waits_a_little_for_a_picture_short_of_time() -> None:
+    sent: list[float] = []
+
+    async def write(_: bytes) -> None:
+        sent.append(anyio.current_time())
+
+    load = PictureLoad()
+    lane = BulkLane(write, load=load)
+    for _ in range(5):
+        load.frame(1.0, 1 / 30)
+    begun = anyio.current_time()
+    await lane.bulk(b"chunk")
+    await lane.urgent(b"frame")  # the picture itself never waits
+    assert sent[0] - begun >= MOST_YIELD * 0.9  # held, but only so long: it goes anyway
+    assert sent[1] - sent[0] < MOST_YIELD / 2
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIOCOUTQ is Linux's")
