@@ -12,6 +12,10 @@ Rows:
 - ``download`` / ``upload`` alone: MB/s of one large file, SHA-256 checked at
   both ends (the agent's disk and the client's are this machine's);
 - ``screen alone``: frames per second the screen viewer decodes with no transfer;
+- ``console upload`` / ``console download``: a file of ``BENCH_CONSOLE_MB`` (default
+  256) through the console's files page in headless Chromium (``files.html``: its own
+  SHA-256 in JavaScript, a download kept in the browser until it is saved, which
+  Chromium refuses past about 400 MB here);
 - ``download + screen`` / ``upload + screen``: both at once (the screen moving for
   ``BENCH_SECONDS`` from a second into the transfer), the transfer's MB/s and the
   screen's fps while it moved side by side.
@@ -43,19 +47,26 @@ import anyio
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from remote_server.testing.processes import AgentProcess, Api, ServerProcess  # noqa: E402
+from remote_server.testing.processes import (  # noqa: E402
+    ADMIN_PASSWORD,
+    AgentProcess,
+    Api,
+    ServerProcess,
+)
 from remote_viewer.client import ViewerClient, open_viewer  # noqa: E402
 from remote_viewer.files import Download, open_files  # noqa: E402
 
 from bench.agent import HEIGHT, RATE, WIDTH, Driver, cpu_seconds  # noqa: E402
 from bench.report import report  # noqa: E402
 from remote_core.protocol import pb  # noqa: E402
+from remote_core.testing.browser import chromium, log_in  # noqa: E402
 from remote_core.testing.codec_contract import Desktop, video_like  # noqa: E402
 from remote_core.testing.xvfb import Painter, xvfb  # noqa: E402
 
 MB = 1024 * 1024
 FILE_MB = int(os.environ.get("BENCH_FILE_MB", "1024"))
 SECONDS = float(os.environ.get("BENCH_SECONDS", "5"))
+CONSOLE_MB = int(os.environ.get("BENCH_CONSOLE_MB", "256"))
 
 
 def files_token(api: Api, session_id: str) -> str:
@@ -205,6 +216,47 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def console_rows(server: ServerProcess, session_id: str, root: Path,
+                 work: Path) -> list[dict[str, Any]]:
+    """A file through the console's files page, up and then down, as a technician moves
+    it: picked in the page, saved from it."""
+    rows = []
+    with chromium() as browser:
+        context = browser.new_context(accept_downloads=True)
+        page = context.new_page()
+        log_in(page, server.url, "admin", ADMIN_PASSWORD)
+        page.wait_for_selector("#machines, nav", timeout=30_000)
+        with page.expect_popup() as popup:
+            page.evaluate("(id) => window.open(`./files.html?session=${id}`)", session_id)
+        files = popup.value
+        files.wait_for_selector("#state[data-state=connected]", timeout=30_000)
+        files.fill("#path", f"/{root.name}")
+        files.click("#path-form button")
+        files.wait_for_selector("#entries tr[data-name='seed.bin']", timeout=30_000)
+        started = time.perf_counter()
+        files.set_input_files("#pick-files", str(work / "console.bin"))
+        while True:
+            moving = files.evaluate("window.remoteFiles.transfers()")
+            if moving and moving[0]["state"] not in ("queued", "running", "verifying"):
+                break
+            time.sleep(0.05)
+        seconds = time.perf_counter() - started
+        if moving[0]["state"] != "done":
+            raise SystemExit(f"the console's upload ended {moving[0]['state']}: {moving[0]}")
+        rows.append({"row": "console upload", "MB/s": CONSOLE_MB / seconds, "seconds": seconds})
+        files.click("#refresh")
+        button = files.locator("#entries tr[data-name='console.bin'] button", has_text="Download")
+        started = time.perf_counter()
+        with files.expect_download(timeout=1_200_000) as saved:
+            button.click()
+        saved.value.path()  # written out
+        seconds = time.perf_counter() - started
+        rows.append({"row": "console download", "MB/s": CONSOLE_MB / seconds,
+                     "seconds": seconds})
+        context.close()
+    return rows
+
+
 def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="bench-files-"))
     root = work / "shared"
@@ -213,6 +265,9 @@ def main() -> None:
         for _ in range(FILE_MB):
             out.write(os.urandom(MB))
     os.link(work / "source.bin", root / "seed.bin")
+    with (work / "console.bin").open("wb") as out:
+        for _ in range(CONSOLE_MB):
+            out.write(os.urandom(MB))
     with xvfb(WIDTH, HEIGHT, set_display=False) as display:
         painter = Painter(display.display)
         desktop = Desktop(WIDTH, HEIGHT, seed=1)
@@ -231,6 +286,7 @@ def main() -> None:
                     "server": server.process.pid}  # type: ignore[union-attr]
             rows = anyio.run(measure, server, api, session["id"], pids, root, work, painter,
                              desktop, movie)
+            rows[2:2] = console_rows(server, session["id"], root, work)
         finally:
             agent.stop()
             api.close()
@@ -241,6 +297,8 @@ def main() -> None:
                "MB/s: MiB moved per second, SHA-256 checked at both ends; the agent reads and "
                "writes its file root, the client its own folder, both on this machine's disk.",
                "screen fps: frames the Python viewer decoded per second of the row.",
+               "console rows: MB/s from the pick (or the click) to the page's done (or the "
+               "saved download), in headless Chromium on this same machine.",
            ])
 
 

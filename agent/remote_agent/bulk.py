@@ -15,10 +15,13 @@ link. So a file chunk goes out only when
 
 - the picture is not short of time (:class:`PictureLoad`): while the screen
   moves and its frames take nearly their whole frame time from capture to
-  socket, the machine has nothing to spare, and a chunk waits a little (at
+  socket, the machine has nothing to spare, and while frames wait for the
+  viewers' acknowledgements, those may be queued behind file data (an
+  upload's, on its way to the agent); either way a chunk waits a little (at
   most :data:`MOST_YIELD` per chunk, so a transfer slows but never stops).
-  The CPU a transfer takes (reading, hashing, framing; and on the server and
-  the technician's side the same again) is then left to the picture.
+  The CPU and the queues a transfer takes (reading, hashing, framing; and on
+  the server and the technician's side the same again) are then left to the
+  picture.
 
 No rate is reserved: file data simply takes what the picture leaves, and the
 per-transfer window (``FileAck``) bounds what is in flight beyond the socket.
@@ -36,7 +39,8 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-__all__ = ["BUSY", "LOW_WATER", "MOST_YIELD", "BulkLane", "PictureLoad", "unsent_bytes"]
+__all__ = ["BUSY", "HELD", "LOW_WATER", "MOST_YIELD", "BulkLane", "PictureLoad",
+           "unsent_bytes"]
 
 LOW_WATER = 64 * 1024
 """Unsent bytes on the socket above which a file chunk waits."""
@@ -47,6 +51,8 @@ BUSY = 0.9
 """A picture whose frames take this share of their frame time (or more) is short of time."""
 MOVING = 0.5
 """Seconds after its last frame that the picture counts as moving."""
+HELD = 0.05
+"""Seconds after a frame waited for acknowledgements that the picture counts as held."""
 MOST_YIELD = 0.1
 """Most seconds a chunk waits for a picture that is short of time."""
 YIELD_STEP = 0.01
@@ -57,13 +63,15 @@ SendBytes = Callable[[bytes], Awaitable[None]]
 class PictureLoad:
     """How hard the screen's stream works: the share of each frame's time (at the stream's
     frame rate) that the frame took from its capture to its last byte in the socket,
-    smoothed over a few frames. No I/O; times are monotonic seconds.
+    smoothed over a few frames, and whether frames wait for the viewers'
+    acknowledgements. No I/O; times are monotonic seconds.
     """
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._share = 0.0
         self._at: float | None = None
+        self._held_at = -HELD
 
     def frame(self, seconds: float, interval: float) -> None:
         """A frame took ``seconds`` of a frame time of ``interval``."""
@@ -71,11 +79,19 @@ class PictureLoad:
         self._share = share if self._at is None else 0.7 * self._share + 0.3 * share
         self._at = self._clock()
 
+    def held(self) -> None:
+        """A frame is ready to go and waits for the viewers' acknowledgements: they are
+        late, and what is late may be queued behind file data on the way."""
+        self._held_at = self._clock()
+
     @property
     def short(self) -> bool:
-        """Whether the picture moves now and its frames take nearly all of their time."""
-        return (self._at is not None and self._clock() - self._at < MOVING
-                and self._share >= BUSY)
+        """Whether the picture moves now and its frames take nearly all of their time, or
+        have waited for acknowledgements within the last frame time or so."""
+        now = self._clock()
+        if self._at is None or now - self._at >= MOVING:
+            return False
+        return self._share >= BUSY or now - self._held_at < HELD
 
 
 def unsent_bytes(sock: socket.socket | None) -> int:

@@ -235,6 +235,7 @@ class Streamer:
                     await self._pause(wait)
                     continue
                 if not self.flow.can_send(now):
+                    self.load.held()
                     deadline = self.flow.next_deadline(now)
                     await self._pause(None if deadline is None else deadline - now)
                     continue

@@ -20,7 +20,15 @@ from typing import Any
 
 import anyio
 import pytest
-from remote_agent.bulk import BUSY, LOW_WATER, MOST_YIELD, BulkLane, PictureLoad, unsent_bytes
+from remote_agent.bulk import (
+    BUSY,
+    HELD,
+    LOW_WATER,
+    MOST_YIELD,
+    BulkLane,
+    PictureLoad,
+    unsent_bytes,
+)
 from remote_agent.file_roots import Roots
 from remote_agent.file_upload import partial_name
 from remote_agent.files import FileService
@@ -636,6 +644,12 @@ def test_a_picture_short_of_time_is_told_while_it_moves() -> None:
         load.frame(BUSY / 30 + 0.001, 1 / 30)  # all of it
     assert load.short
     now[0] += 0.6  # the screen stopped moving: the picture needs nothing
+    assert not load.short
+    load.frame(0.001, 1 / 30)  # moving again, and cheaply...
+    assert not load.short
+    load.held()  # ...but a frame waits for late acknowledgements
+    assert load.short
+    now[0] += HELD
     assert not load.short
 
 
