@@ -1,10 +1,11 @@
-"""``remote-viewer``: connect to a session from a script, save a screenshot, record frames."""
+"""``remote-viewer``: connect to a session from a script, save a screenshot, record frames,
+and list, download and upload the machine's files (a token minted with file_transfer=true)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 import anyio
@@ -14,6 +15,7 @@ from remote_core.protocol import ProtocolError
 from remote_core.wsclient import ConnectionClosed, HandshakeError
 
 from .client import open_viewer
+from .files import Download, FileClient, FileTransferError, open_files
 from .png import write_png
 
 __all__ = ["build_parser", "main"]
@@ -39,7 +41,70 @@ def build_parser() -> argparse.ArgumentParser:
     record = sub.add_parser("record", help="record frames to a directory as PNG files")
     record.add_argument("directory", type=Path)
     record.add_argument("--frames", type=int, default=30)
+    listing = sub.add_parser("ls", help="list a folder of the machine ('/': its shared roots)")
+    listing.add_argument("path", nargs="?", default="/")
+    get = sub.add_parser("get", help="download a file (a folder arrives as a zip), SHA-256 "
+                                     "checked, resumed if the connection drops")
+    get.add_argument("path")
+    get.add_argument("output", type=Path)
+    put = sub.add_parser("put", help="upload a file, SHA-256 checked, resumed if the "
+                                     "connection drops")
+    put.add_argument("source", type=Path)
+    put.add_argument("path")
+    put.add_argument("--overwrite", action="store_true", help="replace an existing file")
     return parser
+
+
+RECONNECTS = 5
+"""Times a transfer reconnects and resumes after its connection drops, before giving up."""
+
+
+async def _ls(server: str, token: str, path: str, ca_bundle: str | None) -> None:
+    async with open_files(server, token, ca_bundle=ca_bundle) as files:
+        for entry in await files.list(path):
+            kind = "d" if entry.is_dir else "l" if entry.is_link else "-"
+            print(f"{kind}{entry.mode:04o} {entry.size:>14} {entry.name}"
+                  + ("/" if entry.is_dir else ""))
+
+
+Move = Callable[[FileClient, int], Awaitable[str]]
+
+
+async def _moving(server: str, token: str, ca_bundle: str | None, move: Move) -> str:
+    """Run ``move(files)`` on a connection, and again on a new one after a drop (the
+    transfer resumes where it stopped), at most ``RECONNECTS`` times."""
+    for attempt in range(RECONNECTS + 1):
+        try:
+            async with open_files(server, token, ca_bundle=ca_bundle) as files:
+                return await move(files, attempt)
+        except ConnectionClosed:
+            if attempt == RECONNECTS:
+                raise
+            print(f"remote-viewer: the connection dropped; resuming ({attempt + 1})",
+                  file=sys.stderr)
+            await anyio.sleep(min(8.0, 0.5 * 2 ** attempt))
+    raise AssertionError("unreachable")
+
+
+async def _get(server: str, token: str, path: str, output: Path,
+               ca_bundle: str | None) -> None:
+    download = Download(path, output)
+
+    async def move(files: FileClient, _: int) -> str:
+        return await files.download(download)
+
+    digest = await _moving(server, token, ca_bundle, move)
+    print(f"{output}: {download.received} bytes, sha256 {digest}")
+
+
+async def _put(server: str, token: str, source: Path, path: str, overwrite: bool,
+               ca_bundle: str | None) -> None:
+    async def move(files: FileClient, attempt: int) -> str:
+        return await files.upload(source, path, overwrite=overwrite, resume=attempt > 0)
+
+    size = (await anyio.Path(source).stat()).st_size
+    digest = await _moving(server, token, ca_bundle, move)
+    print(f"{path}: {size} bytes, sha256 {digest}")
 
 
 async def _screenshot(server: str, token: str, output: Path, within: float,
@@ -70,6 +135,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "screenshot":
             anyio.run(_screenshot, args.server, args.token, args.output, args.timeout,
                       args.codec, args.ca_bundle)
+        elif args.command == "ls":
+            anyio.run(_ls, args.server, args.token, args.path, args.ca_bundle)
+        elif args.command == "get":
+            anyio.run(_get, args.server, args.token, args.path, args.output, args.ca_bundle)
+        elif args.command == "put":
+            if not args.source.is_file():
+                print(f"remote-viewer: {args.source} is not a file", file=sys.stderr)
+                return 1
+            anyio.run(_put, args.server, args.token, args.source, args.path, args.overwrite,
+                      args.ca_bundle)
         else:
             if args.frames < 1:
                 print("remote-viewer: --frames must be at least 1", file=sys.stderr)
@@ -79,6 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                       args.timeout, args.codec, args.ca_bundle)
     except SessionRefused as exc:
         print(f"remote-viewer: the server refused the viewer: {exc}", file=sys.stderr)
+        return 1
+    except FileTransferError as exc:
+        print(f"remote-viewer: {exc.code}: {exc.message or 'refused'}", file=sys.stderr)
         return 1
     except TimeoutError:
         print(f"remote-viewer: no picture within {args.timeout:g} s", file=sys.stderr)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import subprocess
+import sys
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -194,3 +196,36 @@ async def test_paths_out_of_the_root_and_bad_names_are_refused_clearly(
     assert not await anyio.Path("/etc/planted").exists()
     failed = events(admin, session, "file.failed")
     assert {"outside-root", "invalid-name", "exists"} <= {e["detail"]["error"] for e in failed}
+
+
+def remote_viewer(server: ServerProcess, token: str,
+                  *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "remote_viewer.cli", "--server", server.url,
+                           "--token", token, *args], capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def test_the_command_line_lists_gets_and_puts_files(
+        server: ServerProcess, admin: Api, session: str, root: Path, tmp_path: Path) -> None:
+    token = files_token(admin, session)
+    source = tmp_path / "cli.bin"
+    source.write_bytes(os.urandom(3 * MB + 5))
+    top = f"/{root.name}"
+    put = remote_viewer(server, token, "put", str(source), f"{top}/cli.bin")
+    assert put.returncode == 0, put.stderr
+    assert put.stdout.strip() == f"{top}/cli.bin: {3 * MB + 5} bytes, sha256 {sha256(source)}"
+    listed = remote_viewer(server, token, "ls", top)
+    assert listed.returncode == 0, listed.stderr
+    assert f"-0644 {3 * MB + 5:>14} cli.bin" in listed.stdout.splitlines()
+    back = tmp_path / "back" / "cli.bin"
+    got = remote_viewer(server, token, "get", f"{top}/cli.bin", str(back))
+    assert got.returncode == 0, got.stderr
+    assert sha256(back) == sha256(source)
+    # every failure is one line and status 1
+    for args, words in ((("get", f"{top}/none", str(tmp_path / "x")), "not-found: "),
+                        (("put", str(source), f"{top}/cli.bin"), "exists: "),
+                        (("ls", "/etc"), "outside-root: "),
+                        (("put", str(tmp_path / "none"), f"{top}/n"), "is not a file")):
+        failed = remote_viewer(server, token, *args)
+        assert failed.returncode == 1 and words in failed.stderr, (args, failed.stderr)
+        assert len(failed.stderr.strip().splitlines()) == 1, failed.stderr
