@@ -257,6 +257,9 @@ def test_browse_upload_and_download_files_and_folders(
             files.click('#entries tr[data-name="big.bin"] .download')
         assert got.value.suggested_filename == "big.bin"
         assert sha256_file(Path(got.value.path())) == sha256_file(big)
+        # kept in the browser and saved from it (a folder goes straight to a file the
+        # technician picks where the browser can: the streaming test's way)
+        files.evaluate("window.remoteFiles.streamFrom = Infinity")
         with files.expect_download(timeout=60_000) as got:
             files.click('#entries tr[data-name="project"] .download')
         assert got.value.suggested_filename == "project.zip"
@@ -356,6 +359,62 @@ def test_an_upload_whose_partial_file_differs_starts_again(
         assert up["state"] == "done" and up["resumes"] == [] and up["restarts"] == 1, up
         assert sha256_file(root / "restarted.bin") == sha256_file(data)
         assert not partial.exists()
+
+
+# The save dialog of showSaveFilePicker has no headless form: a stand-in answers it with
+# a file of the browser's own private file system (OPFS), whose writable keeps its bytes
+# apart until close() as a picked file's does, and the test reads that file back.
+PICK_IN_OPFS = """
+window.showSaveFilePicker = async ({ suggestedName }) => {
+  window.picked = (window.picked || []).concat([suggestedName]);
+  const root = await navigator.storage.getDirectory();
+  return root.getFileHandle(suggestedName, { create: true });
+};
+"""
+OPFS_SHA256 = """async (name) => {
+  const root = await navigator.storage.getDirectory();
+  let handle;
+  try { handle = await root.getFileHandle(name); } catch (error) { return null; }
+  const bytes = await (await handle.getFile()).arrayBuffer();
+  const digest = await crypto.subtle.digest("SHA-256", bytes);
+  return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+}"""
+
+
+def test_a_large_download_and_a_folder_go_straight_to_a_picked_file(
+        browser: Any, server: ServerProcess, session: str, root: Path, tmp_path: Path) -> None:
+    big = random_file(root / "streamed.bin", 6 * MiB)
+    folder = root / "streamed-folder"
+    (folder / "deeper").mkdir(parents=True)
+    random_file(folder / "a.bin", 300 * 1024)
+    random_file(folder / "deeper" / "b.bin", 2 * MiB)
+    with watched_context(browser, **own_address()) as context:
+        context.add_init_script(PICK_IN_OPFS)
+        page = context.new_page()
+        log_in(page, server.url, "admin", ADMIN_PASSWORD)
+        files = open_files(page, session)
+        go(files, f"/{root.name}")
+        files.evaluate("window.remoteFiles.streamFrom = 1024 * 1024")  # 6 MiB counts as large
+        files.click('#entries tr[data-name="streamed.bin"] .download')
+        [down] = settled(files, 1)
+        assert down["state"] == "done" and down["sha256"] == sha256_file(big), down
+        assert files.evaluate(OPFS_SHA256, "streamed.bin") == sha256_file(big)
+        files.click('#entries tr[data-name="streamed-folder"] .download')
+        zipped = settled(files, 2)[1]
+        assert zipped["state"] == "done", zipped
+        assert files.evaluate("window.picked") == ["streamed.bin", "streamed-folder.zip"]
+        assert files.evaluate(OPFS_SHA256, "streamed-folder.zip") == zipped["sha256"]
+        # a streamed download cancelled half-way leaves nothing under its name
+        random_file(root / "cut.bin", 64 * MiB)
+        files.click("#refresh")
+        wait_until(lambda: "cut.bin" in names(files), what="cut.bin listed")
+        files.click('#entries tr[data-name="cut.bin"] .download')
+        wait_until(lambda: transfers(files)[2]["done"] >= 2 * MiB, what="the download under way")
+        files.click("#transfers tr.transfer .cancel")
+        cut = settled(files, 3)[2]
+        assert cut["state"] == "cancelled", cut
+        wait_until(lambda: files.evaluate(OPFS_SHA256, "cut.bin") is None,
+                   what="the picked file removed")
 
 
 def test_cancel_stops_a_transfer_and_the_agent_drops_its_partial_file(

@@ -409,8 +409,35 @@ function save(transfer, blob) {
   setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }
 
-function download(entry, path) {
-  add(new Download({ name: entry.name, path, size: toNumber(entry.size), isDir: entry.isDir }, changed, save));
+/** Downloads above this size (and folders, whose zip's size is unknown) are written to a
+ * file the technician picks as they arrive, where the browser can (showSaveFilePicker):
+ * a Blob is held whole in the browser until it is saved, which Chromium refuses past a
+ * few hundred MB. Smaller ones arrive as a Blob, saved without a question. */
+const STREAM_FROM = 64 * 1024 * 1024;
+
+async function download(entry, path) {
+  const size = toNumber(entry.size);
+  const name = entry.isDir ? `${entry.name}.zip` : entry.name;
+  let sink = null;
+  if (typeof window.showSaveFilePicker === "function"
+      && (entry.isDir ? Infinity : size) > window.remoteFiles.streamFrom) {
+    try {
+      const handle = await window.showSaveFilePicker({ suggestedName: name });
+      const writable = await handle.createWritable();
+      sink = {
+        write: (data) => writable.write(data),
+        close: () => writable.close(),
+        async abort() { // nothing of it stays: not its bytes, nor the empty file picked
+          await writable.abort();
+          await handle.remove?.();
+        },
+      };
+    } catch (error) {
+      if (error.name === "AbortError") return; // the technician chose no file
+      notice(`Saving straight to disk is not possible here (${error.message}); the download is kept in the browser until it ends.`);
+    }
+  }
+  add(new Download({ name: entry.name, path, size, isDir: entry.isDir, sink }, changed, save));
 }
 
 /** Upload `files` ({file, rel}: rel a '/'-separated path below the folder) and create
@@ -568,6 +595,7 @@ $("leave").addEventListener("click", () => {
  * once a transfer has moved so many bytes, and to hold the reconnection back a while. */
 window.remoteFiles = {
   state,
+  streamFrom: STREAM_FROM, // tests move it: Infinity keeps every download in the browser
   transfers: () => state.transfers.map((t) => ({
     id: t.id, kind: t.kind, name: t.name, path: t.path, size: t.size, done: t.done, state: t.state,
     error: t.error, message: t.message, resumes: t.resumes, restarts: t.restarts, sha256: t.sha256 || "",

@@ -184,11 +184,16 @@ class Transfer {
   release() {}
 }
 
-/** A file (or a folder, as a zip) from the agent, kept in memory and saved as a Blob. */
+/** A file (or a folder, as a zip) from the agent: kept in memory and saved as a Blob, or,
+ * given a `sink` (a FileSystemWritableFileStream the technician chose), written to disk as
+ * it arrives. The browser keeps such a file under a temporary name until close(), and
+ * abort() drops it: a download that fails its SHA-256 never appears under its name. */
 export class Download extends Transfer {
-  constructor({ name, path, size, isDir }, onChange, onSaved) {
+  constructor({ name, path, size, isDir, sink = null }, onChange, onSaved) {
     super("download", isDir ? `${name}.zip` : name, path, isDir ? null : size, onChange);
     this.isDir = isDir;
+    this.sink = sink;
+    this.writing = Promise.resolve(); // the sink's writes, in order
     this.chunks = [];
     this.hasher = sha256.create();
     this.version = "";
@@ -242,7 +247,13 @@ export class Download extends Transfer {
     }
     const { data } = chunk;
     if (data.length) {
-      this.chunks.push(data);
+      if (this.sink) {
+        const { sink } = this;
+        this.writing = this.writing.then(() => sink.write(data));
+        this.writing.catch((error) => this.fail("local", `This computer could not write the file: ${error.message}`));
+      } else {
+        this.chunks.push(data);
+      }
       this.hasher.update(data);
       this.done += data.length;
       this.unacked += data.length;
@@ -283,6 +294,16 @@ export class Download extends Transfer {
       this.fail("broken", `Only ${this.done} bytes of ${this.size} arrived.`);
     } else if (!expected || got !== expected.toLowerCase()) {
       this.fail("checksum", `the agent's SHA-256 is ${expected || "missing"}, these bytes' ${got}`);
+    } else if (this.sink) {
+      const { sink } = this;
+      this.sink = null; // closed once, here; release() no longer aborts it
+      this.writing.then(() => sink.close()).then(() => {
+        this.sha256 = got;
+        this.size = this.done;
+        this.finish();
+      }, (error) => {
+        this.fail("local", `This computer could not write the file: ${error.message}`);
+      });
     } else {
       this.sha256 = got;
       this.size = this.done;
@@ -295,6 +316,11 @@ export class Download extends Transfer {
 
   release() {
     this.chunks = [];
+    if (this.sink) {
+      const { sink } = this;
+      this.sink = null;
+      this.writing.finally(() => sink.abort()).catch(() => {});
+    }
   }
 }
 
