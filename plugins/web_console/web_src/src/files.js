@@ -428,7 +428,11 @@ async function download(entry, path) {
         write: (data) => writable.write(data),
         close: () => writable.close(),
         async abort() { // nothing of it stays: not its bytes, nor the empty file picked
-          await writable.abort();
+          try {
+            await writable.abort();
+          } catch {
+            // already errored or closed: its bytes are gone either way
+          }
           await handle.remove?.();
         },
       };

@@ -271,6 +271,13 @@ export class Download extends Transfer {
 
   onAck() {}
 
+  /** Every byte is in and checked, and the file is being saved: too late to cancel (a
+   * cancel now would leave the saved file, the row saying "cancelled"). */
+  cancel() {
+    if (this.state === "verifying") return;
+    super.cancel();
+  }
+
   /** Acknowledge what arrived since the last acknowledgement. */
   flushAck() {
     clearTimeout(this.ackTimer);
