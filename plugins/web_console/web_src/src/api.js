@@ -58,3 +58,25 @@ export async function apiAll(path, most = 10000) {
   }
   return all.slice(0, most);
 }
+
+const pause = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
+
+/** A viewer token for a session's own channel (`channel`: "backstage", a terminal, or
+ * "file_transfer"). While the end user is being asked, it asks again every 2 s and tells
+ * `waiting` so (`asking`: what the end user is asked to allow). */
+export async function channelToken(sessionId, channel, asking, waiting) {
+  const path = `/api/sessions/${encodeURIComponent(sessionId)}/viewer-token?${channel}=true`;
+  for (;;) {
+    try {
+      return (await api("POST", path)).token;
+    } catch (error) {
+      const isAsking = error instanceof ApiError && error.status === 409
+        && !String(error.problem?.type || "").includes("session-not-live");
+      if (!isAsking) throw error;
+      waiting(error.problem?.consent === "asking"
+        ? `Waiting for the end user to allow ${asking}…`
+        : `Waiting: ${error.message}`);
+      await pause(2000);
+    }
+  }
+}

@@ -4,7 +4,7 @@
 // on the socket (transfer.js: the window, the acknowledgements, SHA-256); MAX_RUNNING run
 // at once and the rest wait. A dropped socket is reconnected (a new token, a new socket)
 // and every running transfer resumes where the agent has it.
-import { ApiError, api, token } from "./api.js";
+import { ApiError, channelToken, token } from "./api.js";
 import { h } from "./dom.js";
 import { FileOp, SessionType, decode, encode, toNumber } from "./proto.js";
 import { Download, Upload, describe } from "./transfer.js";
@@ -97,23 +97,6 @@ function parent(path) {
 
 const sleep = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
 
-/** A viewer token for files; while the end user is being asked, ask again. */
-async function filesToken() {
-  const path = `/api/sessions/${encodeURIComponent(sessionId)}/viewer-token?file_transfer=true`;
-  for (;;) {
-    try {
-      return (await api("POST", path)).token;
-    } catch (error) {
-      const asking = error instanceof ApiError && error.status === 409
-        && !String(error.problem?.type || "").includes("session-not-live");
-      if (!asking) throw error;
-      status(error.problem?.consent === "asking"
-        ? "Waiting for the end user to allow file transfer…"
-        : `Waiting: ${error.message}`, "asking");
-      await sleep(2000);
-    }
-  }
-}
 
 /** A link (see transfer.js) over one admitted socket. */
 function makeLink(ws) {
@@ -156,7 +139,7 @@ async function connect() {
   status(state.reconnects ? "Reconnecting…" : "Connecting…", state.reconnects ? "reconnecting" : "connecting");
   let viewerToken;
   try {
-    viewerToken = await filesToken();
+    viewerToken = await channelToken(sessionId, "file_transfer", "file transfer", (text) => status(text, "asking"));
   } catch (error) {
     if (state.reconnects && !(error instanceof ApiError)) {
       lost(); // the network, not a refusal: try again

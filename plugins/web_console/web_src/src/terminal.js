@@ -5,7 +5,7 @@
 import "./cspstyle.js"; // before xterm.js makes its first <xterm-style>
 import { FitAddon } from "@xterm/addon-fit";
 import { Terminal } from "@xterm/xterm";
-import { ApiError, api, token } from "./api.js";
+import { channelToken, token } from "./api.js";
 import { SessionType, decode, encode } from "./proto.js";
 
 const $ = (id) => document.getElementById(id);
@@ -50,26 +50,6 @@ function send(kind, payload) {
 
 // ---- connection ----------------------------------------------------------------------
 
-const sleep = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
-
-/** A viewer token for a terminal; while the end user is being asked, ask again. */
-async function terminalToken() {
-  const path = `/api/sessions/${encodeURIComponent(sessionId)}/viewer-token?backstage=true`;
-  for (;;) {
-    try {
-      return (await api("POST", path)).token;
-    } catch (error) {
-      const asking = error instanceof ApiError && error.status === 409
-        && !String(error.problem?.type || "").includes("session-not-live");
-      if (!asking) throw error;
-      status(error.problem?.consent === "asking"
-        ? "Waiting for the end user to allow the terminal…"
-        : `Waiting: ${error.message}`, "asking");
-      await sleep(2000);
-    }
-  }
-}
-
 async function connect() {
   if (!sessionId) return status("No session given.", "ended");
   if (!token.get()) {
@@ -79,7 +59,7 @@ async function connect() {
   status("Connecting…", "connecting");
   let viewerToken;
   try {
-    viewerToken = await terminalToken();
+    viewerToken = await channelToken(sessionId, "backstage", "the terminal", (text) => status(text, "asking"));
   } catch (error) {
     state.ended = true;
     return status(`Cannot open a terminal: ${error.message}`, "refused");
