@@ -11,9 +11,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import anyio
@@ -33,7 +34,7 @@ from remote_core.wsclient import ConnectionClosed, WebSocketClient, connect, ws_
 
 from .settings import ViewerSettings
 
-__all__ = ["Frame", "ViewerClient", "join", "open_viewer", "wanted_quality"]
+__all__ = ["Frame", "ViewerClient", "beside", "join", "open_viewer", "wanted_quality"]
 
 log = logging.getLogger(__name__)
 
@@ -224,6 +225,23 @@ def _leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
     return next((e for e in leaves if not isinstance(e, cancelled)), leaves[0])
 
 
+@asynccontextmanager
+async def beside(*tasks: Callable[[], Coroutine[Any, Any, object]]) -> AsyncIterator[None]:
+    """Run ``tasks`` (a client's reader, its heartbeats) beside the block, cancelled when
+    it ends; what ended them or the block is raised as itself, never an ExceptionGroup."""
+    group: TaskGroup
+    try:
+        async with anyio.create_task_group() as group:
+            for task in tasks:
+                group.start_soon(task)
+            try:
+                yield
+            finally:
+                group.cancel_scope.cancel()
+    except BaseExceptionGroup as failed:
+        raise _leaf(failed) from failed
+
+
 async def join(server: str, request: pb.SessionRequest,
                ca_bundle: str) -> tuple[WebSocketClient, Connection, pb.SessionResponse]:
     """Open ``/ws/viewer`` and send ``request``: the socket, its protocol state and the
@@ -288,17 +306,8 @@ async def open_viewer(server: str, token: str, *, view_only: bool = False,
         client = ViewerClient(ws, conn, response, plugins, ack=ack)
         if settings is not None:
             await client.send("quality_settings", settings)
-        group: TaskGroup
-        try:
-            async with anyio.create_task_group() as group:
-                group.start_soon(client._read)
-                group.start_soon(client._heartbeats, heartbeat)
-                try:
-                    yield client
-                finally:
-                    group.cancel_scope.cancel()
-        except BaseExceptionGroup as failed:
-            raise _leaf(failed) from failed
+        async with beside(client._read, partial(client._heartbeats, heartbeat)):
+            yield client
     finally:
         with anyio.CancelScope(shield=True):
             await ws.close()

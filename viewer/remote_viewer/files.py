@@ -16,11 +16,11 @@ import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import anyio
-from anyio.abc import TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from google.protobuf.message import Message
 
@@ -29,7 +29,7 @@ from remote_core.protocol.files import CHUNK, WINDOW
 from remote_core.protocol.window import Window
 from remote_core.wsclient import ConnectionClosed, WebSocketClient
 
-from .client import _leaf, join
+from .client import beside, join
 from .settings import ViewerSettings
 
 __all__ = ["Download", "FileClient", "FileTransferError", "open_files"]
@@ -250,18 +250,9 @@ async def open_files(server: str, token: str, *, heartbeat: float = 15.0,
     ws, conn, _ = await join(server, pb.SessionRequest(session_token=token,
                                                        session_type=pb.FILE_TRANSFER), ca_bundle)
     client = FileClient(ws, conn)
-    group: TaskGroup
     try:
-        try:
-            async with anyio.create_task_group() as group:
-                group.start_soon(client._read)
-                group.start_soon(client._heartbeats, heartbeat)
-                try:
-                    yield client
-                finally:
-                    group.cancel_scope.cancel()
-        except BaseExceptionGroup as failed:
-            raise _leaf(failed) from failed
+        async with beside(client._read, partial(client._heartbeats, heartbeat)):
+            yield client
     finally:
         with anyio.CancelScope(shield=True):
             await ws.close()
