@@ -23,3 +23,12 @@ def browser() -> Iterator[Any]:
 
     with chromium() as instance:
         yield instance
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A browser test past its timeout ends the run with every thread's stack (pytest-timeout's
+    thread method) rather than hang it: the signal method's exception can land inside a
+    callback of the asyncio loop that Playwright's sync API runs, which logs and drops it."""
+    for item in items:
+        if item.get_closest_marker("browser") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(method="thread"))
