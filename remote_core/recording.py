@@ -1,0 +1,177 @@
+"""A session recording's bytes: segments of relayed messages whose SHA-256 hashes form a chain.
+
+No I/O here: the server's recorder feeds :class:`RecordingWriter` what the relay forwarded
+and hands the segments it seals to a recording store; a player or ``remote-support
+recordings verify`` reads them back with :func:`read_segment` and :func:`verify`.
+
+A segment is ``MAGIC``, its index and the chain's link before it (``HEADER``), then records:
+``at_ms`` (u32, milliseconds since the recording began), the message's length (u32) and the
+``Message`` wrapper exactly as the relay forwarded it (video is never re-encoded). A new
+segment starts at a keyframe once the current one holds ``segment_bytes``, so playback can
+seek to any segment's start; one far past that size is cut wherever it is.
+
+The chain: ``link(-1) = SHA-256(SEED + recording id)`` and ``link(i) = SHA-256(link(i-1) +
+SHA-256(segment i))``; the last link is the recording's hash, kept in the database and the
+audit log apart from the segments. A changed, missing or reordered segment changes it, and
+each segment's header (the link before it) tells which one was touched first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+__all__ = ["HEADER", "MAGIC", "SEGMENT_BYTES", "RecordingWriter", "Segment", "Verdict",
+           "first_link", "next_link", "read_segment", "records", "verify"]
+
+MAGIC = b"RSREC01\n"
+HEADER = struct.Struct(">8sI32s")  # MAGIC, index, the link before this segment
+RECORD = struct.Struct(">II")  # at_ms, length
+SEED = b"remote-support recording "
+SEGMENT_BYTES = 4 * 1024 * 1024
+"""A segment's size at which the next keyframe starts a new one."""
+CUT_FACTOR = 4
+"""A segment ``CUT_FACTOR`` times that size ends at the next message, keyframe or not."""
+
+
+def first_link(recording_id: str) -> bytes:
+    """The link before a recording's first segment."""
+    return hashlib.sha256(SEED + recording_id.encode()).digest()
+
+
+def next_link(previous: bytes, segment: bytes) -> bytes:
+    return hashlib.sha256(previous + hashlib.sha256(segment).digest()).digest()
+
+
+class RecordingWriter:
+    """Messages in, sealed segments out, the chain kept as they are sealed."""
+
+    def __init__(self, recording_id: str, *, segment_bytes: int = SEGMENT_BYTES) -> None:
+        self.recording_id = recording_id
+        self.segment_bytes = segment_bytes
+        self.link = first_link(recording_id)
+        self.segments = 0  # sealed so far
+        self.bytes = 0  # of the sealed segments
+        self._open = bytearray()
+        self._records = 0
+
+    @property
+    def final(self) -> str:
+        """The hex hash of the chain so far (the recording's hash once all is sealed)."""
+        return self.link.hex()
+
+    def add(self, at_ms: int, message: bytes, *, keyframe: bool = False) -> bytes | None:
+        """Append one relayed message; return the segment this closed, if it closed one
+        (it closes before a keyframe once full, and after any message far past full)."""
+        sealed = None
+        if self._records and keyframe and len(self._open) >= self.segment_bytes:
+            sealed = self.seal()
+        if not self._open:
+            self._open += HEADER.pack(MAGIC, self.segments, self.link)
+        self._open += RECORD.pack(max(0, min(at_ms, 0xFFFFFFFF)), len(message))
+        self._open += message
+        self._records += 1
+        if sealed is None and len(self._open) >= CUT_FACTOR * self.segment_bytes:
+            sealed = self.seal()
+        return sealed
+
+    def seal(self) -> bytes | None:
+        """Close the open segment and return it (``None`` when it holds nothing)."""
+        if not self._records:
+            return None
+        segment = bytes(self._open)
+        self._open.clear()
+        self._records = 0
+        self.link = next_link(self.link, segment)
+        self.segments += 1
+        self.bytes += len(segment)
+        return segment
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A segment read back: where it claims to sit in the chain, and its records."""
+
+    index: int
+    previous: bytes
+    records: list[tuple[int, bytes]]
+
+
+def read_segment(data: bytes) -> Segment:
+    """Parse a segment.
+
+    :raises ValueError: it is not one (bad magic, or a record runs past its end).
+    """
+    if len(data) < HEADER.size:
+        raise ValueError("shorter than a segment header")
+    magic, index, previous = HEADER.unpack_from(data)
+    if magic != MAGIC:
+        raise ValueError("not a recording segment (bad magic)")
+    records = []
+    pos = HEADER.size
+    view = memoryview(data)
+    while pos < len(data):
+        if pos + RECORD.size > len(data):
+            raise ValueError(f"a record header is cut off at byte {pos}")
+        at_ms, length = RECORD.unpack_from(data, pos)
+        pos += RECORD.size
+        if pos + length > len(data):
+            raise ValueError(f"a record of {length} bytes runs past the end at byte {pos}")
+        records.append((at_ms, bytes(view[pos:pos + length])))
+        pos += length
+    return Segment(index, previous, records)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What :func:`verify` found. ``first_bad`` is the first segment that is not what the
+    chain says (``None`` when intact, or when only the count or the final hash is off)."""
+
+    intact: bool
+    segments: int
+    final: str
+    first_bad: int | None = None
+    reason: str = ""
+
+
+def verify(recording_id: str, segments: Iterable[bytes], *, final: str,
+           count: int) -> Verdict:
+    """Recompute the chain over ``segments`` (in order) and compare it with the recording's
+    hash and segment count as the database holds them."""
+    link = first_link(recording_id)
+    seen = 0
+    first_bad: int | None = None
+    for index, data in enumerate(segments):
+        seen += 1
+        if first_bad is None:
+            try:
+                segment = read_segment(data)
+            except ValueError as exc:
+                first_bad, why = index, f"segment {index} is damaged: {exc}"
+            else:
+                if segment.index != index or segment.previous != link:
+                    # the header says where it belongs; the one before it was changed, or it
+                    # moved (a segment's own header is covered by the next one's link)
+                    first_bad = max(0, index - 1) if segment.index == index else index
+                    why = (f"segment {first_bad} was changed (segment {index} continues "
+                           "another chain)" if segment.index == index else
+                           f"segment {index} says it is segment {segment.index}")
+        link = next_link(link, data)
+    got = link.hex()
+    if first_bad is not None:
+        return Verdict(False, seen, got, first_bad, why)
+    if seen != count:
+        return Verdict(False, seen, got, None, f"{seen} segments where {count} were written")
+    if got != final.lower():
+        return Verdict(False, seen, got, seen - 1 if seen else None,
+                       f"segment {seen - 1} (the last) does not match the recorded hash"
+                       if seen else "no segment where the recorded hash says some")
+    return Verdict(True, seen, got)
+
+
+def records(segments: Iterable[bytes]) -> Iterator[tuple[int, bytes]]:
+    """Every record of ``segments`` in order: ``(at_ms, message bytes)``."""
+    for data in segments:
+        yield from read_segment(data).records
