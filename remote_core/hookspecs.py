@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         ConsentDecision,
         ConsentPromptSpec,
         InputSpec,
+        RecordingStoreSpec,
         ServiceSpec,
         StoreSpec,
         WebAppSpec,
@@ -48,6 +49,7 @@ __all__ = [
     "register_codecs",
     "register_consent_prompts",
     "register_input_sinks",
+    "register_recording_stores",
     "register_services",
     "register_stores",
     "register_web_apps",
@@ -155,6 +157,15 @@ def register_stores() -> list[StoreSpec]:
     """Return storage backends (server). The database URL's scheme selects one.
 
     Example: ``return [StoreSpec(name="sql", schemes=("sqlite", "postgresql"), factory=...)]``
+    """
+
+
+@hookspec
+def register_recording_stores() -> list[RecordingStoreSpec]:
+    """Return where session recordings can go (server). The ``recordings_url`` setting's
+    scheme selects one.
+
+    Example: ``return [RecordingStoreSpec(name="s3", schemes=("s3",), factory=S3Store)]``
     """
 
 

@@ -24,6 +24,7 @@ from .records import (
     MachineFilter,
     MachineReport,
     Passkey,
+    RecordingRecord,
     Release,
     RestoreResult,
     SecondFactors,
@@ -515,6 +516,31 @@ class Store(ABC):
         """Newest first (creation time, then id, both descending): up to ``limit`` of
         those past ``after``."""
 
+    # -- session recordings (their rows; the segments are a RecordingStore's) ---------------
+    @abstractmethod
+    async def add_recording(self, recording: RecordingRecord) -> None:
+        """Insert a recording's row as it starts."""
+
+    @abstractmethod
+    async def finish_recording(self, recording_id: str, *, ended_at: datetime, state: str,
+                               reason: str, segments: int, bytes: int, sha256: str) -> None:
+        """Record how a recording ended: its state, why, and its chain's hash."""
+
+    @abstractmethod
+    async def get_recording(self, recording_id: str) -> RecordingRecord | None: ...
+
+    @abstractmethod
+    async def list_recordings(self, *, session_id: str | None = None,
+                              agent_id: str | None = None, limit: int = 100,
+                              after: Keyset | None = None) -> list[RecordingRecord]:
+        """Newest first (start time, then id, both descending): up to ``limit`` of those
+        past ``after``."""
+
+    @abstractmethod
+    async def end_open_recordings(self, reason: str, ended_at: datetime) -> int:
+        """Mark every recording still ``recording`` incomplete (server start: a server
+        that died left them so); return how many."""
+
     # -- webhook delivery log ----------------------------------------------------------------
     @abstractmethod
     async def add_webhook_delivery(self, delivery: WebhookDelivery) -> None:
@@ -546,6 +572,34 @@ class Service(ABC):
     @abstractmethod
     def audit_event(self, event: AuditEvent) -> None:
         """One audit event was written. Called on the server's event loop; must not block."""
+
+class RecordingStore(ABC):
+    """Where session recordings' segments are kept (a folder, object storage ...), chosen
+    by the ``recordings_url`` setting's scheme. A segment is written once, whole, under its
+    recording's id and its index; the hash chain that proves them unchanged is kept apart,
+    in the database (:mod:`remote_core.recording`).
+
+    Errors are :class:`~remote_core.errors.StoreError`; a missing segment is
+    :class:`~remote_core.errors.NotFoundError`.
+    """
+
+    async def open(self) -> None:  # noqa: B027 - most stores need nothing
+        """Prepare (create a folder, check a bucket); called once at start-up."""
+
+    async def close(self) -> None:  # noqa: B027
+        """Release connections."""
+
+    @abstractmethod
+    async def put_segment(self, recording_id: str, index: int, data: bytes) -> None:
+        """Keep segment ``index`` of a recording (whole: a reader never sees half)."""
+
+    @abstractmethod
+    async def get_segment(self, recording_id: str, index: int) -> bytes: ...
+
+    @abstractmethod
+    async def delete_recording(self, recording_id: str) -> None:
+        """Remove every segment of a recording (none there is no error)."""
+
 
 class StoreAdmin(ABC):
     """An operator's tools for one store's database, for the command line: backups,

@@ -35,6 +35,7 @@ from .types import (
     ConsentDecision,
     ConsentPromptSpec,
     InputSpec,
+    RecordingStoreSpec,
     Registration,
     ServiceSpec,
     StoreSpec,
@@ -69,6 +70,7 @@ BUILTIN_PLUGINS = (
     "consent_dialog",
     "web_console",
     "webhooks",
+    "recording_files",
 )
 """Every plugin this project ships, by entry-point name."""
 
@@ -280,6 +282,9 @@ class Plugins:
     def stores(self) -> list[StoreSpec]:
         return self._collect("register_stores", StoreSpec)
 
+    def recording_stores(self) -> list[RecordingStoreSpec]:
+        return self._collect("register_recording_stores", RecordingStoreSpec)
+
     def consent_prompts(self) -> list[ConsentPromptSpec]:
         return self._collect("register_consent_prompts", ConsentPromptSpec)
 
@@ -307,6 +312,18 @@ class Plugins:
         raise PluginError(
             f"no storage plugin handles database URLs of scheme {scheme!r}; "
             f"handled: {known or 'none (is store_sql loaded?)'}"
+        )
+
+    def recording_store_for_url(self, url: str) -> RecordingStoreSpec:
+        """The recording store handling the URL's scheme."""
+        scheme = url.split(":", 1)[0].lower()
+        for spec in self.recording_stores():
+            if scheme in spec.schemes:
+                return spec
+        known = sorted({s for spec in self.recording_stores() for s in spec.schemes})
+        raise PluginError(
+            f"no plugin keeps recordings at URLs of scheme {scheme!r}; "
+            f"handled: {known or 'none (is recording_files loaded?)'}"
         )
 
     # -- policy and notifications ----------------------------------------------

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         Decoder,
         Encoder,
         InputSink,
+        RecordingStore,
         Service,
         Store,
         StoreAdmin,
@@ -43,6 +44,7 @@ __all__ = [
     "EncodedFrame",
     "EncoderConfig",
     "InputSpec",
+    "RecordingStoreSpec",
     "Rect",
     "Registration",
     "ServiceSpec",
@@ -325,6 +327,15 @@ class StoreSpec(Registration):
     factory: Callable[[str], Store] | None = None
     admin: Callable[[str], StoreAdmin] | None = None
     """Backups, restores, copies and health checks of a database URL (optional)."""
+
+
+@dataclass(frozen=True)
+class RecordingStoreSpec(Registration):
+    """Where session recordings go, for ``recordings_url`` schemes in ``schemes``;
+    ``factory(url)`` builds the :class:`~remote_core.interfaces.RecordingStore`."""
+
+    schemes: tuple[str, ...] = ()
+    factory: Callable[[str], RecordingStore] | None = None
 
 
 @dataclass(frozen=True)
