@@ -25,6 +25,7 @@ __all__ = [
     "MachineFilter",
     "MachineReport",
     "Passkey",
+    "RecordingRecord",
     "Release",
     "RestoreResult",
     "SessionRecord",
@@ -316,6 +317,28 @@ class AuditEvent:
     detail: dict[str, Any] = field(default_factory=dict)
     created_at: datetime | None = None
     id: int | None = None
+    tenant_id: str | None = DEFAULT_TENANT_ID
+
+
+@dataclass(frozen=True, slots=True)
+class RecordingRecord:
+    """A session recording's row; its segments are in the recording store.
+
+    ``state`` is ``recording`` while it is written, then ``complete``, or ``incomplete``
+    with a ``reason``. ``sha256`` is the last link of the segments' hash chain
+    (:mod:`remote_core.recording`), ``segments`` and ``bytes`` what was written.
+    """
+
+    id: str
+    session_id: str
+    agent_id: str
+    started_at: datetime
+    state: str = "recording"
+    ended_at: datetime | None = None
+    reason: str = ""
+    segments: int = 0
+    bytes: int = 0
+    sha256: str = ""
     tenant_id: str | None = DEFAULT_TENANT_ID
 
 

@@ -49,6 +49,7 @@ from ..records import (
     MachineFilter,
     MachineReport,
     Passkey,
+    RecordingRecord,
     Release,
     RestoreResult,
     SecondFactors,
@@ -154,6 +155,7 @@ class MemoryStore(Store):
         self._releases: dict[str, Release] = {}
         self._events: list[AuditEvent] = []
         self._deliveries: list[WebhookDelivery] = []
+        self._recordings: dict[str, RecordingRecord] = {}
 
     # -- outages -------------------------------------------------------------------------
     def down(self, *methods: str) -> None:
@@ -748,6 +750,46 @@ class MemoryStore(Store):
                  and (agent_id is None or e.agent_id == agent_id))
         return _page(found, lambda e: (e.created_at or _EPOCH, e.id or 0), after=after,
                      limit=limit, newest_first=True)
+
+    # -- session recordings --------------------------------------------------------------
+    @_operation
+    async def add_recording(self, recording: RecordingRecord) -> None:
+        if recording.id in self._recordings:
+            raise ConflictError(f"recording {recording.id} exists")
+        self._recordings[recording.id] = replace(recording,
+                                                 started_at=_utc(recording.started_at))
+
+    @_operation
+    async def finish_recording(self, recording_id: str, *, ended_at: datetime, state: str,
+                               reason: str, segments: int, bytes: int, sha256: str) -> None:
+        recording = self._recordings.get(recording_id)
+        if recording is not None:
+            self._recordings[recording_id] = replace(
+                recording, ended_at=_utc(ended_at), state=state, reason=reason,
+                segments=segments, bytes=bytes, sha256=sha256)
+
+    @_operation
+    async def get_recording(self, recording_id: str) -> RecordingRecord | None:
+        recording = self._recordings.get(recording_id)
+        return None if recording is None else copy.copy(recording)
+
+    @_operation
+    async def list_recordings(self, *, session_id: str | None = None,
+                              agent_id: str | None = None, limit: int = 100,
+                              after: Keyset | None = None) -> list[RecordingRecord]:
+        found = (r for r in self._recordings.values()
+                 if (session_id is None or r.session_id == session_id)
+                 and (agent_id is None or r.agent_id == agent_id))
+        return _page(found, lambda r: (r.started_at, r.id), after=after, limit=limit,
+                     newest_first=True)
+
+    @_operation
+    async def end_open_recordings(self, reason: str, ended_at: datetime) -> int:
+        open_ = [r for r in self._recordings.values() if r.state == "recording"]
+        for r in open_:
+            self._recordings[r.id] = replace(r, state="incomplete", reason=reason,
+                                             ended_at=_utc(ended_at))
+        return len(open_)
 
     # -- webhook delivery log ------------------------------------------------------------
     @_operation

@@ -42,6 +42,7 @@ from ..records import (
     MachineFilter,
     MachineReport,
     Passkey,
+    RecordingRecord,
     Release,
     SessionRecord,
     SigningKey,
@@ -902,6 +903,40 @@ class StoreContract:
         assert [d.outcome for d in page] == ["delivered"]
         assert await store.prune_webhook_deliveries(moment + timedelta(seconds=2)) == 1
         assert len(await store.list_webhook_deliveries()) == 2
+
+    async def test_recordings(self, store: Store) -> None:
+        moment = utcnow()
+        for i, session in enumerate(("rs-1", "rs-1", "rs-2")):
+            await store.add_recording(RecordingRecord(
+                f"rec-{i}", session_id=session, agent_id="ra-1",
+                started_at=moment + timedelta(seconds=i)))
+        first = await store.get_recording("rec-0")
+        assert first is not None and first.state == "recording" and first.sha256 == ""
+        assert first.started_at.tzinfo is not None
+        with pytest.raises(ConflictError):
+            await store.add_recording(RecordingRecord("rec-0", "rs-9", "ra-9", moment))
+        await store.finish_recording("rec-0", ended_at=moment + timedelta(seconds=9),
+                                     state="complete", reason="", segments=3, bytes=12345,
+                                     sha256="ab" * 32)
+        done = await store.get_recording("rec-0")
+        assert done is not None and (done.state, done.segments, done.bytes, done.sha256) == (
+            "complete", 3, 12345, "ab" * 32)
+        assert done.ended_at is not None
+        assert [r.id for r in await store.list_recordings()] == ["rec-2", "rec-1", "rec-0"]
+        assert [r.id for r in await store.list_recordings(session_id="rs-1")] == [
+            "rec-1", "rec-0"]
+        assert [r.id for r in await store.list_recordings(agent_id="ra-2")] == []
+        newest = (await store.list_recordings())[0]
+        page = await store.list_recordings(limit=1,
+                                           after=Keyset(newest.started_at, newest.id))
+        assert [r.id for r in page] == ["rec-1"]
+        # a server that died left two recording: they end incomplete, the finished one stays
+        assert await store.end_open_recordings("the server stopped", moment) == 2
+        left = await store.get_recording("rec-2")
+        assert left is not None and (left.state, left.reason) == (
+            "incomplete", "the server stopped")
+        assert (await store.get_recording("rec-0") or first).state == "complete"
+        assert await store.get_recording("nope") is None
 
     async def test_events_page_newest_first(self, store: Store) -> None:
         moment = utcnow()

@@ -24,6 +24,7 @@ __all__ = [
     "machines",
     "metadata",
     "passkeys",
+    "recordings",
     "recovery_codes",
     "releases",
     "secrets",
@@ -304,4 +305,22 @@ webhook_deliveries = sa.Table(
     sa.Column("error", sa.Text, nullable=False, server_default=""),
     sa.Column("created_at", UTCDateTime, nullable=False),
     sa.Index("ix_webhook_deliveries_created_at_id", "created_at", "id"),
+)
+
+recordings = sa.Table(
+    "recordings", metadata,
+    sa.Column("id", sa.String(36), primary_key=True),
+    sa.Column("session_id", sa.String(36), nullable=False),
+    sa.Column("agent_id", sa.String(128), nullable=False),
+    sa.Column("started_at", UTCDateTime, nullable=False),
+    sa.Column("ended_at", UTCDateTime, nullable=True),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False, server_default=""),
+    sa.Column("segments", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("bytes", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("sha256", sa.String(64), nullable=False, server_default=""),
+    _tenant(),
+    sa.Index("ix_recordings_session_id", "session_id"),
+    sa.Index("ix_recordings_agent_id_started_at", "agent_id", "started_at"),
+    sa.Index("ix_recordings_started_at_id", "started_at", "id"),
 )

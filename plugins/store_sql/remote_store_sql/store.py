@@ -26,6 +26,7 @@ from remote_core.records import (
     MachineFilter,
     MachineReport,
     Passkey,
+    RecordingRecord,
     Release,
     RestoreResult,
     SecondFactors,
@@ -38,7 +39,7 @@ from remote_core.records import (
     utcnow,
 )
 
-from . import _accounts, _factors, _machines, _migrate, _records, _webhooks
+from . import _accounts, _factors, _machines, _migrate, _recordings, _records, _webhooks
 from ._engine import Runner, make_runner
 from ._sql import values_given
 
@@ -328,6 +329,28 @@ class SqlStore(Store):
                           ) -> list[AuditEvent]:
         return await self._runner.read(_records.list_events, session_id, agent_id, limit,
                                        after)
+
+    # -- session recordings ---------------------------------------------------------
+    async def add_recording(self, recording: RecordingRecord) -> None:
+        await self._runner.write(_recordings.add_recording, recording)
+
+    async def finish_recording(self, recording_id: str, *, ended_at: datetime, state: str,
+                               reason: str, segments: int, bytes: int, sha256: str) -> None:
+        await self._runner.write(_recordings.finish_recording, recording_id, {
+            "ended_at": ended_at, "state": state, "reason": reason, "segments": segments,
+            "bytes": bytes, "sha256": sha256})
+
+    async def get_recording(self, recording_id: str) -> RecordingRecord | None:
+        return await self._runner.read(_recordings.get_recording, recording_id)
+
+    async def list_recordings(self, *, session_id: str | None = None,
+                              agent_id: str | None = None, limit: int = 100,
+                              after: Keyset | None = None) -> list[RecordingRecord]:
+        return await self._runner.read(_recordings.list_recordings, session_id, agent_id,
+                                       limit, after)
+
+    async def end_open_recordings(self, reason: str, ended_at: datetime) -> int:
+        return await self._runner.write(_recordings.end_open_recordings, reason, ended_at)
 
     # -- webhook delivery log -------------------------------------------------------
     async def add_webhook_delivery(self, delivery: WebhookDelivery) -> None:
