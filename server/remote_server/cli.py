@@ -17,7 +17,7 @@ from remote_core.plugins import Plugins, discover, get_plugin_manager
 from . import __version__
 from .observe import logs
 from .settings import ServerSettings
-from .web.context import open_store
+from .web.context import open_recording_store, open_store
 
 __all__ = ["main"]
 
@@ -56,6 +56,16 @@ def _parser() -> argparse.ArgumentParser:
                         help="seconds the previous key keeps verifying (at least the longest "
                              "token lifetime; default: that plus --signing-key-refresh, for "
                              "running servers to notice)")
+    recordings = sub.add_parser("recordings", help="list session recordings, verify one")
+    ServerSettings.add_arguments(recordings)
+    recordings_sub = recordings.add_subparsers(dest="recordings_command", required=True)
+    listed = recordings_sub.add_parser("list", help="the newest recordings, newest first")
+    listed.add_argument("--session-id", help="only this session's")
+    listed.add_argument("--limit", type=int, default=50)
+    check = recordings_sub.add_parser(
+        "verify", help="check a recording's segments against the hash chain in the database "
+                       "(exit status 1 when they differ)")
+    check.add_argument("recording_id")
     drain = sub.add_parser("drain", help="cluster mode: ask a node to stop taking sessions and "
                                           "hand its agents to the other nodes, as SIGTERM does")
     ServerSettings.add_arguments(drain)
@@ -213,6 +223,8 @@ def plugin_set(settings: ServerSettings) -> Plugins:
                           "built-ins")
     plugins = get_plugin_manager(settings)
     plugins.store_for_url(settings.database_url)
+    if settings.recordings != "off":
+        open_recording_store(settings, plugins)  # a URL it cannot use stops start-up too
     loaded = plugins.describe()
     log.info("plugins loaded: %s", ", ".join(f"{p.name} {p.version}".strip() for p in loaded))
     if settings.plugins is None and not settings.autoload_plugins:
@@ -258,6 +270,35 @@ def cmd_serve(settings: ServerSettings) -> int:
     return 0
 
 
+async def _recordings(settings: ServerSettings, args: argparse.Namespace) -> int:
+    from .recordings import verify_recording
+
+    plugins = get_plugin_manager(settings)
+    store = open_store(settings, plugins)
+    await store.open()
+    try:
+        if args.recordings_command == "list":
+            for r in await store.list_recordings(session_id=args.session_id, limit=args.limit):
+                print(f"{r.id}  {r.started_at.isoformat(timespec='seconds')}  {r.state:<10} "
+                      f"session {r.session_id}  {r.segments} segments, {r.bytes} bytes"
+                      + (f"  ({r.reason})" if r.reason else ""))
+            return 0
+        recordings = open_recording_store(settings, plugins)
+        await recordings.open()
+        try:
+            record, verdict = await verify_recording(store, recordings, args.recording_id)
+        finally:
+            await recordings.close()
+    finally:
+        await store.close()
+    if verdict.intact:
+        print(f"recording {record.id} is intact: {verdict.segments} segments, SHA-256 "
+              f"{verdict.final} ({record.state}{': ' + record.reason if record.reason else ''})")
+        return 0
+    print(f"recording {record.id} is NOT intact: {verdict.reason}")
+    return 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO,
@@ -284,6 +325,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_user(settings, args))
         if args.command == "secret":
             return asyncio.run(_secret(settings, args))
+        if args.command == "recordings":
+            return asyncio.run(_recordings(settings, args))
         if args.command == "drain":
             return asyncio.run(_drain(settings, args.node))
         if args.command in ("backup", "restore", "migrate-db"):

@@ -27,7 +27,7 @@ class ServerSettings(PluginSettings):
     }
     DEFAULT_PLUGINS: ClassVar[tuple[str, ...] | None] = (
         "store_sql", "auth_agentkey", "auth_supportcode", "auth_sharedkey", "web_console",
-        "webhooks")
+        "webhooks", "recording_files")
     """Codecs run on agents and viewers: a server loads one only to serve its browser
     decoder, added with ``EXTRA_PLUGINS``."""
 
@@ -48,6 +48,17 @@ class ServerSettings(PluginSettings):
     max_message_bytes: int = option(16 * 1024 * 1024, "largest WebSocket message accepted")
     max_transfer_bytes: int = option(
         16 * 1024 ** 3, "most bytes one file transfer may move, either way (FILE_TRANSFER)")
+    # -- session recording ----------------------------------------------------------------
+    recordings: str = option(
+        "off", "record sessions: off, or on (every session from the first technician who "
+               "watches to the last, the end user told before consenting)")
+    recordings_url: str = option(
+        "file:recordings", "where recordings go: file:FOLDER (relative to the working "
+                           "directory) or file:///absolute/folder, or another recording "
+                           "store plugin's URL")
+    recording_buffer_bytes: int = option(
+        64 * 1024 * 1024, "recorded bytes held for a slow recording store before the "
+                          "recording is cut short (marked incomplete); never slows viewers")
     heartbeat_interval: float = option(15.0, "seconds between heartbeats")
     heartbeat_timeout: float = option(45.0, "seconds of silence before a peer is dropped")
     first_message_timeout: float = option(10.0, "seconds to wait for session_request")
@@ -161,7 +172,9 @@ class ServerSettings(PluginSettings):
                  "login_token_ttl", "consent_timeout", "max_pending_sockets_per_ip",
                  "max_pending_sockets",
                  "heartbeat_interval", "heartbeat_timeout", "first_message_timeout",
-                 "signing_key_refresh", "request_body_timeout")
+                 "signing_key_refresh", "request_body_timeout", "recording_buffer_bytes")
+        if self.recordings not in {"off", "on"}:
+            raise ConfigError(f"setting 'recordings' must be off or on, got {self.recordings!r}")
         if self.heartbeat_timeout <= self.heartbeat_interval:
             raise ConfigError("setting 'heartbeat_timeout' must exceed 'heartbeat_interval'")
         if "://" not in self.database_url:

@@ -409,3 +409,20 @@ async def test_managed_agents_are_never_asked_nor_told(server, admin: Admin) -> 
     await viewer.close()
     await agent.expect("stop_stream")
     await settled(agent, 1)
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A server that records sessions."""
+    path = tmp_path_factory.mktemp("recording")
+    with live_server(relay_settings(path, recordings="on",
+                                    recordings_url=f"file://{path / 'recordings'}")) as live:
+        yield live
+
+
+async def test_the_end_user_is_told_before_consenting_whether_the_session_is_recorded(
+        server, admin: Admin, recording: LiveServer) -> None:
+    _, _, request = await attended(server, admin)
+    assert request.recorded is False
+    _, session_id, request = await attended(recording, Admin(recording))
+    assert request.recorded is True and request.session_id == session_id

@@ -22,7 +22,7 @@ from typing import Any
 import anyio
 
 from remote_core.errors import ConflictError, NotFoundError, SessionRefused, StoreError
-from remote_core.interfaces import Store
+from remote_core.interfaces import RecordingStore, Store
 from remote_core.plugins import Plugins
 from remote_core.protocol import Channel, Connection, Role, pb
 from remote_core.protocol.backstage import Window
@@ -51,6 +51,7 @@ from .consent import Ask, ConsentBook, Standing
 from .identity import MAX_ID, resolve_unkeyed
 from .index import SessionIndex
 from .link import Link
+from .recorder import SessionRecorder
 from .rules import (
     CHANNEL_OF_TYPE,
     OPENED,
@@ -83,9 +84,11 @@ class Admission:
     """
 
     def __init__(self, *, settings: ServerSettings, store: Store, plugins: Plugins, audit: Audit,
-                 index: SessionIndex, end: EndSession) -> None:
+                 index: SessionIndex, end: EndSession,
+                 recordings: RecordingStore | None = None) -> None:
         self._settings = settings
         self._store = store
+        self._recordings = recordings
         self._plugins = plugins
         self._audit = audit
         self._writes = audit.writes
@@ -196,6 +199,11 @@ class Admission:
             session_panel=shows_session_panel(self._settings, managed=not identity.attended,
                                               organization=machine.organization),
         )
+        if self._recordings is not None:  # the end user's dialog says so before consenting
+            session.recorded = True
+            session.recorder = SessionRecorder(
+                self._recordings, session_id=session_id, agent_id=agent_id,
+                buffer_bytes=self._settings.recording_buffer_bytes)
         if identity.attended:
             session.consent = ConsentBook(self._settings.consent_timeout + 2)  # the dialog first
         record = SessionRecord(id=session_id, agent_id=agent_id, is_managed=session.is_managed,
@@ -228,7 +236,8 @@ class Admission:
         decision = self._plugins.consent_policy(ConsentAsk(
             session_id=session_id, technician_name=identity.technician_name, control=control,
             timeout_secs=self._settings.consent_timeout, agent_id=agent_id,
-            method=identity.method, attended=identity.attended))
+            method=identity.method, attended=identity.attended,
+            recorded=self._recordings is not None))
         if decision is ConsentDecision.DENY:
             await self._audit.record(AuditEvent("session.consent_denied", session_id=session_id,
                                                 agent_id=agent_id, detail={"by": "policy"}))

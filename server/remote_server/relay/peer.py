@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any, Protocol
 
 import anyio
@@ -171,14 +171,15 @@ CONNECTION_HANDLERS: Mapping[str, Callable[[Link, Inbound], str | None]] = {
 
 async def _run(transport: Transport, link: Link, silence: float,
                read: Callable[[], Awaitable[str]],
-               extra: Callable[[], Coroutine[Any, Any, None]] | None = None) -> str:
-    """Run reader, writer and watchdog until the socket ends; return why it ended."""
+               extras: Sequence[Callable[[], Coroutine[Any, Any, None]]] = ()) -> str:
+    """Run reader, writer and watchdog (and ``extras``, the session's own tasks) until the
+    socket ends; return why it ended."""
     reason = ""
     async with anyio.create_task_group() as group:
         group.start_soon(_writer, transport, link, group)
         group.start_soon(_watchdog, link, silence)
         group.start_soon(_reaper, link, group)
-        if extra is not None:
+        for extra in extras:
             group.start_soon(extra)
         reason = await read()
         if not link.closed:
@@ -292,8 +293,10 @@ async def _serve_session_agent(transport: Transport, registry: Registry,
 
     reason = "agent disconnected"
     try:
-        reason = await _run(transport, link, registry.settings.heartbeat_timeout, read,
-                            consent if session.consent is not None else None)
+        extras = [consent] if session.consent is not None else []
+        if session.recorder is not None:
+            extras.append(session.recorder.run)  # writes the recording's segments
+        reason = await _run(transport, link, registry.settings.heartbeat_timeout, read, extras)
     finally:
         with anyio.CancelScope(shield=True):
             await registry.agent_gone(session, reason)

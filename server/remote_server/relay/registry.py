@@ -23,7 +23,7 @@ from typing import Any
 
 import anyio
 
-from remote_core.interfaces import Store
+from remote_core.interfaces import RecordingStore, Store
 from remote_core.plugins import Plugins
 from remote_core.protocol import Channel, CloseCode, Inbound, Role, pb
 from remote_core.protocol.backstage import MAX_CHUNK, WindowError, size_refusal
@@ -43,6 +43,7 @@ from .audit import Audit
 from .consent import Ask, Standing
 from .index import SessionIndex
 from .link import Link
+from .recorder import recording_detail
 from .rules import (
     CLOSED,
     can_control,
@@ -68,15 +69,17 @@ class Registry:
     """Live sessions and the identity indexes, for one server process."""
 
     def __init__(self, *, settings: ServerSettings, store: Store, plugins: Plugins,
-                 audit: Audit) -> None:
+                 audit: Audit, recordings: RecordingStore | None = None) -> None:
         self.settings = settings
         self.store = store
+        self.recordings = recordings
+        """Where sessions are recorded; None while recordings are off."""
         self.plugins = plugins
         self.audit = audit
         self.writes = audit.writes  # one queue: writes that must survive a database outage
         self.index = SessionIndex()
         self._admission = Admission(settings=settings, store=store, plugins=plugins, audit=audit,
-                                    index=self.index, end=self._end)
+                                    index=self.index, end=self._end, recordings=recordings)
         self._sockets = 0
         self._no_sockets = anyio.Event()
         self._no_sockets.set()
@@ -101,6 +104,8 @@ class Registry:
         if sole:
             offline = await self.store.set_all_machines_offline()
             ended = await self.store.end_open_sessions("the server stopped", utcnow())
+            await self.store.end_open_recordings("the server stopped before it ended",
+                                                 utcnow())
         log.info("registry restored %d machines (%d keyed); %d left online and %d sessions "
                  "left open by the previous run closed", len(result.machines),
                  len(result.keyed_agent_ids), offline, ended)
@@ -499,10 +504,12 @@ class Registry:
 
         :raises SessionRefused: with the reason to show the viewer.
         """
-        return await self._admission.join_viewer(session_id=session_id, user_id=user_id,
-                                            password_version=password_version,
-                                            token_generation=token_generation,
-                                            request=request, client_ip=client_ip)
+        session, link = await self._admission.join_viewer(
+            session_id=session_id, user_id=user_id, password_version=password_version,
+            token_generation=token_generation, request=request, client_ip=client_ip)
+        if link.id in session.viewers:  # a screen viewer (a channel's is not recorded yet)
+            await self._start_recording(session)
+        return session, link
 
     async def admission(self, session_id: str, user_id: str, *,
                         channel: Channel | None = None) -> Standing:
@@ -542,6 +549,34 @@ class Registry:
                         agent_id=session.agent_id, actor=viewer.actor,
                         detail={"viewer_id": viewer.id, "reason": "control withdrawn"}))
 
+    # -- recordings ------------------------------------------------------------------------
+    async def _start_recording(self, session: Session) -> None:
+        """A technician watches: the session's recording starts, unless one runs."""
+        record = session.recorder.start() if session.recorder is not None else None
+        if record is None:
+            return
+        await self.writes.submit(("recording", record.id), f"start of recording {record.id}",
+                                 partial(self.store.add_recording, record))
+        await self.audit.record(AuditEvent(
+            "recording.started", session_id=session.session_id, agent_id=session.agent_id,
+            detail={"recording_id": record.id}))
+
+    async def _stop_recording(self, session: Session, reason: str) -> None:
+        """Nobody watches any more, or the session ends: its recording (if one runs) ends,
+        its row and the audit log get the chain's hash."""
+        finished = await session.recorder.stop(reason) if session.recorder is not None else None
+        if finished is None:
+            return
+        recording_id = finished.record.id
+        await self.writes.submit(
+            ("recording", recording_id), f"end of recording {recording_id}",
+            partial(self.store.finish_recording, recording_id, ended_at=utcnow(),
+                    state=finished.state, reason=finished.reason, segments=finished.segments,
+                    bytes=finished.bytes, sha256=finished.sha256))
+        await self.audit.record(AuditEvent(
+            "recording.finished", session_id=session.session_id, agent_id=session.agent_id,
+            detail=recording_detail(finished)))
+
     async def leave_viewer(self, session: Session, viewer: Link, reason: str,
                            code: int = CloseCode.NORMAL, *, notified: bool = False) -> None:
         """A viewer leaves (its socket ended, or the server closes it): for a viewer of its
@@ -559,6 +594,8 @@ class Registry:
             session.agent.send("stop_stream", pb.StopStream(viewer_id=viewer.id))
             session.tell_participants()
         with anyio.CancelScope(shield=True):
+            if not session.viewers:
+                await self._stop_recording(session, "the last technician left")
             await self.audit.record(AuditEvent(
                 "viewer.left", session_id=session.session_id, agent_id=session.agent_id,
                 actor=viewer.actor, client_ip=viewer.client_ip,
@@ -667,6 +704,7 @@ class Registry:
             viewer.close(reason, close_code)
         session.agent.close(reason, close_code)
         with anyio.CancelScope(shield=True):
+            await self._stop_recording(session, f"the session ended: {reason}")
             ended = utcnow()
             await self.writes.submit(
                 ("session", session.session_id), f"end of session {session.session_id}",

@@ -16,16 +16,20 @@ from datetime import datetime
 
 import anyio
 
-from remote_core.protocol import ROUTES, Channel, Inbound, Role, To, codec_of, pb
+from remote_core.protocol import ROUTES, Channel, Inbound, Role, To, codec_of, is_keyframe, pb
 from remote_core.records import CONSENT_PENDING, MachineReport
 
 from ..observe.counters import RELAY
 from .consent import Ask, ConsentBook, Standing
 from .link import Link
+from .recorder import SessionRecorder
 
 __all__ = ["KEYFRAME_REQUEST_INTERVAL", "Session", "SessionSnapshot"]
 
 log = logging.getLogger(__name__)
+
+UNRECORDED = frozenset({"video_ack", "latency_report"})
+"""Relayed kinds a recording leaves out: flow control and timing, nothing anyone did."""
 
 KEYFRAME_REQUEST_INTERVAL = 1.0
 """Seconds between two keyframe requests made on behalf of one lagging viewer."""
@@ -67,6 +71,8 @@ class Session:
         self.technician_name = technician_name
         self.recorded = False
         """Whether the session is recorded: the end user's consent dialog says so."""
+        self.recorder: SessionRecorder | None = None
+        """Records what is relayed while technicians watch (recordings on)."""
         self.session_panel = session_panel
         """The end user sees the session panel (``rules.shows_session_panel``): the agent is
         told so in ``StartStream`` and told who is connected."""
@@ -181,6 +187,8 @@ class Session:
         RELAY.bytes_in += len(data)
         if not self.viewers:
             return
+        if self.recorder is not None:
+            self.recorder.add(data, keyframe=is_keyframe(data, offset))
         codec = codec_of(data, offset)  # read once, from the tags only
         for viewer in self.viewers.values():
             if viewer.outbox.put_frame(data, offset, decodable=viewer.decodes(codec)):
@@ -220,6 +228,8 @@ class Session:
         if not route.to & (To.AGENT | To.VIEWERS | To.OTHER_VIEWERS):
             return None
         data = _parsable(event)
+        if self.recorder is not None and event.kind not in UNRECORDED:
+            self.recorder.add(data)
         if route.to & To.AGENT and role is Role.VIEWER:
             self.agent.forward(data, lossy=route.lossy)
         if route.to & To.VIEWERS or (route.to & To.OTHER_VIEWERS and role is Role.VIEWER):

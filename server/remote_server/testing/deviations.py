@@ -70,6 +70,11 @@ DEVIATIONS: dict[str, str] = {
     "autoload_plugins": "only the tests of plugin loading itself",
     "oidc_allow_http_loopback": "the single sign-on tests: their OpenID provider listens on "
                                 "plain HTTP on 127.0.0.1 (off by default; https:// only)",
+    "recordings": "the session-recording tests switch recording on (off by default)",
+    "recordings_url": "each test server keeps its recordings in its own temporary folder, "
+                      "never the working directory's",
+    "recording_buffer_bytes": "only the test of a recording store that falls behind: a small "
+                              "buffer, so it overflows in a moment",
     "metrics": "the metrics tests switch /metrics on (off by default)",
     "metrics_token": "the metrics tests: the bearer token their Prometheus sends",
     "metrics_networks": "only the tests of the metrics access setting",

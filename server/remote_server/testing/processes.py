@@ -74,6 +74,7 @@ class ServerProcess:
         self.workdir = workdir
         self.env = {**os.environ, "REMOTE_SUPPORT_ADMIN_PASSWORD": ADMIN_PASSWORD,
                     "REMOTE_SUPPORT_DATABASE_URL": f"sqlite:///{workdir / 'server.db'}",
+                    "REMOTE_SUPPORT_RECORDINGS_URL": f"file://{workdir / 'recordings'}",
                     "REMOTE_SUPPORT_PORT": str(self.port),
                     **deviations}
         self.process: subprocess.Popen[bytes] | None = None

@@ -28,7 +28,7 @@ from ..relay.writes import WriteQueue
 from ..settings import ServerSettings
 from .api import routes as api_routes
 from .codecs import CODECS_PATH, codec_modules
-from .context import ServerContext, open_store
+from .context import ServerContext, open_recording_store, open_store
 from .headerbounds import HeaderBounds
 from .metrics import metrics_route
 from .origin import accepted_origins_text
@@ -89,7 +89,12 @@ def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
                       f"{password}  (change it after logging in)", flush=True)
             writes = WriteQueue()
             audit = Audit(store, plugins, writes, services)
-            registry = Registry(settings=settings, store=store, plugins=plugins, audit=audit)
+            recordings = None
+            if settings.recordings != "off":
+                recordings = open_recording_store(settings, plugins)
+                await recordings.open()
+            registry = Registry(settings=settings, store=store, plugins=plugins, audit=audit,
+                                recordings=recordings)
             clustered = settings.bus_url is not None
             await registry.restore(sole=not clustered)
             log.info("viewer sockets accept %s", accepted_origins_text(settings))
@@ -135,6 +140,8 @@ def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
                         await registry.shutdown("server shutting down")
                         await writes.close()  # the writes an outage held back: a last chance
                         group.cancel_scope.cancel()
+                        if recordings is not None:
+                            await recordings.close()
         finally:
             await store.close()
 

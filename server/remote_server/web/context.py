@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from remote_core.interfaces import Store
+from remote_core.interfaces import RecordingStore, Store
 from remote_core.plugins import Plugins
 
 from ..relay.audit import Audit
@@ -44,6 +44,18 @@ class ServerContext:
         """Live sessions as the REST API may see them (a typed protocol, not the class):
         this process's, or in a cluster every node's."""
         return self.cluster.directory if self.cluster is not None else self.registry
+
+
+def open_recording_store(settings: ServerSettings, plugins: Plugins) -> RecordingStore:
+    """The recording store plugin for ``settings.recordings_url`` (not yet opened).
+
+    :raises PluginError: no loaded plugin keeps recordings at such URLs.
+    :raises ConfigError: that plugin cannot use this URL.
+    """
+    spec = plugins.recording_store_for_url(settings.recordings_url)
+    if spec.factory is None:
+        raise TypeError(f"recording store {spec.name!r} registered no factory")
+    return spec.factory(settings.recordings_url)
 
 
 def open_store(settings: ServerSettings, plugins: Plugins) -> Store:

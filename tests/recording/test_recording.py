@@ -1,0 +1,172 @@
+"""Session recording end to end: a real server process with recordings on, a real managed
+agent under Xvfb, the Python viewer watching; then what operators have: the recording's row
+through ``remote-support recordings``, its segments in the files store, the audit log.
+
+The recording holds the video exactly as relayed: decoded with the same codec plugins the
+viewers use, its frames show what the screen showed, in the raw codec and in H.264. A byte
+changed in a stored segment makes ``recordings verify`` fail and name that segment.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+import pytest
+from remote_server.testing.processes import BIN, AgentProcess, Api, ServerProcess
+from remote_viewer.client import open_viewer
+from remote_viewer.settings import ViewerSettings
+
+from remote_core.codecs import FrameDecoder
+from remote_core.plugins import get_plugin_manager
+from remote_core.protocol import pb
+from remote_core.recording import HEADER, read_segment
+from remote_core.testing.browser import wait_until
+from remote_core.testing.xvfb import Painter, Xvfb, xvfb
+from remote_core.video import from_wire
+
+pytestmark = [pytest.mark.slow, pytest.mark.xvfb]
+
+WIDTH, HEIGHT = 320, 240
+COLOURS = {"raw": (0x3366CC, 0x22AA44), "h264": (0xCC6633, 0x8833AA)}
+
+
+@pytest.fixture(scope="module")
+def display() -> Iterator[Xvfb]:
+    with xvfb(WIDTH, HEIGHT, set_display=False) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    process = ServerProcess(tmp_path_factory.mktemp("recording-server"), recordings="on").start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def api(server: ServerProcess) -> Iterator[Api]:
+    client = Api(server)
+    yield client
+    client.close()
+
+
+def recordings_cli(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    """``remote-support recordings ...`` as an operator runs it beside the server (its
+    settings: the same environment)."""
+    return subprocess.run([str(BIN / "remote-support"), "recordings", *args], env=server.env,
+                          capture_output=True, text=True, timeout=60)
+
+
+def paint(display: Xvfb, rgb: int) -> None:
+    painter = Painter(display.display)
+    try:
+        painter.fill(0, 0, WIDTH, HEIGHT, rgb)
+        painter.fill(40, 30, 80, 60, 0xFFFFFF)  # a white block, so it is not one colour
+        painter.sync()
+    finally:
+        painter.close()
+
+
+def shows(image: Any, rgb: int) -> bool:
+    """Whether a BGRA image shows the painted picture (within a lossy codec's error)."""
+    blue, green, red = rgb & 0xFF, (rgb >> 8) & 0xFF, rgb >> 16
+    corner = image[200, 250, :3].astype(int)
+    block = image[60, 80, :3].astype(int)
+    return bool(np.abs(corner - [blue, green, red]).max() <= 12
+                and np.abs(block - 255).max() <= 12)
+
+
+def events(api: Api, session_id: str) -> list[dict[str, Any]]:
+    r = api.get("/api/events", params={"session_id": session_id, "limit": 500})
+    r.raise_for_status()
+    body = r.json()
+    return list(body["items"] if isinstance(body, dict) else body)
+
+
+@pytest.mark.parametrize("codec", ["raw", "h264"])
+def test_a_watched_session_is_recorded_as_relayed_and_verifies(
+        tmp_path: Path, display: Xvfb, server: ServerProcess, api: Api, codec: str) -> None:
+    rgb, then = COLOURS[codec]
+    paint(display, rgb)
+    agent_id, key = api.machine_with_key()
+    agent = AgentProcess(tmp_path / "agent", display.display, "--server", server.url,
+                         "--key", key)
+    try:
+        session_id = api.live_session(agent_id)["id"]
+
+        async def watch() -> None:
+            async with open_viewer(server.url, api.viewer_token(session_id),
+                                   codec=codec) as viewer:
+                await viewer.wait_for_image(lambda image: shows(image, rgb), within=30)
+                await anyio.sleep(0.6)
+                paint(display, then)  # the screen changes while it is recorded
+                await viewer.wait_for_image(lambda image: shows(image, then), within=30)
+
+        anyio.run(watch)
+        # the last viewer left: the recording ended, complete, with its chain's hash
+        def finished() -> list[dict[str, Any]]:
+            return [e for e in events(api, session_id) if e["kind"] == "recording.finished"]
+
+        [ended] = wait_until(finished, what="the recording's end audited")
+        detail = ended["detail"]
+        assert detail["state"] == "complete", detail
+        assert detail["reason"] == "the last technician left"
+        assert detail["segments"] >= 1 and len(detail["sha256"]) == 64
+        assert [e["kind"] for e in events(api, session_id)].count("recording.started") == 1
+        recording_id = detail["recording_id"]
+        listed = recordings_cli(server, "list", "--session-id", session_id)
+        assert listed.returncode == 0, listed.stderr
+        assert recording_id in listed.stdout and "complete" in listed.stdout
+
+        checked = recordings_cli(server, "verify", recording_id)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        assert "is intact" in checked.stdout and detail["sha256"] in checked.stdout
+
+        # the recording decodes, with the viewers' own codec plugins, to the screen shown
+        folder = server.workdir / "recordings" / recording_id
+        files = sorted(folder.glob("*.seg"))
+        assert len(files) == detail["segments"]
+        decoder = FrameDecoder(get_plugin_manager(ViewerSettings.load()).codecs())
+        shown, times, kinds = [], [], set()
+        for path in files:
+            for at_ms, data in read_segment(path.read_bytes()).records:
+                message = pb.Message()
+                message.ParseFromString(data)
+                kind = message.WhichOneof("payload")
+                kinds.add(kind)
+                if kind == "video_frame":
+                    name, frame = from_wire(message.video_frame)
+                    assert name == codec
+                    image = decoder.decode(name, frame)
+                    if image is not None:
+                        shown.append(np.asarray(image))
+                        times.append(at_ms)
+        # the recording shows the first picture, then, 0.6 s and more later, the second
+        assert times == sorted(times), times
+        first = next(t for t, image in zip(times, shown, strict=True) if shows(image, rgb))
+        second = next(t for t, image in zip(times, shown, strict=True) if shows(image, then))
+        assert second - first >= 550, (first, second, kinds)
+        assert shows(shown[-1], then)
+
+        # one byte of a stored segment changed: verification fails and names the segment
+        damaged = files[-1]
+        data = bytearray(damaged.read_bytes())
+        data[HEADER.size + 20] ^= 0x40
+        damaged.write_bytes(bytes(data))
+        checked = recordings_cli(server, "verify", recording_id)
+        assert checked.returncode == 1, checked.stdout + checked.stderr
+        assert "NOT intact" in checked.stdout
+        assert f"segment {len(files) - 1}" in checked.stdout
+    finally:
+        agent.stop()
+
+
+def test_an_unknown_recording_is_a_clear_error(server: ServerProcess) -> None:
+    checked = recordings_cli(server, "verify", "no-such-recording")
+    assert checked.returncode == 2
+    assert "no recording no-such-recording" in checked.stderr
