@@ -4,12 +4,14 @@ a missing one said as such, URLs it cannot use refused at start-up."""
 from __future__ import annotations
 
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from remote_recording_files import FileRecordingStore, folder_of
 
 from remote_core.errors import ConfigError, NotFoundError, StoreError
+from remote_core.testing.recording_store_contract import RecordingStoreContract
 
 pytestmark = pytest.mark.anyio
 
@@ -61,3 +63,12 @@ def test_urls() -> None:
                      ("file:", "names no folder")):
         with pytest.raises(ConfigError, match=why):
             folder_of(bad)
+
+
+class TestFileRecordingStore(RecordingStoreContract):
+    @pytest.fixture
+    async def recordings(self, tmp_path: Path) -> AsyncIterator[FileRecordingStore]:
+        store = FileRecordingStore(f"file://{tmp_path / 'recordings'}")
+        await store.open()
+        yield store
+        await store.close()
