@@ -46,9 +46,9 @@ CONSENT_GRANTED = "granted"
 CONSENT_NOT_REQUIRED = "not_required"
 
 PERMISSIONS = ("view", "control", "support_codes", "manage_machines", "backstage",
-               "file_transfer")
+               "file_transfer", "recordings")
 """Every permission a user can hold (CONTRACT 2; ``backstage``: BACKSTAGE terminals;
-``file_transfer``: FILE_TRANSFER sessions)."""
+``file_transfer``: FILE_TRANSFER sessions; ``recordings``: watching session recordings)."""
 
 UserRole = Literal["admin", "technician"]
 """An operator account's role (the protocol's peers have ``remote_core.protocol.Role``)."""

@@ -28,7 +28,7 @@ from ..relay.writes import WriteQueue
 from ..settings import ServerSettings
 from .api import routes as api_routes
 from .codecs import CODECS_PATH, codec_modules
-from .context import ServerContext, open_recording_store, open_store
+from .context import ServerContext, open_store, readable_recordings
 from .headerbounds import HeaderBounds
 from .metrics import metrics_route
 from .origin import accepted_origins_text
@@ -89,12 +89,12 @@ def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
                       f"{password}  (change it after logging in)", flush=True)
             writes = WriteQueue()
             audit = Audit(store, plugins, writes, services)
-            recordings = None
-            if settings.recordings != "off":
-                recordings = open_recording_store(settings, plugins)
+            recordings = readable_recordings(settings, plugins)
+            recording = settings.recordings != "off"
+            if recordings is not None and recording:
                 await recordings.open()
             registry = Registry(settings=settings, store=store, plugins=plugins, audit=audit,
-                                recordings=recordings)
+                                recordings=recordings if recording else None)
             clustered = settings.bus_url is not None
             await registry.restore(sole=not clustered)
             log.info("viewer sockets accept %s", accepted_origins_text(settings))
@@ -124,7 +124,7 @@ def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
                     tokens=tokens, limiter=limiter_in_use, registry=registry,
                     pending=PendingSockets(settings.max_pending_sockets_per_ip,
                                            settings.max_pending_sockets),
-                    cluster=cluster,
+                    cluster=cluster, recordings=recordings,
                 )
                 async with anyio.create_task_group() as group:
                     writes.start(group)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from remote_core.errors import ConfigError, PluginError
 from remote_core.interfaces import RecordingStore, Store
 from remote_core.plugins import Plugins
 
@@ -38,6 +39,8 @@ class ServerContext:
     pending: PendingSockets
     cluster: ClusterNode | None = None
     """This process as a cluster node; None when it is the only server."""
+    recordings: RecordingStore | None = None
+    """Where recordings are read back from (those made while recordings were on too)."""
 
     @property
     def directory(self) -> SessionDirectory:
@@ -56,6 +59,18 @@ def open_recording_store(settings: ServerSettings, plugins: Plugins) -> Recordin
     if spec.factory is None:
         raise TypeError(f"recording store {spec.name!r} registered no factory")
     return spec.factory(settings.recordings_url)
+
+
+def readable_recordings(settings: ServerSettings, plugins: Plugins) -> RecordingStore | None:
+    """The recording store recordings are read from: while recordings are off, the one of
+    ``recordings_url`` if a loaded plugin keeps such URLs (older recordings stay
+    watchable), else None."""
+    if settings.recordings == "off":
+        try:
+            return open_recording_store(settings, plugins)
+        except (PluginError, ConfigError):
+            return None
+    return open_recording_store(settings, plugins)
 
 
 def open_store(settings: ServerSettings, plugins: Plugins) -> Store:

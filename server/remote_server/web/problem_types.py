@@ -114,6 +114,9 @@ PROBLEM_TYPES: tuple[ProblemType, ...] = (
     ProblemType("unavailable", 503, "Service unavailable",
                 "the database is unreachable, or a support code could not be allocated; "
                 "try again shortly"),
+    ProblemType("recordings-unavailable", 503, "Recordings cannot be read",
+                "the recording store is unreachable, or no loaded plugin reads the "
+                "server's recordings_url"),
 )
 
 BY_SLUG = {problem.slug: problem for problem in PROBLEM_TYPES}

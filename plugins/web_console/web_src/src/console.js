@@ -10,7 +10,7 @@ const app = document.getElementById("app");
 let me = null;
 let refreshTimer = null;
 
-const PERMISSIONS = ["view", "control", "support_codes", "manage_machines", "backstage", "file_transfer"];
+const PERMISSIONS = ["view", "control", "support_codes", "manage_machines", "backstage", "file_transfer", "recordings"];
 
 const VIEWS = {
   machines: { title: "Machines", render: machinesView },

@@ -36,6 +36,8 @@ TAGS = {
     "sessions": "Live and past sessions, their removal, and viewer tokens",
     "codes": "One-time support codes for attended sessions",
     "releases": "Agent releases and the version agents poll",
+    "recordings": "Session recordings: listing, checking, their segments ('recordings' "
+                  "permission)",
     "audit": "The audit log (administrators)",
     "webhooks": "The webhook delivery log (administrators)",
     "console": "What the browser console needs from the server",

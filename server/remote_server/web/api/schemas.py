@@ -37,6 +37,7 @@ class Permission(StrEnum):
     MANAGE_MACHINES = "manage_machines"
     BACKSTAGE = "backstage"
     FILE_TRANSFER = "file_transfer"
+    RECORDINGS = "recordings"
 
 
 class MachineStatus(StrEnum):
@@ -116,6 +117,9 @@ class EventKind(StrEnum):
     MACHINE_PREREGISTERED = "machine.preregistered"
     MACHINE_PURGED = "machine.purged"
     MACHINE_UPDATE_PUSHED = "machine.update_pushed"
+    RECORDING_FINISHED = "recording.finished"
+    RECORDING_STARTED = "recording.started"
+    RECORDING_VIEWED = "recording.viewed"
     RELEASE_CREATED = "release.created"
     RELEASE_DELETED = "release.deleted"
     RELEASE_UPDATED = "release.updated"
@@ -682,6 +686,43 @@ class VersionOut(Out):
 class EventQuery(PageQuery):
     session_id: Text | None = None
     agent_id: Text | None = None
+
+
+class RecordingQuery(PageQuery):
+    session_id: Text | None = None
+    agent_id: Text | None = None
+
+
+class RecordingState(StrEnum):
+    """``recording`` while it is written; ``incomplete`` when it was cut short (see
+    ``reason``)."""
+
+    RECORDING = "recording"
+    COMPLETE = "complete"
+    INCOMPLETE = "incomplete"
+
+
+class RecordingOut(Out):
+    id: str
+    session_id: str
+    agent_id: str
+    started_at: datetime
+    ended_at: datetime | None
+    state: RecordingState
+    reason: str
+    segments: int = Field(description="segments written: GET .../segments/{0..segments-1}")
+    bytes: int
+    sha256: str = Field(description="the last link of the segments' SHA-256 chain, once it "
+                                    "ended (the recording's hash)")
+
+
+class RecordingCheckOut(Out):
+    intact: bool = Field(description="the stored segments are the ones that were written")
+    segments: int = Field(description="segments read back")
+    sha256: str = Field(description="the chain's last link over the segments read back")
+    first_bad: int | None = Field(description="the first segment that changed, where "
+                                              "known")
+    reason: str
 
 
 class WebhookDeliveryQuery(PageQuery):

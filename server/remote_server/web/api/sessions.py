@@ -16,7 +16,7 @@ from ..problem import Problem
 from . import schemas as s
 from .endpoint import Call, Endpoint
 from .paging import Cursors, Paged, collect
-from .views import can_see, created, path_id, session_out, visible_organizations
+from .views import created, path_id, session_out, visible_machine
 
 if TYPE_CHECKING:
     from ...relay.session import SessionSnapshot
@@ -29,21 +29,6 @@ ASKING_RETRY_AFTER = "2"
 """Seconds a technician's client waits before asking again while the end user is asked."""
 
 
-async def _organization(call: Call, agent_id: str) -> str | None:
-    live = call.ctx.directory.session_for_agent(agent_id)
-    if live is not None:
-        return live.organization
-    machine = await call.ctx.store.get_machine_by_id(agent_id)
-    return machine.organization if machine else None
-
-
-async def _visible(call: Call, agent_id: str) -> bool:
-    if visible_organizations(call.me) is None:
-        return True
-    organization = await _organization(call, agent_id)
-    return organization is not None and can_see(call.me, organization)
-
-
 async def _find(call: Call) -> tuple[str, SessionRecord | None]:
     session_id = path_id(call.param("session_id"), "session")
     record = await call.ctx.store.get_session(session_id)
@@ -51,7 +36,7 @@ async def _find(call: Call) -> tuple[str, SessionRecord | None]:
     if record is None and live is None:
         raise Problem(404, "no such session")
     agent_id = record.agent_id if record else live.agent_id  # type: ignore[union-attr]
-    if not await _visible(call, agent_id):
+    if not await visible_machine(call, agent_id):
         raise Problem(404, "no such session")
     return session_id, record
 
@@ -66,7 +51,7 @@ async def list_sessions(call: Call) -> Paged[s.SessionOut]:
 
     async def visible(agent_id: str) -> bool:
         if agent_id not in allowed:
-            allowed[agent_id] = await _visible(call, agent_id)
+            allowed[agent_id] = await visible_machine(call, agent_id)
         return allowed[agent_id]
 
     if q.live:

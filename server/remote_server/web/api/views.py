@@ -10,6 +10,7 @@ from remote_core.records import (
     AgentKey,
     AuditEvent,
     Machine,
+    RecordingRecord,
     Release,
     SessionRecord,
     SupportCode,
@@ -22,6 +23,7 @@ from . import schemas as s
 if TYPE_CHECKING:
     from ...relay.directory import SessionDirectory
     from ...relay.session import SessionSnapshot
+    from .endpoint import Call
 
 __all__ = [
     "can_see",
@@ -32,9 +34,11 @@ __all__ = [
     "key_out",
     "machine_out",
     "path_id",
+    "recording_out",
     "release_out",
     "session_out",
     "user_out",
+    "visible_machine",
     "visible_organizations",
 ]
 
@@ -49,6 +53,21 @@ def visible_organizations(user: User) -> tuple[str, ...] | None:
 def can_see(user: User, organization: str) -> bool:
     allowed = visible_organizations(user)
     return allowed is None or organization in allowed
+
+
+async def visible_machine(call: Call, agent_id: str) -> bool:
+    """Whether the caller may see what belongs to machine ``agent_id``: its organization
+    (the live session's, else the stored machine's) is one the caller's client access
+    covers. A machine that is gone is visible to those who see every organization only."""
+    if visible_organizations(call.me) is None:
+        return True
+    live = call.ctx.directory.session_for_agent(agent_id)
+    if live is not None:
+        organization: str | None = live.organization
+    else:
+        machine = await call.ctx.store.get_machine_by_id(agent_id)
+        organization = machine.organization if machine else None
+    return organization is not None and can_see(call.me, organization)
 
 
 def path_id(value: str, what: str) -> str:
@@ -96,6 +115,14 @@ def machine_out(machine: Machine, registry: SessionDirectory) -> dict[str, Any]:
 
 def _session_type(number: int) -> s.SessionType:
     return s.SessionType(pb.SessionType.Name(number).lower())
+
+
+def recording_out(record: RecordingRecord) -> s.RecordingOut:
+    return s.RecordingOut(
+        id=record.id, session_id=record.session_id, agent_id=record.agent_id,
+        started_at=record.started_at, ended_at=record.ended_at,
+        state=s.RecordingState(record.state), reason=record.reason, segments=record.segments,
+        bytes=record.bytes, sha256=record.sha256)
 
 
 def session_out(record: SessionRecord | None, live: SessionSnapshot | None) -> s.SessionOut:

@@ -1,0 +1,131 @@
+"""Recordings through the REST API, over real sockets: what the relay forwarded is what the
+segments hold, in order; the hash chain checks out until a byte changes; the ``recordings``
+permission and client access decide who sees them, and watching is audited."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from remote_server.testing.liveserver import LiveServer, eventually, live_server
+
+from remote_core.protocol import pb
+from remote_core.recording import HEADER, read_segment
+
+from .conftest import Admin, Peer, relay_settings
+
+pytestmark = pytest.mark.anyio
+
+KB = 1024
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("recordings")
+
+
+@pytest.fixture(scope="module")
+def server(folder: Path) -> Iterator[LiveServer]:
+    with live_server(relay_settings(folder, recordings="on",
+                                    recordings_url=f"file://{folder / 'store'}")) as live:
+        yield live
+
+
+@pytest.fixture(scope="module")
+def admin(server: LiveServer) -> Admin:
+    return Admin(server)
+
+
+def frame(sequence: int, keyframe: bool) -> pb.VideoFrame:
+    return pb.VideoFrame(timestamp=sequence, sequence=sequence, display_id=0, raw=pb.RawFrame(
+        width=100, height=100, data=bytes([sequence % 256]) * (150 * KB), is_keyframe=keyframe))
+
+
+async def recorded(server: LiveServer, admin: Admin, organization: str = "acme"
+                   ) -> tuple[str, dict[str, Any], list[pb.VideoFrame]]:
+    """A session watched while its agent sends 40 frames (a keyframe every 10) and the
+    viewer says something: (session id, its ended recording's row, the frames sent)."""
+    agent_id = admin.machine(organization)
+    agent = await Peer.agent(server, admin.key(agent_id)[1])
+    session_id = await agent.accepted()
+    viewer = await Peer.viewer(server, admin.viewer_token(session_id))
+    await viewer.accepted()
+    await agent.expect("start_stream")
+    sent = [frame(i, keyframe=i % 10 == 0) for i in range(40)]
+    for f in sent:
+        await agent.send("video_frame", f)
+    await viewer.send("chat_message", pb.ChatMessage(id="c1", content="hello"))
+    await agent.expect("chat_message")
+    await anyio.sleep(0.2)
+    await viewer.close()
+
+    def ended() -> list[dict[str, Any]]:
+        rows = admin.ok("GET", "/api/recordings", params={"session_id": session_id})
+        return [r for r in rows if r["state"] != "recording"]
+
+    [row] = await eventually(ended, 10, "the recording's end")
+    await agent.close()
+    return session_id, row, sent
+
+
+async def test_a_recording_holds_what_was_relayed_and_checks_out_until_a_byte_changes(
+        server: LiveServer, admin: Admin, folder: Path) -> None:
+    session_id, row, sent = await recorded(server, admin)
+    assert row["state"] == "complete" and row["reason"] == "the last technician left"
+    assert row["segments"] >= 2 and len(row["sha256"]) == 64  # 6 MB, cut at keyframes
+    assert admin.ok("GET", f"/api/recordings/{row['id']}") == row
+    check = admin.ok("GET", f"/api/recordings/{row['id']}/check")
+    assert check == {"intact": True, "segments": row["segments"], "sha256": row["sha256"],
+                     "first_bad": None, "reason": ""}
+
+    messages: list[pb.Message] = []
+    for index in range(row["segments"]):
+        r = admin.http.get(f"/api/recordings/{row['id']}/segments/{index}")
+        assert r.status_code == 200
+        assert r.headers["content-type"] == "application/vnd.remote-support.recording-segment"
+        for _at, data in read_segment(r.content).records:
+            message = pb.Message()
+            message.ParseFromString(data)
+            messages.append(message)
+    frames = [m.video_frame for m in messages if m.WhichOneof("payload") == "video_frame"]
+    assert frames == sent  # exactly as relayed, in order
+    chats = [m.chat_message.content for m in messages if m.WhichOneof("payload") == "chat_message"]
+    assert chats == ["hello"]
+    assert not [m for m in messages if m.WhichOneof("payload") == "video_ack"]
+    # read twice, audited once: one view
+    admin.http.get(f"/api/recordings/{row['id']}/segments/0")
+    assert admin.events(session_id).count("recording.viewed") == 1
+    assert admin.events(session_id).count("recording.finished") == 1
+
+    stored = folder / "store" / row["id"] / "000000.seg"
+    data = bytearray(stored.read_bytes())
+    data[HEADER.size + 5000] ^= 0xFF
+    stored.write_bytes(bytes(data))
+    check = admin.ok("GET", f"/api/recordings/{row['id']}/check")
+    assert check["intact"] is False and check["first_bad"] == 0, check
+    assert check["sha256"] != row["sha256"]
+
+
+async def test_only_holders_of_the_permission_see_recordings_of_their_organizations(
+        server: LiveServer, admin: Admin) -> None:
+    _, row, _ = await recorded(server, admin, organization="globex")
+    one = f"/api/recordings/{row['id']}"
+    viewer_only = admin.technician("view")
+    for path in ("/api/recordings", one, one + "/check", one + "/segments/0"):
+        r = viewer_only.http.get(path)
+        assert r.status_code == 403, path
+        assert r.json()["detail"] == "session recordings need the 'recordings' permission"
+    watcher = admin.technician("recordings")
+    assert watcher.ok("GET", one)["id"] == row["id"]  # every organization
+    user = next(u for u in admin.ok("GET", "/api/users") if u["username"] == watcher.username)
+    admin.ok("PUT", f"/api/users/{user['id']}/client-access", json={"organizations": ["acme"]})
+    assert row["id"] not in [r["id"] for r in watcher.ok("GET", "/api/recordings")]
+    for path in (one, one + "/check", one + "/segments/0"):
+        assert watcher.http.get(path).status_code == 404, path
+    for path in ("/api/recordings/nope", one + "/segments/99", one + "/segments/x",
+                 one + "/segments/-1"):
+        r = admin.http.get(path)
+        assert r.status_code == 404 and r.json()["type"] == "/api/problems/not-found", path
