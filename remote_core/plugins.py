@@ -71,6 +71,7 @@ BUILTIN_PLUGINS = (
     "web_console",
     "webhooks",
     "recording_files",
+    "recording_s3",
 )
 """Every plugin this project ships, by entry-point name."""
 

@@ -31,7 +31,7 @@ from remote_core.testing.xvfb import Painter, shared_xvfb
 pytestmark = [pytest.mark.slow, pytest.mark.xvfb]
 
 ROOT = Path(__file__).resolve().parents[1]
-DISTRIBUTIONS = 20  # the core, the server, the agent, the viewer, 15 plugins and the PyAV library
+DISTRIBUTIONS = 21  # the core, the server, the agent, the viewer, 16 plugins and the PyAV library
 SERVER_SET = ("remote-support", "remote-store-sql", "remote-auth-agentkey",
               "remote-auth-supportcode")
 AGENT_SET = ("remote-agent",)  # raw-only: its video codecs are the `video` extra

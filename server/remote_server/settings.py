@@ -27,7 +27,7 @@ class ServerSettings(PluginSettings):
     }
     DEFAULT_PLUGINS: ClassVar[tuple[str, ...] | None] = (
         "store_sql", "auth_agentkey", "auth_supportcode", "auth_sharedkey", "web_console",
-        "webhooks", "recording_files")
+        "webhooks", "recording_files", "recording_s3")
     """Codecs run on agents and viewers: a server loads one only to serve its browser
     decoder, added with ``EXTRA_PLUGINS``."""
 

@@ -675,8 +675,10 @@ class Registry:
     async def shutdown(self, reason: str) -> None:
         """Every peer gets ``Disconnect{reason}``; wait briefly for the sockets to close."""
         self.index.closing = True
-        for session in self.index.sessions():
-            await self._end(session, reason, close_code=CloseCode.GOING_AWAY)
+        async with anyio.create_task_group() as group:  # at once: a recording's last
+            for session in self.index.sessions():      # segments may take a while
+                group.start_soon(partial(self._end, session, reason,
+                                         close_code=CloseCode.GOING_AWAY))
         with anyio.move_on_after(_SHUTDOWN_GRACE):
             await self._no_sockets.wait()
 
