@@ -537,6 +537,10 @@ class Store(ABC):
         past ``after``."""
 
     @abstractmethod
+    async def delete_recording(self, recording_id: str) -> bool:
+        """Remove a recording's row (its segments are the recording store's to remove)."""
+
+    @abstractmethod
     async def end_open_recordings(self, reason: str, ended_at: datetime) -> int:
         """Mark every recording still ``recording`` incomplete (server start: a server
         that died left them so); return how many."""

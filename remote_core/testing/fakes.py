@@ -784,6 +784,10 @@ class MemoryStore(Store):
                      newest_first=True)
 
     @_operation
+    async def delete_recording(self, recording_id: str) -> bool:
+        return self._recordings.pop(recording_id, None) is not None
+
+    @_operation
     async def end_open_recordings(self, reason: str, ended_at: datetime) -> int:
         open_ = [r for r in self._recordings.values() if r.state == "recording"]
         for r in open_:

@@ -937,6 +937,12 @@ class StoreContract:
             "incomplete", "the server stopped")
         assert (await store.get_recording("rec-0") or first).state == "complete"
         assert await store.get_recording("nope") is None
+        assert await store.delete_recording("rec-1") is True
+        assert await store.delete_recording("rec-1") is False
+        assert [r.id for r in await store.list_recordings(session_id="rs-1")] == ["rec-0"]
+        # those started before a moment: the page past (moment, "") newest first
+        old = await store.list_recordings(after=Keyset(moment + timedelta(seconds=2), ""))
+        assert [r.id for r in old] == ["rec-0"]
 
     async def test_events_page_newest_first(self, store: Store) -> None:
         moment = utcnow()

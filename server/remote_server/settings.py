@@ -59,6 +59,8 @@ class ServerSettings(PluginSettings):
     recording_buffer_bytes: int = option(
         64 * 1024 * 1024, "recorded bytes held for a slow recording store before the "
                           "recording is cut short (marked incomplete); never slows viewers")
+    recordings_keep_days: int = option(
+        0, "days a recording is kept; older ones are purged (audited). 0 keeps them")
     heartbeat_interval: float = option(15.0, "seconds between heartbeats")
     heartbeat_timeout: float = option(45.0, "seconds of silence before a peer is dropped")
     first_message_timeout: float = option(10.0, "seconds to wait for session_request")
@@ -173,6 +175,9 @@ class ServerSettings(PluginSettings):
                  "max_pending_sockets",
                  "heartbeat_interval", "heartbeat_timeout", "first_message_timeout",
                  "signing_key_refresh", "request_body_timeout", "recording_buffer_bytes")
+        if self.recordings_keep_days < 0:
+            raise ConfigError("setting 'recordings_keep_days' must be 0 (keep) or more, got "
+                              f"{self.recordings_keep_days}")
         if self.recordings not in {"off", "on"}:
             raise ConfigError(f"setting 'recordings' must be off or on, got {self.recordings!r}")
         if self.heartbeat_timeout <= self.heartbeat_interval:

@@ -5,6 +5,7 @@ permission and client access decide who sees them, and watching is audited."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -129,3 +130,56 @@ async def test_only_holders_of_the_permission_see_recordings_of_their_organizati
                  one + "/segments/-1"):
         r = admin.http.get(path)
         assert r.status_code == 404 and r.json()["type"] == "/api/problems/not-found", path
+
+
+async def test_purging_a_session_or_removing_its_machine_purges_its_recordings(
+        server: LiveServer, admin: Admin, folder: Path) -> None:
+    session_id, row, _ = await recorded(server, admin)
+    assert (folder / "store" / row["id"]).is_dir()
+    admin.ok("DELETE", f"/api/sessions/{session_id}", params={"purge": "true"})
+    assert admin.ok("GET", "/api/recordings", params={"session_id": session_id}) == []
+    assert not (folder / "store" / row["id"]).exists()
+    assert admin.events(session_id).count("recording.purged") == 1
+    session_id, row, _ = await recorded(server, admin)
+    admin.ok("DELETE", f"/api/machines/{row['agent_id']}")
+    assert admin.http.get(f"/api/recordings/{row['id']}").status_code == 404
+    assert not (folder / "store" / row["id"]).exists()
+    assert "recording.purged" in admin.events(session_id)
+
+
+async def test_recordings_past_their_retention_are_purged(tmp_path: Path) -> None:
+    """A server keeping recordings a day purges one seeded two days old at its start."""
+    from remote_store_sql.store import SqlStore
+
+    from remote_core.records import RecordingRecord, utcnow
+
+    settings = relay_settings(tmp_path, recordings="on", recordings_keep_days=1,
+                              recordings_url=f"file://{tmp_path / 'store'}")
+    seeded = SqlStore(settings.database_url)
+    await seeded.open()
+    old = RecordingRecord("old-one", session_id="s-old", agent_id="a-old",
+                          started_at=utcnow() - timedelta(days=2))
+    await seeded.add_recording(old)
+    await seeded.finish_recording(old.id, ended_at=old.started_at + timedelta(minutes=5),
+                                  state="complete", reason="", segments=1, bytes=3,
+                                  sha256="ab" * 32)
+    fresh = RecordingRecord("fresh-one", session_id="s-new", agent_id="a-new",
+                            started_at=utcnow() - timedelta(hours=2))
+    await seeded.add_recording(fresh)
+    await seeded.finish_recording(fresh.id, ended_at=utcnow(), state="complete", reason="",
+                                  segments=1, bytes=3, sha256="cd" * 32)
+    await seeded.close()
+    for record in (old, fresh):
+        (tmp_path / "store" / record.id).mkdir(parents=True)
+        (tmp_path / "store" / record.id / "000000.seg").write_bytes(b"seg")
+    with live_server(settings) as live:
+        admin = Admin(live)
+        await eventually(lambda: admin.http.get("/api/recordings/old-one").status_code == 404,
+                         10, "the old recording purged")
+        assert admin.ok("GET", "/api/recordings/fresh-one")["id"] == "fresh-one"
+        assert not (tmp_path / "store" / "old-one").exists()
+        assert (tmp_path / "store" / "fresh-one").is_dir()
+        purged = admin.ok("GET", "/api/events", params={"session_id": "s-old"})
+        [event] = [e for e in purged if e["kind"] == "recording.purged"]
+        assert event["detail"] == {"recording_id": "old-one", "reason": "older than 1 day",
+                                   "sha256": "ab" * 32}

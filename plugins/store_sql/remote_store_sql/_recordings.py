@@ -14,8 +14,8 @@ from remote_core.records import DEFAULT_TENANT_ID, Keyset, RecordingRecord
 from ._schema import recordings
 from ._sql import keyset_page
 
-__all__ = ["add_recording", "end_open_recordings", "finish_recording", "get_recording",
-           "list_recordings"]
+__all__ = ["add_recording", "delete_recording", "end_open_recordings", "finish_recording",
+           "get_recording", "list_recordings"]
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(RecordingRecord))
 
@@ -50,6 +50,11 @@ def list_recordings(conn: Connection, session_id: str | None, agent_id: str | No
     query = keyset_page(query, recordings.c.started_at, recordings.c.id, after=after,
                         limit=limit, newest_first=True)
     return [_from_row(row) for row in conn.execute(query)]
+
+
+def delete_recording(conn: Connection, recording_id: str) -> bool:
+    return conn.execute(sa.delete(recordings).where(recordings.c.id == recording_id)
+                        ).rowcount == 1
 
 
 def end_open_recordings(conn: Connection, reason: str, ended_at: datetime) -> int:

@@ -349,6 +349,9 @@ class SqlStore(Store):
         return await self._runner.read(_recordings.list_recordings, session_id, agent_id,
                                        limit, after)
 
+    async def delete_recording(self, recording_id: str) -> bool:
+        return await self._runner.write(_recordings.delete_recording, recording_id)
+
     async def end_open_recordings(self, reason: str, ended_at: datetime) -> int:
         return await self._runner.write(_recordings.end_open_recordings, reason, ended_at)
 

@@ -73,6 +73,8 @@ DEVIATIONS: dict[str, str] = {
     "recordings": "the session-recording tests switch recording on (off by default)",
     "recordings_url": "each test server keeps its recordings in its own temporary folder, "
                       "never the working directory's",
+    "recordings_keep_days": "only the retention test: one day, beside a recording seeded as "
+                            "two days old",
     "recording_buffer_bytes": "only the test of a recording store that falls behind: a small "
                               "buffer, so it overflows in a moment",
     "metrics": "the metrics tests switch /metrics on (off by default)",

@@ -23,6 +23,7 @@ from remote_core.plugins import Plugins, get_plugin_manager
 
 from ..observe.logs import RequestIds, set_node
 from ..observe.metrics import Metrics, TimedStore
+from ..recordings import keep_recordings
 from ..relay.audit import Audit
 from ..relay.writes import WriteQueue
 from ..settings import ServerSettings
@@ -130,6 +131,9 @@ def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
                     writes.start(group)
                     group.start_soon(keep_fresh, tokens, settings, store)
                     group.start_soon(registry.keep_seen)
+                    if settings.recordings_keep_days:
+                        group.start_soon(keep_recordings, store, recordings, audit,
+                                         settings.recordings_keep_days)
                     if metrics is not None:
                         group.start_soon(metrics.watch_loop)
                     for service in services:

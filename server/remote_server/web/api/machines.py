@@ -9,6 +9,7 @@ from typing import Any
 from remote_core.protocol import pb
 from remote_core.records import AuditEvent, Keyset, Machine, MachineFilter
 
+from ...recordings import purge_recordings
 from ..problem import Problem
 from . import schemas as s
 from .endpoint import Call, Endpoint
@@ -100,6 +101,9 @@ async def remove_machine(call: Call, agent_id: str, *, purge: bool, uninstall: b
     else:
         await call.ctx.store.hard_delete_machine(agent_id)
     await registry.purge_machine(agent_id)
+    await purge_recordings(call.ctx.store, call.ctx.recordings, call.ctx.audit,
+                           agent_id=agent_id, actor=call.me.username, client_ip=call.ip,
+                           reason="its machine was removed")
     await call.ctx.audit.record(AuditEvent(
         kind="machine.purged" if purge else "machine.deleted", agent_id=agent_id,
         actor=call.me.username, target=agent_id, client_ip=call.ip,

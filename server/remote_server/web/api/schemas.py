@@ -118,6 +118,7 @@ class EventKind(StrEnum):
     MACHINE_PURGED = "machine.purged"
     MACHINE_UPDATE_PUSHED = "machine.update_pushed"
     RECORDING_FINISHED = "recording.finished"
+    RECORDING_PURGED = "recording.purged"
     RECORDING_STARTED = "recording.started"
     RECORDING_VIEWED = "recording.viewed"
     RELEASE_CREATED = "release.created"

@@ -9,6 +9,7 @@ from remote_core.errors import SessionRefused
 from remote_core.protocol import Channel
 from remote_core.records import DEFAULT_TENANT_ID, AuditEvent, Keyset, SessionRecord
 
+from ...recordings import purge_recordings
 from ...relay import NotReady
 from ...relay.consent import Standing
 from ...relay.rules import can_use, channel_consent_refusal, consent_refusal
@@ -124,6 +125,9 @@ async def delete_session(call: Call) -> s.SessionRemovalOut:
         if record is not None:
             await call.ctx.store.soft_delete_session(session_id)
         was_live = await registry.purge_session(session_id)
+        await purge_recordings(call.ctx.store, call.ctx.recordings, call.ctx.audit,
+                               session_id=session_id, reason="its session was purged",
+                               actor=call.me.username, client_ip=call.ip)
     else:
         was_live = await registry.disconnect_session(session_id, "removed by an operator")
     await call.ctx.audit.record(AuditEvent(
