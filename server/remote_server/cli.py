@@ -66,6 +66,12 @@ def _parser() -> argparse.ArgumentParser:
         "verify", help="check a recording's segments against the hash chain in the database "
                        "(exit status 1 when they differ)")
     check.add_argument("recording_id")
+    export = recordings_sub.add_parser(
+        "export", help="write a recording's video to an .mp4 or .webm file once it verifies "
+                       "(H.264 and VP9 as relayed; raw frames encoded; needs the codec "
+                       "plugins installed)")
+    export.add_argument("recording_id")
+    export.add_argument("out", type=Path, help="the file to write: NAME.mp4 or NAME.webm")
     drain = sub.add_parser("drain", help="cluster mode: ask a node to stop taking sessions and "
                                           "hand its agents to the other nodes, as SIGTERM does")
     ServerSettings.add_arguments(drain)
@@ -271,7 +277,7 @@ def cmd_serve(settings: ServerSettings) -> int:
 
 
 async def _recordings(settings: ServerSettings, args: argparse.Namespace) -> int:
-    from .recordings import verify_recording
+    from .recordings import export_recording, verify_recording
 
     plugins = get_plugin_manager(settings)
     store = open_store(settings, plugins)
@@ -286,6 +292,13 @@ async def _recordings(settings: ServerSettings, args: argparse.Namespace) -> int
         recordings = open_recording_store(settings, plugins)
         await recordings.open()
         try:
+            if args.recordings_command == "export":
+                record, exported = await export_recording(settings, store, recordings,
+                                                          args.recording_id, args.out)
+                print(f"wrote {args.out}: {exported.frames} frames of {exported.width}x"
+                      f"{exported.height}, {exported.codec} "
+                      f"{'as recorded' if exported.remuxed else 'encoded'}")
+                return 0
             record, verdict = await verify_recording(store, recordings, args.recording_id)
         finally:
             await recordings.close()

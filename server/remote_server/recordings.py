@@ -1,23 +1,36 @@
 """Recordings after the fact: their segments read back and checked against the chain's hash
-the database holds (``remote-support recordings verify``), and their removal (with their
-session or machine, or past their retention)."""
+the database holds (``remote-support recordings verify``), their video as a file
+(``recordings export``), and their removal (with their session or machine, or past their
+retention)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import anyio
+import anyio.from_thread
+from google.protobuf.message import DecodeError
 
-from remote_core.errors import NotFoundError, StoreError
+from remote_core.codecs import FrameDecoder
+from remote_core.errors import NotFoundError, RemoteSupportError, StoreError
 from remote_core.interfaces import RecordingStore, Store
-from remote_core.recording import Verdict, verify
+from remote_core.plugins import CODEC_PLUGINS, get_plugin_manager
+from remote_core.protocol import pb
+from remote_core.recording import Verdict, records, verify
 from remote_core.records import AuditEvent, Keyset, RecordingRecord, utcnow
+from remote_core.types import EncodedFrame
+from remote_core.video import from_wire
 
 from .relay.audit import Audit
+from .settings import ServerSettings
 
-__all__ = ["keep_recordings", "purge_recordings", "segments", "verify_recording"]
+__all__ = ["export_recording", "keep_recordings", "purge_recordings", "segments",
+           "verify_recording", "video_of"]
 
 log = logging.getLogger(__name__)
 
@@ -94,3 +107,49 @@ async def keep_recordings(store: Store, recordings: RecordingStore | None, audit
             if gone:
                 log.info("purged %d recordings past their retention (%d days)", gone, days)
         await anyio.sleep(every)
+
+
+def video_of(segments: Iterable[bytes]) -> Iterator[tuple[int, str, EncodedFrame]]:
+    """The video frames of a recording's segments: ``(milliseconds, codec, frame)``."""
+    for at_ms, data in records(segments):
+        message = pb.Message()
+        try:
+            message.ParseFromString(data)
+            if message.WhichOneof("payload") != "video_frame":
+                continue
+            codec, frame = from_wire(message.video_frame)
+        except (DecodeError, ValueError):
+            continue  # what a viewer would have dropped too
+        yield at_ms, codec, frame
+
+
+async def export_recording(settings: ServerSettings, store: Store, recordings: RecordingStore,
+                           recording_id: str, out: Path) -> tuple[RecordingRecord, Any]:
+    """Write a recording's video to ``out`` (.mp4 or .webm) once it verifies; the codec
+    plugins (remote-codec-pyav) decode and remux it, so they must be installed here.
+
+    :raises RemoteSupportError: no such recording, it does not verify, or no codecs.
+    """
+    record, verdict = await verify_recording(store, recordings, recording_id)
+    if not verdict.intact:
+        raise RemoteSupportError(f"recording {recording_id} is not intact ({verdict.reason}); "
+                                 "it is not exported")
+    try:
+        from remote_codec_pyav.export import export_video
+    except ImportError:
+        raise RemoteSupportError("exporting needs the codec plugins beside the server "
+                                 "(the remote-codec-pyav distribution and its codecs)") from None
+    with_codecs = dataclasses.replace(
+        settings, extra_plugins=(*settings.extra_plugins, *CODEC_PLUGINS))
+    decoders = FrameDecoder(get_plugin_manager(with_codecs).codecs())
+
+    def walk() -> Iterator[bytes]:
+        for index in range(record.segments):
+            yield anyio.from_thread.run(recordings.get_segment, record.id, index)
+
+    try:
+        exported = await anyio.to_thread.run_sync(
+            export_video, lambda: video_of(walk()), out, decoders)
+    except ValueError as exc:
+        raise RemoteSupportError(f"recording {recording_id} cannot be exported: {exc}") from None
+    return record, exported

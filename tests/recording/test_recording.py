@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import av
 import numpy as np
 import pytest
 from remote_server.testing.processes import BIN, AgentProcess, Api, ServerProcess
@@ -153,6 +154,17 @@ def test_a_watched_session_is_recorded_as_relayed_and_verifies(
         assert second - first >= 550, (first, second, kinds)
         assert shows(shown[-1], then)
 
+        # exported: H.264 into MP4 as relayed, anything else encoded; any player decodes it
+        for suffix in (".mp4", ".webm"):
+            out = tmp_path / f"export{suffix}"
+            made = recordings_cli(server, "export", recording_id, str(out))
+            assert made.returncode == 0, made.stdout + made.stderr
+            assert ("as recorded" in made.stdout) == (codec == "h264" and suffix == ".mp4")
+            with av.open(str(out)) as container:
+                pictures = [f.to_ndarray(format="bgra") for f in container.decode(video=0)]
+            assert len(pictures) == len(shown), (suffix, len(pictures), len(shown))
+            assert shows(pictures[0], rgb) and shows(pictures[-1], then), suffix
+
         # one byte of a stored segment changed: verification fails and names the segment
         damaged = files[-1]
         data = bytearray(damaged.read_bytes())
@@ -162,6 +174,9 @@ def test_a_watched_session_is_recorded_as_relayed_and_verifies(
         assert checked.returncode == 1, checked.stdout + checked.stderr
         assert "NOT intact" in checked.stdout
         assert f"segment {len(files) - 1}" in checked.stdout
+        refused = recordings_cli(server, "export", recording_id, str(tmp_path / "no.mp4"))
+        assert refused.returncode == 2 and "is not intact" in refused.stderr
+        assert not (tmp_path / "no.mp4").exists()
     finally:
         agent.stop()
 
