@@ -45,14 +45,14 @@ class Bucket:
     def __init__(self, location: S3Location) -> None:
         self.location = location
         custom = location.endpoint is not None
-        config = Config(
-            connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT,
-            retries={"max_attempts": RETRIES, "mode": "standard"},
-            # S3-compatible servers take path-style addressing (virtual hosts need DNS for
-            # each bucket), and many refuse the newer default checksum headers
-            s3={"addressing_style": "path"} if custom else None,
-            request_checksum_calculation="when_required" if custom else "when_supported",
-            response_checksum_validation="when_required" if custom else "when_supported")
+        # S3-compatible servers take path-style addressing (virtual hosts need DNS for each
+        # bucket), and many refuse the checksum headers boto3 now sends by default
+        compatible: dict[str, Any] = {
+            "s3": {"addressing_style": "path"},
+            "request_checksum_calculation": "when_required",
+            "response_checksum_validation": "when_required"} if custom else {}
+        config = Config(connect_timeout=CONNECT_TIMEOUT, read_timeout=READ_TIMEOUT,
+                        retries={"max_attempts": RETRIES, "mode": "standard"}, **compatible)
         self._session = boto3.session.Session()
         self.client: Any = self._session.client(
             "s3", endpoint_url=location.endpoint, region_name=location.region, config=config)

@@ -46,7 +46,7 @@ class MotoServer:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
                 stdout=log, stderr=log, env=without_aws(dict(os.environ)))
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60  # its imports take seconds on a busy machine
         while True:
             if self.process.poll() is not None:
                 raise RuntimeError(f"moto exited: {self.log.read_text()[-2000:]}")
@@ -55,7 +55,7 @@ class MotoServer:
                 break
             except httpx.HTTPError:
                 if time.monotonic() > deadline:
-                    raise RuntimeError("moto did not start within 30 s") from None
+                    raise RuntimeError("moto did not start within 60 s") from None
                 time.sleep(0.1)
         self.client().create_bucket(Bucket=BUCKET)
 
