@@ -18,6 +18,8 @@ from remote_codec_pyav.base import PyAVDecoder, PyAVEncoder, vbv_cap
 from remote_core.codecs import profile_for
 from remote_core.types import EncodedFrame, EncoderConfig, Rect
 
+from .scheduling import normal_scheduling
+
 __all__ = ["ENCODER", "AV1Decoder", "AV1Encoder", "av1_crf"]
 
 ENCODER = "libsvtav1"
@@ -44,6 +46,10 @@ class AV1Encoder(PyAVEncoder):
         options = {"preset": "12", "crf": str(av1_crf(profile_for(config.preset).crf)),
                    "svtav1-params": f"pred-struct=1:lp={threads}"}
         return options | vbv_cap(config)
+
+    def _open(self, width: int, height: int) -> None:
+        with normal_scheduling():  # SVT-AV1 run as root makes its threads real-time
+            super()._open(width, height)
 
     def encode(self, image: Any, *, keyframe: bool = False,
                dirty: Sequence[Rect] | None = None) -> EncodedFrame | None:
