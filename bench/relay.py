@@ -103,14 +103,17 @@ def process(args: list[str], port: int, **env: str) -> Iterator[subprocess.Popen
 
 
 @contextlib.contextmanager
-def ours(ws: str, loop: str) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+def ours(ws: str, loop: str, **env: str) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+    """``remote-support serve`` on a temporary SQLite database; ``env`` adds settings
+    (``{TMP}`` in a value is that temporary folder)."""
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         args = [sys.executable, "-m", "remote_server.cli", "serve", "--port", str(port),
                 "--ws-impl", ws, "--loop", loop, "--log-level", "error",
                 "--database-url", f"sqlite:///{tmp}/bench.db"]
         with process(args, port, REMOTE_SUPPORT_ADMIN_PASSWORD=ADMIN_PASSWORD,
-                     REMOTE_SUPPORT_SHARED_AGENT_KEY=SHARED_KEY) as proc:
+                     REMOTE_SUPPORT_SHARED_AGENT_KEY=SHARED_KEY,
+                     **{k: v.replace("{TMP}", tmp) for k, v in env.items()}) as proc:
             yield port, proc
 
 

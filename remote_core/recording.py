@@ -1,8 +1,9 @@
 """A session recording's bytes: segments of relayed messages whose SHA-256 hashes form a chain.
 
-No I/O here: the server's recorder feeds :class:`RecordingWriter` what the relay forwarded
-and hands the segments it seals to a recording store; a player or ``remote-support
-recordings verify`` reads them back with :func:`read_segment` and :func:`verify`.
+No I/O here: the server's recorder feeds :class:`RecordingWriter` what the relay forwarded,
+chains the segments it seals (:class:`Chain`, in a worker thread: hashing megabytes) and
+hands them to a recording store; a player or ``remote-support recordings verify`` reads
+them back with :func:`read_segment` and :func:`verify`.
 
 A segment is ``MAGIC``, its index and the chain's link before it (``HEADER``), then records:
 ``at_ms`` (u32, milliseconds since the recording began), the message's length (u32) and the
@@ -23,8 +24,8 @@ import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["HEADER", "MAGIC", "SEGMENT_BYTES", "RecordingWriter", "Segment", "Verdict",
-           "first_link", "next_link", "read_segment", "records", "verify"]
+__all__ = ["HEADER", "MAGIC", "SEGMENT_BYTES", "Chain", "RecordingWriter", "Segment", "Verdict",
+           "first_link", "next_link", "read_segment", "records", "seal_all", "verify"]
 
 MAGIC = b"RSREC01\n"
 HEADER = struct.Struct(">8sI32s")  # MAGIC, index, the link before this segment
@@ -46,30 +47,25 @@ def next_link(previous: bytes, segment: bytes) -> bytes:
 
 
 class RecordingWriter:
-    """Messages in, sealed segments out, the chain kept as they are sealed."""
+    """Messages in, sealed segments out: cheap enough for the relay's own thread (appends
+    only). A sealed segment's header still lacks its place in the chain, which
+    :class:`Chain` gives it, hashing, where that may take its time."""
 
     def __init__(self, recording_id: str, *, segment_bytes: int = SEGMENT_BYTES) -> None:
         self.recording_id = recording_id
         self.segment_bytes = segment_bytes
-        self.link = first_link(recording_id)
         self.segments = 0  # sealed so far
-        self.bytes = 0  # of the sealed segments
         self._open = bytearray()
         self._records = 0
 
-    @property
-    def final(self) -> str:
-        """The hex hash of the chain so far (the recording's hash once all is sealed)."""
-        return self.link.hex()
-
-    def add(self, at_ms: int, message: bytes, *, keyframe: bool = False) -> bytes | None:
+    def add(self, at_ms: int, message: bytes, *, keyframe: bool = False) -> bytearray | None:
         """Append one relayed message; return the segment this closed, if it closed one
         (it closes before a keyframe once full, and after any message far past full)."""
         sealed = None
         if self._records and keyframe and len(self._open) >= self.segment_bytes:
             sealed = self.seal()
         if not self._open:
-            self._open += HEADER.pack(MAGIC, self.segments, self.link)
+            self._open += bytes(HEADER.size)  # filled in by Chain.append
         self._open += RECORD.pack(max(0, min(at_ms, 0xFFFFFFFF)), len(message))
         self._open += message
         self._records += 1
@@ -77,17 +73,45 @@ class RecordingWriter:
             sealed = self.seal()
         return sealed
 
-    def seal(self) -> bytes | None:
+    def seal(self) -> bytearray | None:
         """Close the open segment and return it (``None`` when it holds nothing)."""
         if not self._records:
             return None
-        segment = bytes(self._open)
-        self._open.clear()
+        segment, self._open = self._open, bytearray()
         self._records = 0
-        self.link = next_link(self.link, segment)
         self.segments += 1
-        self.bytes += len(segment)
         return segment
+
+
+class Chain:
+    """The hash chain over a recording's segments, appended in order."""
+
+    def __init__(self, recording_id: str) -> None:
+        self.link = first_link(recording_id)
+        self.segments = 0
+        self.bytes = 0
+
+    @property
+    def final(self) -> str:
+        """The hex hash of the chain so far (the recording's hash once all is in)."""
+        return self.link.hex()
+
+    def append(self, segment: bytearray) -> bytes:
+        """Give a sealed segment its header (magic, index, the link before it), advance
+        the chain over it, and return its finished bytes (SHA-256 of megabytes: call it
+        off the event loop's thread)."""
+        HEADER.pack_into(segment, 0, MAGIC, self.segments, self.link)
+        data = bytes(segment)
+        self.link = next_link(self.link, data)
+        self.segments += 1
+        self.bytes += len(data)
+        return data
+
+
+def seal_all(recording_id: str, sealed: Iterable[bytearray]) -> tuple[list[bytes], Chain]:
+    """Sealed segments chained in order: their bytes, and the chain over them."""
+    chain = Chain(recording_id)
+    return [chain.append(segment) for segment in sealed], chain
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ import pytest
 
 from ..errors import NotFoundError
 from ..interfaces import RecordingStore
-from ..recording import RecordingWriter, verify
+from ..recording import RecordingWriter, seal_all, verify
 
 __all__ = ["RecordingStoreContract"]
 
@@ -87,7 +87,8 @@ class RecordingStoreContract:
                   if (s := writer.add(i * 40, os.urandom(5000), keyframe=i % 6 == 0))]
         last = writer.seal()
         assert last is not None
-        for index, segment in enumerate([*sealed, last]):
+        finished, chain = seal_all(recording_id, [*sealed, last])
+        for index, segment in enumerate(finished):
             await recordings.put_segment(recording_id, index, segment)
-        read = [await recordings.get_segment(recording_id, i) for i in range(writer.segments)]
-        assert verify(recording_id, read, final=writer.final, count=writer.segments).intact
+        read = [await recordings.get_segment(recording_id, i) for i in range(chain.segments)]
+        assert verify(recording_id, read, final=chain.final, count=chain.segments).intact

@@ -22,7 +22,7 @@ import anyio
 
 from remote_core.errors import StoreError
 from remote_core.interfaces import RecordingStore
-from remote_core.recording import SEGMENT_BYTES, RecordingWriter, first_link
+from remote_core.recording import SEGMENT_BYTES, Chain, RecordingWriter, first_link
 from remote_core.records import RecordingRecord, utcnow
 
 __all__ = ["Finished", "SessionRecorder", "recording_detail"]
@@ -55,15 +55,24 @@ def recording_detail(finished: Finished) -> dict[str, object]:
 @dataclass
 class _Queued:
     recording_id: str
-    index: int
-    data: bytes
-    link: bytes  # the chain's link once this segment is in
+    segment: bytearray  # sealed, its header not yet filled in
+    data: bytes | None = None  # once chained: its finished bytes, its index, the link after
+    index: int = -1
+    link: bytes = b""
+
+    def chain_into(self, chain: Chain) -> None:
+        """Chain it (once: the writer may be cancelled while this runs in its thread,
+        and the next writer finds it done)."""
+        if self.data is None:
+            self.data = chain.append(self.segment)
+            self.index, self.link = chain.segments - 1, chain.link
 
 
 class _Recording:
     def __init__(self, record: RecordingRecord, segment_bytes: int) -> None:
         self.record = record
         self.writer = RecordingWriter(record.id, segment_bytes=segment_bytes)
+        self.chain = Chain(record.id)
         self.began = time.monotonic()
         self.cut = ""  # why it stopped taking messages early, if it did
         self.broken = False  # the store failed: nothing more of it is written
@@ -109,15 +118,14 @@ class SessionRecorder:
         if sealed is not None:
             self._enqueue(recording, sealed)
 
-    def _enqueue(self, recording: _Recording, segment: bytes) -> None:
+    def _enqueue(self, recording: _Recording, segment: bytearray) -> None:
         if self._queued_bytes + len(segment) > self.buffer_bytes:
             recording.cut = (f"the recording store fell behind: {self._queued_bytes} bytes "
                              f"were waiting to be written")
             log.warning("recording %s of session %s cut short: %s", recording.record.id,
                         self.session_id, recording.cut)
             return
-        self._queue.append(_Queued(recording.record.id, recording.writer.segments - 1, segment,
-                                   recording.writer.link))
+        self._queue.append(_Queued(recording.record.id, segment))
         self._queued_bytes += len(segment)
         self._wake.set()
 
@@ -139,6 +147,8 @@ class SessionRecorder:
                 recording = self._recording(head.recording_id)
                 if recording is not None and not recording.broken:
                     try:
+                        await anyio.to_thread.run_sync(head.chain_into, recording.chain)
+                        assert head.data is not None
                         await self.store.put_segment(head.recording_id, head.index, head.data)
                     except (StoreError, OSError, ValueError) as exc:
                         recording.broken = True
@@ -150,7 +160,7 @@ class SessionRecorder:
                         recording.written_bytes += len(head.data)
                         recording.written_link = head.link
                 self._queue.popleft()
-                self._queued_bytes -= len(head.data)
+                self._queued_bytes -= len(head.segment)
 
     def _recording(self, recording_id: str) -> _Recording | None:
         if self.current is not None and self.current.record.id == recording_id:

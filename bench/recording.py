@@ -1,0 +1,114 @@
+"""Recording benchmark: relay throughput with session recording on, against off, in one run.
+
+The relay benchmark's peers (``bench.relay``: one agent sending raw keyframe messages
+as fast as a window of ``WINDOW`` frames to the slowest viewer allows) stream through
+``remote-support serve`` three ways, interleaved so the machine's load falls on each
+alike: recordings off; on, to the ``recording_files`` store in a temporary folder; on, to
+the ``recording_s3`` store on a moto S3 server started here (when that plugin and moto
+are installed). Each row gives the frames per second a viewer received, the megabytes a
+second recorded, the server's CPU per frame, and the ratio to recordings off.
+
+    uv run python -m bench.recording            # 1 MB and 100 kB frames, 3 repeats
+    uv run python -m bench.recording --quick    # a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from bench.relay import free_port, ours, throughput, wait_port
+from bench.report import report
+
+WS, LOOP = "websockets-sansio", "auto"
+S3_KEYS = {"AWS_ACCESS_KEY_ID": "bench-key", "AWS_SECRET_ACCESS_KEY": "bench-secret",
+           "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+@contextlib.contextmanager
+def moto_s3() -> Iterator[str | None]:
+    """A moto S3 server with a bucket, as a recordings URL; None without the s3 store."""
+    if not (importlib.util.find_spec("remote_recording_s3") and importlib.util.find_spec("moto")):
+        yield None
+        return
+    import boto3
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, **S3_KEYS})
+    try:
+        wait_port(port, proc)
+        endpoint = f"http://127.0.0.1:{port}"
+        boto3.client("s3", endpoint_url=endpoint, **_keys()).create_bucket(Bucket="bench")
+        yield f"s3://bench/recordings?endpoint={endpoint}&region=us-east-1"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _keys() -> dict[str, str]:
+    return {"aws_access_key_id": S3_KEYS["AWS_ACCESS_KEY_ID"],
+            "aws_secret_access_key": S3_KEYS["AWS_SECRET_ACCESS_KEY"],
+            "region_name": S3_KEYS["AWS_DEFAULT_REGION"]}
+
+
+def modes(s3_url: str | None) -> dict[str, dict[str, str]]:
+    found = {"off": {},
+             "files": {"REMOTE_SUPPORT_RECORDINGS": "on",
+                       "REMOTE_SUPPORT_RECORDINGS_URL": "file://{TMP}/recordings"}}
+    if s3_url is not None:
+        found["s3"] = {"REMOTE_SUPPORT_RECORDINGS": "on", "REMOTE_SUPPORT_RECORDINGS_URL": s3_url,
+                       **S3_KEYS}
+    return found
+
+
+def measure(mode_env: dict[str, str], size: int, seconds: float) -> tuple[float, float]:
+    with ours(WS, LOOP, **mode_env) as (port, proc):
+        return asyncio.run(throughput("ours", port, 1, size, seconds, proc.pid))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="a small smoke run")
+    parser.add_argument("--seconds", type=float, default=4.0, help="per measurement")
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved runs per row")
+    args = parser.parse_args(argv)
+    seconds, repeats, sizes = args.seconds, args.repeats, (1_000_000, 100_000)
+    if args.quick:
+        seconds, repeats, sizes = 0.5, 1, (1_000_000,)
+    rows: list[dict[str, Any]] = []
+    with moto_s3() as s3_url:
+        kinds = modes(s3_url)
+        for size in sizes:
+            best: dict[str, tuple[float, float]] = {}
+            for _ in range(repeats):
+                for name, env in kinds.items():
+                    fps, cpu = measure(env, size, seconds)
+                    if fps > best.get(name, (0.0, 0.0))[0]:
+                        best[name] = (fps, cpu)
+                    time.sleep(0.5)
+            for name, (fps, cpu) in best.items():
+                rows.append({"frame_bytes": size, "recording": name, "frames_s": fps,
+                             "mb_s": fps * size / 1e6, "cpu_us_frame": cpu,
+                             "vs_off": fps / best["off"][0]})
+    report("recording", rows, title="Relay throughput with recording on against off "
+                                    "(1 agent -> 1 viewer)",
+           notes=[f"frames_s: best of {repeats} interleaved runs of {seconds:g} s; mb_s: "
+                  "what the viewer received (and the recording wrote); cpu_us_frame: the "
+                  "server's CPU time per frame; vs_off: frames_s over recordings off (goal "
+                  ">= 0.9 at 1 MB frames).",
+                  "The machine (2 cores) runs the server, the peers, and for s3 the moto "
+                  "server beside them."])
+
+
+if __name__ == "__main__":
+    main()
