@@ -5,7 +5,8 @@ codec.
 What the server wrote verifies through ``remote-support recordings verify`` and decodes,
 from the objects in the bucket, to the picture shown. With the endpoint frozen (SIGSTOP)
 while a changing screen is watched, the viewer keeps its frame rate, and the recording
-ends ``incomplete`` with the reason once the viewer leaves.
+ends ``incomplete`` with the reason once the viewer leaves; what was written before the
+stall verifies.
 """
 
 from __future__ import annotations
@@ -229,5 +230,9 @@ def test_a_stalled_store_never_slows_the_viewer_and_ends_the_recording_incomplet
         assert detail["recording_id"] == recording_id
         assert detail["state"] == "incomplete", detail
         assert "recording store" in detail["reason"], detail
+        # what was written before the store stalled is intact (its hash covers just that)
+        checked = recordings_cli(server, "verify", recording_id)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        assert "is intact" in checked.stdout and "incomplete" in checked.stdout
     finally:
         agent.stop()
