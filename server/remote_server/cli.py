@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from remote_core.errors import ConfigError, RemoteSupportError
+from remote_core.errors import ConfigError, RemoteSupportError, StoreError
 from remote_core.plugins import Plugins, discover, get_plugin_manager
 
 from . import __version__
@@ -272,8 +272,23 @@ def cmd_serve(settings: ServerSettings) -> int:
     from .web import create_app
     from .web.serving import serve
 
-    serve(create_app(settings, plugin_set(settings)), settings)
+    plugins = plugin_set(settings)
+    if settings.recordings != "off":
+        asyncio.run(_reach_recordings(settings, plugins))
+    serve(create_app(settings, plugins), settings)
     return 0
+
+
+async def _reach_recordings(settings: ServerSettings, plugins: Plugins) -> None:
+    """A recording store that cannot be reached stops start-up in one line (the server
+    would otherwise record nothing, or fail at its first recording)."""
+    recordings = open_recording_store(settings, plugins)
+    try:
+        await recordings.open()
+    except StoreError as exc:
+        raise ConfigError(f"setting 'recordings_url': {exc}") from None
+    finally:
+        await recordings.close()
 
 
 async def _recordings(settings: ServerSettings, args: argparse.Namespace) -> int:

@@ -9,6 +9,7 @@ changed in a stored segment makes ``recordings verify`` fail and name that segme
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -185,3 +186,17 @@ def test_an_unknown_recording_is_a_clear_error(server: ServerProcess) -> None:
     checked = recordings_cli(server, "verify", "no-such-recording")
     assert checked.returncode == 2
     assert "no recording no-such-recording" in checked.stderr
+
+
+def test_a_recording_store_it_cannot_use_stops_start_up_in_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    env = {**os.environ, "REMOTE_SUPPORT_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}",
+           "REMOTE_SUPPORT_PORT": "0", "REMOTE_SUPPORT_RECORDINGS": "on",
+           "REMOTE_SUPPORT_RECORDINGS_URL": f"file://{blocker}/recordings"}
+    ran = subprocess.run([str(BIN / "remote-support"), "serve"], env=env, capture_output=True,
+                         text=True, timeout=60)
+    assert ran.returncode == 2, ran.stdout + ran.stderr
+    assert ran.stderr.strip().splitlines()[-1].startswith(
+        "remote-support: error: setting 'recordings_url': cannot create the recordings folder")
+    assert "Traceback" not in ran.stderr

@@ -18,7 +18,7 @@ __all__ = ["QUIET_LIBRARIES", "QuietStartup", "database_kind", "log_listeners", 
 
 log = logging.getLogger("remote_support")
 
-QUIET_LIBRARIES = ("alembic",)
+QUIET_LIBRARIES = ("alembic", "botocore")
 """Loggers held at WARNING: their INFO lines are about themselves, not the server."""
 
 _UVICORN_STARTUP = ("Started server process", "Waiting for application startup",
