@@ -523,18 +523,21 @@ class Store(ABC):
 
     @abstractmethod
     async def finish_recording(self, recording_id: str, *, ended_at: datetime, state: str,
-                               reason: str, segments: int, bytes: int, sha256: str) -> None:
-        """Record how a recording ended: its state, why, and its chain's hash."""
+                               reason: str, segments: int, bytes: int, sha256: str,
+                               technicians: Sequence[str] = ()) -> None:
+        """Record how a recording ended: its state, why, its chain's hash, and who
+        watched it."""
 
     @abstractmethod
     async def get_recording(self, recording_id: str) -> RecordingRecord | None: ...
 
     @abstractmethod
     async def list_recordings(self, *, session_id: str | None = None,
-                              agent_id: str | None = None, limit: int = 100,
+                              agent_id: str | None = None, technician: str | None = None,
+                              since: datetime | None = None, limit: int = 100,
                               after: Keyset | None = None) -> list[RecordingRecord]:
         """Newest first (start time, then id, both descending): up to ``limit`` of those
-        past ``after``."""
+        past ``after``; ``technician`` one who watched, ``since`` started at or after."""
 
     @abstractmethod
     async def delete_recording(self, recording_id: str) -> bool:

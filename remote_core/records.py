@@ -326,7 +326,8 @@ class RecordingRecord:
 
     ``state`` is ``recording`` while it is written, then ``complete``, or ``incomplete``
     with a ``reason``. ``sha256`` is the last link of the segments' hash chain
-    (:mod:`remote_core.recording`), ``segments`` and ``bytes`` what was written.
+    (:mod:`remote_core.recording`), ``segments`` and ``bytes`` what was written;
+    ``technicians`` who watched while it ran (usernames, in the order they came).
     """
 
     id: str
@@ -339,6 +340,7 @@ class RecordingRecord:
     segments: int = 0
     bytes: int = 0
     sha256: str = ""
+    technicians: tuple[str, ...] = ()
     tenant_id: str | None = DEFAULT_TENANT_ID
 
 

@@ -761,12 +761,13 @@ class MemoryStore(Store):
 
     @_operation
     async def finish_recording(self, recording_id: str, *, ended_at: datetime, state: str,
-                               reason: str, segments: int, bytes: int, sha256: str) -> None:
+                               reason: str, segments: int, bytes: int, sha256: str,
+                               technicians: Sequence[str] = ()) -> None:
         recording = self._recordings.get(recording_id)
         if recording is not None:
             self._recordings[recording_id] = replace(
                 recording, ended_at=_utc(ended_at), state=state, reason=reason,
-                segments=segments, bytes=bytes, sha256=sha256)
+                segments=segments, bytes=bytes, sha256=sha256, technicians=tuple(technicians))
 
     @_operation
     async def get_recording(self, recording_id: str) -> RecordingRecord | None:
@@ -775,11 +776,14 @@ class MemoryStore(Store):
 
     @_operation
     async def list_recordings(self, *, session_id: str | None = None,
-                              agent_id: str | None = None, limit: int = 100,
+                              agent_id: str | None = None, technician: str | None = None,
+                              since: datetime | None = None, limit: int = 100,
                               after: Keyset | None = None) -> list[RecordingRecord]:
         found = (r for r in self._recordings.values()
                  if (session_id is None or r.session_id == session_id)
-                 and (agent_id is None or r.agent_id == agent_id))
+                 and (agent_id is None or r.agent_id == agent_id)
+                 and (technician is None or technician in r.technicians)
+                 and (since is None or r.started_at >= _utc(since)))
         return _page(found, lambda r: (r.started_at, r.id), after=after, limit=limit,
                      newest_first=True)
 

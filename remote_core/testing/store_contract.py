@@ -917,10 +917,16 @@ class StoreContract:
             await store.add_recording(RecordingRecord("rec-0", "rs-9", "ra-9", moment))
         await store.finish_recording("rec-0", ended_at=moment + timedelta(seconds=9),
                                      state="complete", reason="", segments=3, bytes=12345,
-                                     sha256="ab" * 32)
+                                     sha256="ab" * 32, technicians=("ann", "bo_b%"))
         done = await store.get_recording("rec-0")
         assert done is not None and (done.state, done.segments, done.bytes, done.sha256) == (
             "complete", 3, 12345, "ab" * 32)
+        assert done.technicians == ("ann", "bo_b%")
+        assert [r.id for r in await store.list_recordings(technician="bo_b%")] == ["rec-0"]
+        assert await store.list_recordings(technician="bo") == []  # a whole name, no pattern
+        assert await store.list_recordings(technician="bo_bx") == []
+        assert [r.id for r in await store.list_recordings(
+            since=moment + timedelta(seconds=1))] == ["rec-2", "rec-1"]
         assert done.ended_at is not None
         assert [r.id for r in await store.list_recordings()] == ["rec-2", "rec-1", "rec-0"]
         assert [r.id for r in await store.list_recordings(session_id="rs-1")] == [

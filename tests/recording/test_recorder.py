@@ -66,8 +66,8 @@ async def test_a_recording_is_written_as_it_goes_and_ends_complete() -> None:
     rec = recorder(store)
     async with anyio.create_task_group() as group:
         group.start_soon(rec.run)
-        record = rec.start()
-        assert record is not None and rec.start() is None  # one at a time
+        record = rec.start("tech-a")
+        assert record is not None and rec.start("tech-b") is None  # one at a time
         for i in range(40):
             rec.add(os.urandom(2 * KB), keyframe=i % 4 == 0)
             await anyio.lowlevel.checkpoint()
@@ -75,6 +75,7 @@ async def test_a_recording_is_written_as_it_goes_and_ends_complete() -> None:
         group.cancel_scope.cancel()
     assert finished is not None
     assert (finished.state, finished.reason) == ("complete", "the last technician left")
+    assert finished.technicians == ("tech-a", "tech-b")  # who watched, in the order they came
     segments = written(store, record.id)
     assert len(segments) == finished.segments > 2
     assert verify(record.id, segments, final=finished.sha256, count=finished.segments).intact
@@ -86,7 +87,7 @@ async def test_a_stalled_store_never_holds_up_the_relay_and_cuts_the_recording_s
     rec = recorder(store, buffer=64 * KB)
     async with anyio.create_task_group() as group:
         group.start_soon(rec.run)
-        record = rec.start()
+        record = rec.start("tech-a")
         assert record is not None
         rec.add(os.urandom(20 * KB), keyframe=True)
         rec.add(os.urandom(1 * KB), keyframe=True)  # seals the first segment
@@ -113,7 +114,7 @@ async def test_a_failing_store_ends_it_incomplete_with_the_stores_words() -> Non
     rec = recorder(store)
     async with anyio.create_task_group() as group:
         group.start_soon(rec.run)
-        record = rec.start()
+        record = rec.start("tech-a")
         assert record is not None
         for _ in range(3):
             rec.add(os.urandom(20 * KB), keyframe=True)
@@ -135,7 +136,7 @@ async def test_the_end_writes_what_waits_even_without_the_writer_task() -> None:
     stop() writes the queued segments itself."""
     store = GatedStore()
     rec = recorder(store)
-    record = rec.start()
+    record = rec.start("tech-a")
     assert record is not None
     for _ in range(5):
         rec.add(os.urandom(20 * KB), keyframe=True)

@@ -78,6 +78,11 @@ async def test_a_recording_holds_what_was_relayed_and_checks_out_until_a_byte_ch
     assert row["state"] == "complete" and row["reason"] == "the last technician left"
     assert row["segments"] >= 2 and len(row["sha256"]) == 64  # 6 MB, cut at keyframes
     assert admin.ok("GET", f"/api/recordings/{row['id']}") == row
+    assert row["technicians"] == ["admin"]
+    mine = admin.ok("GET", "/api/recordings", params={"technician": "admin",
+                                                       "since": row["started_at"]})
+    assert row["id"] in [r["id"] for r in mine]
+    assert admin.ok("GET", "/api/recordings", params={"technician": "nobody"}) == []
     check = admin.ok("GET", f"/api/recordings/{row['id']}/check")
     assert check == {"intact": True, "segments": row["segments"], "sha256": row["sha256"],
                      "first_bad": None, "reason": ""}

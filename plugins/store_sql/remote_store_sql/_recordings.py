@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -24,14 +26,23 @@ def _from_row(row: Any) -> RecordingRecord:
     m = row._mapping
     fields = {name: m[name] for name in _FIELDS}
     fields["tenant_id"] = fields["tenant_id"] or DEFAULT_TENANT_ID
+    fields["technicians"] = tuple(json.loads(fields["technicians"] or "[]"))
     return RecordingRecord(**fields)
 
 
+def _names(technicians: Sequence[str]) -> str:
+    return json.dumps(list(technicians))
+
+
 def add_recording(conn: Connection, recording: RecordingRecord) -> None:
-    conn.execute(sa.insert(recordings).values(dataclasses.asdict(recording)))
+    values = dataclasses.asdict(recording)
+    values["technicians"] = _names(recording.technicians)
+    conn.execute(sa.insert(recordings).values(values))
 
 
 def finish_recording(conn: Connection, recording_id: str, changes: dict[str, Any]) -> None:
+    if "technicians" in changes:
+        changes = {**changes, "technicians": _names(changes["technicians"])}
     conn.execute(sa.update(recordings).where(recordings.c.id == recording_id).values(changes))
 
 
@@ -41,12 +52,18 @@ def get_recording(conn: Connection, recording_id: str) -> RecordingRecord | None
 
 
 def list_recordings(conn: Connection, session_id: str | None, agent_id: str | None,
-                    limit: int, after: Keyset | None) -> list[RecordingRecord]:
+                    technician: str | None, since: datetime | None, limit: int,
+                    after: Keyset | None) -> list[RecordingRecord]:
     query = sa.select(recordings)
     if session_id is not None:
         query = query.where(recordings.c.session_id == session_id)
     if agent_id is not None:
         query = query.where(recordings.c.agent_id == agent_id)
+    if technician is not None:  # one name of the JSON array, quotes included
+        query = query.where(recordings.c.technicians.contains(json.dumps(technician),
+                                                              autoescape=True))
+    if since is not None:
+        query = query.where(recordings.c.started_at >= since)
     query = keyset_page(query, recordings.c.started_at, recordings.c.id, after=after,
                         limit=limit, newest_first=True)
     return [_from_row(row) for row in conn.execute(query)]

@@ -319,6 +319,7 @@ recordings = sa.Table(
     sa.Column("segments", sa.Integer, nullable=False, server_default="0"),
     sa.Column("bytes", sa.BigInteger, nullable=False, server_default="0"),
     sa.Column("sha256", sa.String(64), nullable=False, server_default=""),
+    sa.Column("technicians", sa.Text, nullable=False, server_default="[]"),
     _tenant(),
     sa.Index("ix_recordings_session_id", "session_id"),
     sa.Index("ix_recordings_agent_id_started_at", "agent_id", "started_at"),

@@ -335,19 +335,21 @@ class SqlStore(Store):
         await self._runner.write(_recordings.add_recording, recording)
 
     async def finish_recording(self, recording_id: str, *, ended_at: datetime, state: str,
-                               reason: str, segments: int, bytes: int, sha256: str) -> None:
+                               reason: str, segments: int, bytes: int, sha256: str,
+                               technicians: Sequence[str] = ()) -> None:
         await self._runner.write(_recordings.finish_recording, recording_id, {
             "ended_at": ended_at, "state": state, "reason": reason, "segments": segments,
-            "bytes": bytes, "sha256": sha256})
+            "bytes": bytes, "sha256": sha256, "technicians": tuple(technicians)})
 
     async def get_recording(self, recording_id: str) -> RecordingRecord | None:
         return await self._runner.read(_recordings.get_recording, recording_id)
 
     async def list_recordings(self, *, session_id: str | None = None,
-                              agent_id: str | None = None, limit: int = 100,
+                              agent_id: str | None = None, technician: str | None = None,
+                              since: datetime | None = None, limit: int = 100,
                               after: Keyset | None = None) -> list[RecordingRecord]:
         return await self._runner.read(_recordings.list_recordings, session_id, agent_id,
-                                       limit, after)
+                                       technician, since, limit, after)
 
     async def delete_recording(self, recording_id: str) -> bool:
         return await self._runner.write(_recordings.delete_recording, recording_id)

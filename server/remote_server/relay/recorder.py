@@ -43,13 +43,15 @@ class Finished:
     segments: int
     bytes: int
     sha256: str
+    technicians: tuple[str, ...]
 
 
 def recording_detail(finished: Finished) -> dict[str, object]:
     """The ``recording.finished`` audit event's detail."""
     return {"recording_id": finished.record.id, "state": finished.state,
             "reason": finished.reason, "segments": finished.segments,
-            "bytes": finished.bytes, "sha256": finished.sha256}
+            "bytes": finished.bytes, "sha256": finished.sha256,
+            "technicians": list(finished.technicians)}
 
 
 @dataclass
@@ -79,6 +81,7 @@ class _Recording:
         self.written = 0  # segments in the store
         self.written_bytes = 0
         self.written_link = first_link(record.id)
+        self.technicians = list(record.technicians)
 
 
 class SessionRecorder:
@@ -99,12 +102,16 @@ class SessionRecorder:
         self._wake = anyio.Event()
 
     # -- the relay's side: never waits ----------------------------------------------------
-    def start(self) -> RecordingRecord | None:
-        """Begin a recording unless one runs; return the new one's row to insert."""
+    def start(self, technician: str) -> RecordingRecord | None:
+        """``technician`` watches: begin a recording unless one runs (which then names them
+        too); return a new one's row to insert."""
         if self.current is not None:
+            if technician not in self.current.technicians:
+                self.current.technicians.append(technician)
             return None
         record = RecordingRecord(str(uuid.uuid4()), session_id=self.session_id,
-                                 agent_id=self.agent_id, started_at=utcnow())
+                                 agent_id=self.agent_id, started_at=utcnow(),
+                                 technicians=(technician,))
         self.current = _Recording(record, self.segment_bytes)
         return record
 
@@ -189,4 +196,4 @@ class SessionRecorder:
         cut = recording.cut
         return Finished(recording.record, "incomplete" if cut else "complete", cut or reason,
                         recording.written, recording.written_bytes,
-                        recording.written_link.hex())
+                        recording.written_link.hex(), tuple(recording.technicians))

@@ -508,7 +508,7 @@ class Registry:
             session_id=session_id, user_id=user_id, password_version=password_version,
             token_generation=token_generation, request=request, client_ip=client_ip)
         if link.id in session.viewers:  # a screen viewer (a channel's is not recorded yet)
-            await self._start_recording(session)
+            await self._start_recording(session, link.actor or link.id)
         return session, link
 
     async def admission(self, session_id: str, user_id: str, *,
@@ -550,9 +550,9 @@ class Registry:
                         detail={"viewer_id": viewer.id, "reason": "control withdrawn"}))
 
     # -- recordings ------------------------------------------------------------------------
-    async def _start_recording(self, session: Session) -> None:
+    async def _start_recording(self, session: Session, technician: str) -> None:
         """A technician watches: the session's recording starts, unless one runs."""
-        record = session.recorder.start() if session.recorder is not None else None
+        record = session.recorder.start(technician) if session.recorder is not None else None
         if record is None:
             return
         await self.writes.submit(("recording", record.id), f"start of recording {record.id}",
@@ -572,7 +572,8 @@ class Registry:
             ("recording", recording_id), f"end of recording {recording_id}",
             partial(self.store.finish_recording, recording_id, ended_at=utcnow(),
                     state=finished.state, reason=finished.reason, segments=finished.segments,
-                    bytes=finished.bytes, sha256=finished.sha256))
+                    bytes=finished.bytes, sha256=finished.sha256,
+                    technicians=finished.technicians))
         await self.audit.record(AuditEvent(
             "recording.finished", session_id=session.session_id, agent_id=session.agent_id,
             detail=recording_detail(finished)))

@@ -56,8 +56,9 @@ async def list_recordings(call: Call) -> Paged[s.RecordingOut]:
 
     async def fetch(after: Keyset | None, limit: int) -> list[RecordingRecord]:
         return await call.ctx.store.list_recordings(session_id=q.session_id,
-                                                    agent_id=q.agent_id, limit=limit,
-                                                    after=after)
+                                                    agent_id=q.agent_id,
+                                                    technician=q.technician, since=q.since,
+                                                    limit=limit, after=after)
 
     async def keep(record: RecordingRecord) -> bool:
         return await visible_machine(call, record.agent_id)

@@ -692,6 +692,8 @@ class EventQuery(PageQuery):
 class RecordingQuery(PageQuery):
     session_id: Text | None = None
     agent_id: Text | None = None
+    technician: Text | None = Field(default=None, description="one who watched (username)")
+    since: datetime | None = Field(default=None, description="started at or after (RFC 3339)")
 
 
 class RecordingState(StrEnum):
@@ -715,6 +717,8 @@ class RecordingOut(Out):
     bytes: int
     sha256: str = Field(description="the last link of the segments' SHA-256 chain, once it "
                                     "ended (the recording's hash)")
+    technicians: list[str] = Field(description="who watched while it ran (usernames), in the "
+                                               "order they came, once it ended")
 
 
 class RecordingCheckOut(Out):

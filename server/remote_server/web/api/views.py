@@ -122,7 +122,7 @@ def recording_out(record: RecordingRecord) -> s.RecordingOut:
         id=record.id, session_id=record.session_id, agent_id=record.agent_id,
         started_at=record.started_at, ended_at=record.ended_at,
         state=s.RecordingState(record.state), reason=record.reason, segments=record.segments,
-        bytes=record.bytes, sha256=record.sha256)
+        bytes=record.bytes, sha256=record.sha256, technicians=list(record.technicians))
 
 
 def session_out(record: SessionRecord | None, live: SessionSnapshot | None) -> s.SessionOut:

@@ -3,7 +3,8 @@
 ``state`` is ``recording`` while it is written, then ``complete``, or ``incomplete``
 with a ``reason`` (the store fell behind, the server stopped first). ``sha256`` is the
 last link of the segments' hash chain (``remote_core.recording``), kept here apart from
-the segments so that a changed segment shows.
+the segments so that a changed segment shows. ``technicians``: a JSON array of the
+usernames who watched while it ran.
 
 Revision ID: 0011
 Revises: 0010
@@ -33,6 +34,7 @@ def upgrade() -> None:
         sa.Column("segments", sa.Integer, nullable=False, server_default="0"),
         sa.Column("bytes", sa.BigInteger, nullable=False, server_default="0"),
         sa.Column("sha256", sa.String(64), nullable=False, server_default=""),
+        sa.Column("technicians", sa.Text, nullable=False, server_default="[]"),
         sa.Column("tenant_id", sa.String(36), sa.ForeignKey("tenants.id"), nullable=True),
     )
     op.create_index("ix_recordings_session_id", "recordings", ["session_id"])
