@@ -306,26 +306,16 @@ class Plugins:
     def store_for_url(self, url: str) -> StoreSpec:
         """The store handling the URL's scheme (``postgresql+asyncpg`` counts as ``postgresql``)."""
         scheme = url.split(":", 1)[0].split("+", 1)[0].lower()
-        for spec in self.stores():
-            if scheme in spec.schemes:
-                return spec
-        known = sorted({s for spec in self.stores() for s in spec.schemes})
-        raise PluginError(
-            f"no storage plugin handles database URLs of scheme {scheme!r}; "
-            f"handled: {known or 'none (is store_sql loaded?)'}"
-        )
+        return _by_scheme(self.stores(), scheme,
+                          f"no storage plugin handles database URLs of scheme {scheme!r}",
+                          "is store_sql loaded?")
 
     def recording_store_for_url(self, url: str) -> RecordingStoreSpec:
         """The recording store handling the URL's scheme."""
         scheme = url.split(":", 1)[0].lower()
-        for spec in self.recording_stores():
-            if scheme in spec.schemes:
-                return spec
-        known = sorted({s for spec in self.recording_stores() for s in spec.schemes})
-        raise PluginError(
-            f"no plugin keeps recordings at URLs of scheme {scheme!r}; "
-            f"handled: {known or 'none (is recording_files loaded?)'}"
-        )
+        return _by_scheme(self.recording_stores(), scheme,
+                          f"no plugin keeps recordings at URLs of scheme {scheme!r}",
+                          "is recording_files loaded?")
 
     # -- policy and notifications ----------------------------------------------
     def consent_policy(self, ask: ConsentAsk) -> ConsentDecision | None:
@@ -348,3 +338,15 @@ class Plugins:
             call()
         except Exception:
             log.exception("a plugin's notification hook failed")
+
+
+_S = TypeVar("_S", StoreSpec, RecordingStoreSpec)
+
+
+def _by_scheme(specs: Sequence[_S], scheme: str, missing: str, hint: str) -> _S:
+    """The registration whose ``schemes`` hold ``scheme``; a miss says which are handled."""
+    for spec in specs:
+        if scheme in spec.schemes:
+            return spec
+    known = sorted({s for spec in specs for s in spec.schemes})
+    raise PluginError(f"{missing}; handled: {known or f'none ({hint})'}")

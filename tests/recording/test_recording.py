@@ -20,6 +20,7 @@ import av
 import numpy as np
 import pytest
 from remote_server.testing.processes import BIN, AgentProcess, Api, ServerProcess
+from remote_server.testing.recordings import paint, recordings_cli, shows
 from remote_viewer.client import open_viewer
 from remote_viewer.settings import ViewerSettings
 
@@ -28,12 +29,14 @@ from remote_core.plugins import get_plugin_manager
 from remote_core.protocol import pb
 from remote_core.recording import HEADER, read_segment
 from remote_core.testing.browser import wait_until
-from remote_core.testing.xvfb import Painter, Xvfb, xvfb
+from remote_core.testing.xvfb import Xvfb, xvfb
 from remote_core.video import from_wire
 
 pytestmark = [pytest.mark.slow, pytest.mark.xvfb]
 
 WIDTH, HEIGHT = 320, 240
+LOSSY = 12
+"""How far a decoded channel may stray from the painted one (H.264, and the exports)."""
 COLOURS = {"raw": (0x3366CC, 0x22AA44), "h264": (0xCC6633, 0x8833AA)}
 
 
@@ -57,44 +60,15 @@ def api(server: ServerProcess) -> Iterator[Api]:
     client.close()
 
 
-def recordings_cli(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:
-    """``remote-support recordings ...`` as an operator runs it beside the server (its
-    settings: the same environment)."""
-    return subprocess.run([str(BIN / "remote-support"), "recordings", *args], env=server.env,
-                          capture_output=True, text=True, timeout=60)
-
-
-def paint(display: Xvfb, rgb: int) -> None:
-    painter = Painter(display.display)
-    try:
-        painter.fill(0, 0, WIDTH, HEIGHT, rgb)
-        painter.fill(40, 30, 80, 60, 0xFFFFFF)  # a white block, so it is not one colour
-        painter.sync()
-    finally:
-        painter.close()
-
-
-def shows(image: Any, rgb: int) -> bool:
-    """Whether a BGRA image shows the painted picture (within a lossy codec's error)."""
-    blue, green, red = rgb & 0xFF, (rgb >> 8) & 0xFF, rgb >> 16
-    corner = image[200, 250, :3].astype(int)
-    block = image[60, 80, :3].astype(int)
-    return bool(np.abs(corner - [blue, green, red]).max() <= 12
-                and np.abs(block - 255).max() <= 12)
-
-
-def events(api: Api, session_id: str) -> list[dict[str, Any]]:
-    r = api.get("/api/events", params={"session_id": session_id, "limit": 500})
-    r.raise_for_status()
-    body = r.json()
-    return list(body["items"] if isinstance(body, dict) else body)
+def looks(image: Any, rgb: int) -> bool:
+    return shows(image, rgb, tolerance=LOSSY)
 
 
 @pytest.mark.parametrize("codec", ["raw", "h264"])
 def test_a_watched_session_is_recorded_as_relayed_and_verifies(
         tmp_path: Path, display: Xvfb, server: ServerProcess, api: Api, codec: str) -> None:
     rgb, then = COLOURS[codec]
-    paint(display, rgb)
+    paint(display, rgb, WIDTH, HEIGHT)
     agent_id, key = api.machine_with_key()
     agent = AgentProcess(tmp_path / "agent", display.display, "--server", server.url,
                          "--key", key)
@@ -104,22 +78,22 @@ def test_a_watched_session_is_recorded_as_relayed_and_verifies(
         async def watch() -> None:
             async with open_viewer(server.url, api.viewer_token(session_id),
                                    codec=codec) as viewer:
-                await viewer.wait_for_image(lambda image: shows(image, rgb), within=30)
+                await viewer.wait_for_image(lambda image: looks(image, rgb), within=30)
                 await anyio.sleep(0.6)
-                paint(display, then)  # the screen changes while it is recorded
-                await viewer.wait_for_image(lambda image: shows(image, then), within=30)
+                paint(display, then, WIDTH, HEIGHT)  # the screen changes while it is recorded
+                await viewer.wait_for_image(lambda image: looks(image, then), within=30)
 
         anyio.run(watch)
         # the last viewer left: the recording ended, complete, with its chain's hash
         def finished() -> list[dict[str, Any]]:
-            return [e for e in events(api, session_id) if e["kind"] == "recording.finished"]
+            return api.events(session_id, "recording.finished")
 
         [ended] = wait_until(finished, what="the recording's end audited")
         detail = ended["detail"]
         assert detail["state"] == "complete", detail
         assert detail["reason"] == "the last technician left"
         assert detail["segments"] >= 1 and len(detail["sha256"]) == 64
-        assert [e["kind"] for e in events(api, session_id)].count("recording.started") == 1
+        assert len(api.events(session_id, "recording.started")) == 1
         recording_id = detail["recording_id"]
         listed = recordings_cli(server, "list", "--session-id", session_id)
         assert listed.returncode == 0, listed.stderr
@@ -150,10 +124,10 @@ def test_a_watched_session_is_recorded_as_relayed_and_verifies(
                         times.append(at_ms)
         # the recording shows the first picture, then, 0.6 s and more later, the second
         assert times == sorted(times), times
-        first = next(t for t, image in zip(times, shown, strict=True) if shows(image, rgb))
-        second = next(t for t, image in zip(times, shown, strict=True) if shows(image, then))
+        first = next(t for t, image in zip(times, shown, strict=True) if looks(image, rgb))
+        second = next(t for t, image in zip(times, shown, strict=True) if looks(image, then))
         assert second - first >= 550, (first, second, kinds)
-        assert shows(shown[-1], then)
+        assert looks(shown[-1], then)
 
         # exported: H.264 into MP4 as relayed, anything else encoded; any player decodes it
         for suffix in (".mp4", ".webm"):
@@ -164,7 +138,7 @@ def test_a_watched_session_is_recorded_as_relayed_and_verifies(
             with av.open(str(out)) as container:
                 pictures = [f.to_ndarray(format="bgra") for f in container.decode(video=0)]
             assert len(pictures) == len(shown), (suffix, len(pictures), len(shown))
-            assert shows(pictures[0], rgb) and shows(pictures[-1], then), suffix
+            assert looks(pictures[0], rgb) and looks(pictures[-1], then), suffix
 
         # one byte of a stored segment changed: verification fails and names the segment
         damaged = files[-1]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -24,7 +23,8 @@ import anyio
 import anyio.to_thread
 import numpy as np
 import pytest
-from remote_server.testing.processes import BIN, AgentProcess, Api, ServerProcess
+from remote_server.testing.processes import AgentProcess, Api, ServerProcess
+from remote_server.testing.recordings import paint, recordings_cli, shows
 from remote_viewer.client import ViewerClient, open_viewer
 from remote_viewer.settings import ViewerSettings
 
@@ -70,36 +70,6 @@ def api(server: ServerProcess) -> Iterator[Api]:
     client.close()
 
 
-def recordings_cli(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:
-    """``remote-support recordings ...`` beside the server, with its environment."""
-    return subprocess.run([str(BIN / "remote-support"), "recordings", *args], env=server.env,
-                          capture_output=True, text=True, timeout=60)
-
-
-def paint(display: Xvfb, rgb: int) -> None:
-    painter = Painter(display.display)
-    try:
-        painter.fill(0, 0, WIDTH, HEIGHT, rgb)
-        painter.fill(40, 30, 80, 60, 0xFFFFFF)  # a white block, so it is not one colour
-        painter.sync()
-    finally:
-        painter.close()
-
-
-def shows(image: Any, rgb: int) -> bool:
-    """Whether a BGRA image shows the painted picture."""
-    blue, green, red = rgb & 0xFF, (rgb >> 8) & 0xFF, rgb >> 16
-    return bool((image[200, 250, :3] == [blue, green, red]).all()
-                and (image[60, 80, :3] == 255).all())
-
-
-def audited(api: Api, session_id: str, kind: str) -> list[dict[str, Any]]:
-    r = api.get("/api/events", params={"session_id": session_id, "limit": 500})
-    r.raise_for_status()
-    body = r.json()
-    return [e for e in (body["items"] if isinstance(body, dict) else body) if e["kind"] == kind]
-
-
 def objects(moto: Any, recording_id: str) -> list[str]:
     """The keys of a recording's objects in the bucket, in order."""
     listed = moto.client().list_objects_v2(Bucket=moto.bucket,
@@ -110,7 +80,7 @@ def objects(moto: Any, recording_id: str) -> list[str]:
 def test_a_session_recorded_into_s3_verifies_and_decodes_to_the_screen(
         tmp_path: Path, display: Xvfb, server: ServerProcess, api: Api, moto: Any) -> None:
     rgb = 0x3366CC
-    paint(display, rgb)
+    paint(display, rgb, WIDTH, HEIGHT)
     agent_id, key = api.machine_with_key()
     agent = AgentProcess(tmp_path / "agent", display.display, "--server", server.url,
                          "--key", key)
@@ -124,7 +94,7 @@ def test_a_session_recorded_into_s3_verifies_and_decodes_to_the_screen(
                 await anyio.sleep(0.5)
 
         anyio.run(watch)
-        [ended] = wait_until(lambda: audited(api, session_id, "recording.finished"),
+        [ended] = wait_until(lambda: api.events(session_id, "recording.finished"),
                              what="the recording's end audited")
         detail = ended["detail"]
         assert detail["state"] == "complete", detail
@@ -209,7 +179,7 @@ def test_a_stalled_store_never_slows_the_viewer_and_ends_the_recording_incomplet
                 async with open_viewer(server.url, token, codec="raw") as viewer:
                     await viewer.next_frame(within=30)
                     [started] = await waited(
-                        lambda: audited(api, session_id, "recording.started"),
+                        lambda: api.events(session_id, "recording.started"),
                         "the recording's start audited")
                     recording_id: str = started["detail"]["recording_id"]
                     await waited(lambda: objects(moto, recording_id),
@@ -221,7 +191,7 @@ def test_a_stalled_store_never_slows_the_viewer_and_ends_the_recording_incomplet
 
             recording_id = anyio.run(watch)
             print(f"viewer frames per second: {rates}")
-            [ended] = wait_until(lambda: audited(api, session_id, "recording.finished"),
+            [ended] = wait_until(lambda: api.events(session_id, "recording.finished"),
                                  timeout=45, what="the recording's end audited")
         detail = ended["detail"]
         print(f"recording ended: {detail['state']}: {detail['reason']}")

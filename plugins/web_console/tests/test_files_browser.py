@@ -170,13 +170,6 @@ def drop(files: Any, paths: list[Path]) -> None:
     cdp.detach()
 
 
-def events(admin: Api, session_id: str) -> list[dict[str, Any]]:
-    r = admin.get("/api/events", params={"session_id": session_id, "limit": 500})
-    r.raise_for_status()
-    body = r.json()
-    return list(body["items"] if isinstance(body, dict) else body)
-
-
 def test_browse_upload_and_download_files_and_folders(
         browser: Any, server: ServerProcess, admin: Api, session: str, root: Path,
         tmp_path: Path) -> None:
@@ -283,11 +276,12 @@ def test_browse_upload_and_download_files_and_folders(
         popup.value.close()
         viewer.click("#leave")
 
-    rows = wait_until(lambda: [e for e in events(admin, session)
-                               if e["kind"] in ("file.uploaded", "file.downloaded")]
-                      if len([e for e in events(admin, session)
-                              if e["kind"] in ("file.uploaded", "file.downloaded")]) >= 9
-                      else None, what="the transfers audited")
+    def transfers_audited() -> list[dict[str, Any]] | None:
+        found = [e for e in admin.events(session)
+                 if e["kind"] in ("file.uploaded", "file.downloaded")]
+        return found if len(found) >= 9 else None
+
+    rows = wait_until(transfers_audited, what="the transfers audited")
     def audited(kind: str, path: str) -> dict[str, Any]:
         found = [e for e in rows if e["kind"] == kind and e["detail"].get("path") == path]
         assert found, f"no {kind} of {path} in {rows}"

@@ -167,6 +167,12 @@ class Api(httpx.Client):
         r.raise_for_status()
         return str(r.json()["token"])
 
+    def events(self, session_id: str, kind: str | None = None) -> list[dict[str, Any]]:
+        """The session's audit events, newest first (those of ``kind`` alone, if given)."""
+        r = self.get("/api/events", params={"session_id": session_id, "limit": 500})
+        r.raise_for_status()
+        return [e for e in r.json() if kind is None or e["kind"] == kind]
+
 
 class AgentProcess:
     """``remote-agent`` as a child process on a given X display, with its own config home
