@@ -19,13 +19,16 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from remote_server.testing.processes import BIN, AgentProcess, Api, ServerProcess
 from remote_server.testing.softkey import SoftAuthenticator
 from remote_server.web import totp
 from remote_store_sql.testing import all_rows, postgres_database, require_postgres
+from remote_viewer.client import open_viewer
 
+from remote_core.testing.browser import wait_until
 from remote_core.testing.xvfb import shared_xvfb
 
 pytestmark = [pytest.mark.slow, pytest.mark.xvfb]
@@ -75,13 +78,25 @@ def populate(server: ServerProcess, home: Path) -> tuple[str, AgentProcess]:
         assert r.status_code == 201, r.text
         agent_id, key = api.machine_with_key(organization="acme", tags=["kept"])
         agent = AgentProcess(home, shared_xvfb().display, "--server", server.url, "--key", key)
-        api.live_session(agent_id, within=60)
+        session_id = api.live_session(agent_id, within=60)["id"]
+        watch(server, api.viewer_token(session_id))  # a recording (the server records)
+        wait_until(lambda: api.events(session_id, "recording.finished"), timeout=30,
+                   what="the recording's end")
         deadline = time.monotonic() + 30
         while not api.get("/api/webhooks/deliveries").json():
             assert time.monotonic() < deadline, "no webhook delivery was logged"
             time.sleep(0.2)
     login(server.url, *OPERATOR)
     return agent_id, agent
+
+
+def watch(server: ServerProcess, token: str) -> None:
+    """A technician looks at the session until its first picture, then leaves."""
+    async def look() -> None:
+        async with open_viewer(server.url, token) as viewer:
+            await viewer.wait_for_image(lambda _image: True, within=30)
+
+    anyio.run(look)
 
 
 def enrol_totp(url: str, username: str, password: str) -> None:
@@ -157,14 +172,15 @@ def backup_and_restore(server: ServerProcess, url: str, tmp_path: Path) -> None:
 
 
 def test_backup_and_restore_of_a_live_server_on_sqlite(tmp_path: Path) -> None:
-    server = ServerProcess(tmp_path / "server")
+    server = ServerProcess(tmp_path / "server", recordings="on")
     backup_and_restore(server, server.env["REMOTE_SUPPORT_DATABASE_URL"], tmp_path)
 
 
 @pytest.mark.postgres
 def test_backup_and_restore_of_a_live_server_on_postgresql(tmp_path: Path) -> None:
     with postgres_database("backup") as database:
-        server = ServerProcess(tmp_path / "server", database_url=database.url)
+        server = ServerProcess(tmp_path / "server", database_url=database.url,
+                               recordings="on")
         backup_and_restore(server, database.url, tmp_path)
 
 
@@ -186,7 +202,7 @@ def test_a_backup_from_a_newer_release_is_refused(tmp_path: Path) -> None:
 @pytest.mark.postgres
 def test_migrate_db_moves_a_running_sqlite_server_to_postgresql(tmp_path: Path) -> None:
     require_postgres()
-    first = ServerProcess(tmp_path / "server")
+    first = ServerProcess(tmp_path / "server", recordings="on")
     sqlite_url = first.env["REMOTE_SUPPORT_DATABASE_URL"]
     with running(first):
         agent_id, agent = populate(first, tmp_path / "agent")

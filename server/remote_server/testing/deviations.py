@@ -70,7 +70,8 @@ DEVIATIONS: dict[str, str] = {
     "autoload_plugins": "only the tests of plugin loading itself",
     "oidc_allow_http_loopback": "the single sign-on tests: their OpenID provider listens on "
                                 "plain HTTP on 127.0.0.1 (off by default; https:// only)",
-    "recordings": "the session-recording tests switch recording on (off by default)",
+    "recordings": "the session-recording tests switch recording on (off by default), and "
+                  "the backup tests, so that every table holds rows",
     "recordings_url": "each test server keeps its recordings in its own temporary folder, "
                       "never the working directory's",
     "recordings_keep_days": "only the retention test: one day, beside a recording seeded as "
