@@ -25,7 +25,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from bench.relay import free_port, ours, throughput, wait_port
+import httpx
+
+from bench.relay import _logins, free_port, ours, throughput, wait_port
 from bench.report import report
 
 WS, LOOP = "websockets-sansio", "auto"
@@ -71,9 +73,20 @@ def modes(s3_url: str | None) -> dict[str, dict[str, str]]:
     return found
 
 
-def measure(mode_env: dict[str, str], size: int, seconds: float) -> tuple[float, float]:
+def measure(mode_env: dict[str, str], size: int, seconds: float
+            ) -> tuple[float, float, float, str]:
+    """Frames/s and server CPU per frame, then what was recorded: megabytes in the store,
+    and each recording's state (a store that fell behind cut it short)."""
     with ours(WS, LOOP, **mode_env) as (port, proc):
-        return asyncio.run(throughput("ours", port, 1, size, seconds, proc.pid))
+        fps, cpu = asyncio.run(throughput("ours", port, 1, size, seconds, proc.pid))
+        if not mode_env:
+            return fps, cpu, 0.0, "-"
+        time.sleep(1.0)  # the last recording's end is written
+        rows = httpx.get(f"http://127.0.0.1:{port}/api/recordings", timeout=30, headers={
+            "Authorization": f"Bearer {_logins[port]}"}).json()
+        recorded = sum(r["bytes"] for r in rows) / 1e6
+        states = ", ".join(sorted({r["state"] for r in rows})) or "none"
+        return fps, cpu, recorded, states
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -89,23 +102,25 @@ def main(argv: list[str] | None = None) -> None:
     with moto_s3() as s3_url:
         kinds = modes(s3_url)
         for size in sizes:
-            best: dict[str, tuple[float, float]] = {}
+            best: dict[str, tuple[float, float, float, str]] = {}
             for _ in range(repeats):
                 for name, env in kinds.items():
-                    fps, cpu = measure(env, size, seconds)
-                    if fps > best.get(name, (0.0, 0.0))[0]:
-                        best[name] = (fps, cpu)
+                    got = measure(env, size, seconds)
+                    if got[0] > best.get(name, (0.0,))[0]:
+                        best[name] = got
                     time.sleep(0.5)
-            for name, (fps, cpu) in best.items():
+            for name, (fps, cpu, recorded, states) in best.items():
                 rows.append({"frame_bytes": size, "recording": name, "frames_s": fps,
                              "mb_s": fps * size / 1e6, "cpu_us_frame": cpu,
-                             "vs_off": fps / best["off"][0]})
+                             "vs_off": fps / best["off"][0], "recorded_mb": recorded,
+                             "state": states})
     report("recording", rows, title="Relay throughput with recording on against off "
                                     "(1 agent -> 1 viewer)",
            notes=[f"frames_s: best of {repeats} interleaved runs of {seconds:g} s; mb_s: "
                   "what the viewer received (and the recording wrote); cpu_us_frame: the "
                   "server's CPU time per frame; vs_off: frames_s over recordings off (goal "
-                  ">= 0.9 at 1 MB frames).",
+                  ">= 0.9 at 1 MB frames); recorded_mb: what the recordings hold; state: "
+                  "incomplete when the store fell behind and the recording was cut short.",
                   "The machine (2 cores) runs the server, the peers, and for s3 the moto "
                   "server beside them."])
 
