@@ -20,12 +20,14 @@ each segment's header (the link before it) tells which one was touched first.
 from __future__ import annotations
 
 import hashlib
+import re
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 __all__ = ["HEADER", "MAGIC", "SEGMENT_BYTES", "Chain", "RecordingWriter", "Segment", "Verdict",
-           "first_link", "next_link", "read_segment", "records", "seal_all", "verify"]
+           "first_link", "is_recording_id", "next_link", "read_segment", "records", "seal_all",
+           "verify"]
 
 MAGIC = b"RSREC01\n"
 HEADER = struct.Struct(">8sI32s")  # MAGIC, index, the link before this segment
@@ -35,6 +37,15 @@ SEGMENT_BYTES = 4 * 1024 * 1024
 """A segment's size at which the next keyframe starts a new one."""
 CUT_FACTOR = 4
 """A segment ``CUT_FACTOR`` times that size ends at the next message, keyframe or not."""
+
+
+_RECORDING_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
+
+
+def is_recording_id(value: str) -> bool:
+    """Whether ``value`` can be a recording's id: one plain name part (no ``/``, ``..`` or
+    leading dot), so a store may use it in a path or an object key as it is."""
+    return _RECORDING_ID.match(value) is not None
 
 
 def first_link(recording_id: str) -> bytes:

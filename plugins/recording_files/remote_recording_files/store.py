@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -12,11 +11,9 @@ import anyio
 
 from remote_core.errors import ConfigError, NotFoundError, StoreError
 from remote_core.interfaces import RecordingStore
+from remote_core.recording import is_recording_id
 
 __all__ = ["FileRecordingStore", "folder_of"]
-
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-
 
 def folder_of(url: str) -> Path:
     """The folder a ``file:`` URL names: ``file:recordings`` (relative to the working
@@ -50,7 +47,7 @@ class FileRecordingStore(RecordingStore):
                              f"{exc.strerror or exc}") from exc
 
     def _segment(self, recording_id: str, index: int) -> Path:
-        if not _ID.match(recording_id) or index < 0:
+        if not is_recording_id(recording_id) or index < 0:
             raise ValueError(f"not a recording id and segment index: {recording_id!r}, {index}")
         return self.folder / recording_id / f"{index:06d}.seg"
 

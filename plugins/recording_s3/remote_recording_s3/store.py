@@ -7,13 +7,13 @@ run in worker threads.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 import anyio
 
 from remote_core.errors import StoreError
 from remote_core.interfaces import RecordingStore
+from remote_core.recording import is_recording_id
 
 from .location import location_of
 
@@ -21,9 +21,6 @@ if TYPE_CHECKING:
     from .bucket import Bucket
 
 __all__ = ["S3RecordingStore"]
-
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-
 
 class S3RecordingStore(RecordingStore):
     """A :class:`~remote_core.interfaces.RecordingStore` in S3-compatible object storage."""
@@ -58,7 +55,7 @@ class S3RecordingStore(RecordingStore):
     def _key(self, recording_id: str, index: int | None = None) -> str:
         """The key of a segment, or with ``index=None`` the prefix of all of a recording's
         (a recording id is one plain key part: no ``/``, ``..`` or leading dot)."""
-        if not _ID.match(recording_id) or (index is not None and index < 0):
+        if not is_recording_id(recording_id) or (index is not None and index < 0):
             raise ValueError(f"not a recording id and segment index: {recording_id!r}, {index}")
         if index is None:
             return self.location.key(recording_id, "")
