@@ -547,10 +547,12 @@ class UpdateStatus(_message.Message):
     def __init__(self, current_version: _Optional[str] = ..., state: _Optional[_Union[UpdateState, str]] = ..., error_message: _Optional[str] = ..., progress_percent: _Optional[int] = ...) -> None: ...
 
 class Participants(_message.Message):
-    __slots__ = ("participants",)
+    __slots__ = ("participants", "recording")
     PARTICIPANTS_FIELD_NUMBER: _ClassVar[int]
+    RECORDING_FIELD_NUMBER: _ClassVar[int]
     participants: _containers.RepeatedCompositeFieldContainer[Participant]
-    def __init__(self, participants: _Optional[_Iterable[_Union[Participant, _Mapping]]] = ...) -> None: ...
+    recording: bool
+    def __init__(self, participants: _Optional[_Iterable[_Union[Participant, _Mapping]]] = ..., recording: bool = ...) -> None: ...
 
 class Participant(_message.Message):
     __slots__ = ("name", "access_mode", "backstage", "file_transfer")

@@ -62,7 +62,7 @@ const cspSafeXterm = {
 await build({
   entryPoints: [join(here, "src", "console.js"), join(here, "src", "viewer.js"),
     join(here, "src", "join.js"), join(here, "src", "terminal.js"),
-    join(here, "src", "files.js")],
+    join(here, "src", "files.js"), join(here, "src", "player.js")],
   bundle: true,
   minify: true,
   format: "esm",

@@ -16,7 +16,7 @@ export const token = {
   clear: () => sessionStorage.removeItem(TOKEN_KEY),
 };
 
-async function request(method, path, body) {
+async function request(method, path, body, bytes = false) {
   const headers = { Accept: "application/json, application/problem+json" };
   const bearer = token.get();
   if (bearer) headers.Authorization = `Bearer ${bearer}`;
@@ -27,6 +27,7 @@ async function request(method, path, body) {
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   if (response.status === 204) return { data: null, response };
+  if (bytes && response.ok) return { data: new Uint8Array(await response.arrayBuffer()), response };
   const type = response.headers.get("Content-Type") || "";
   const data = type.includes("json") ? await response.json() : await response.text();
   if (!response.ok) {
@@ -38,6 +39,11 @@ async function request(method, path, body) {
 
 export async function api(method, path, body) {
   return (await request(method, path, body)).data;
+}
+
+/** A GET whose answer is bytes (a recording's segment), as a Uint8Array. */
+export async function apiBytes(path) {
+  return (await request("GET", path, undefined, true)).data;
 }
 
 // The next page of a list: `Link: <URL>; rel="next"` (RFC 8288), relative to the server.

@@ -4,6 +4,7 @@ import { badge, h, items, when } from "./dom.js";
 import { qrSvg } from "./qr.js";
 import { accountView } from "./account.js";
 import { getPasskey } from "./passkey.js";
+import { recordingsView } from "./recordings.js";
 import { webhooksView } from "./webhooks.js";
 
 const app = document.getElementById("app");
@@ -17,6 +18,7 @@ const VIEWS = {
   codes: { title: "Support codes", render: codesView },
   sessions: { title: "Sessions", render: sessionsView },
   releases: { title: "Releases", render: releasesView },
+  recordings: { title: "Recordings", render: (main) => recordingsView(main, { guarded, errorLine, every }), may: canWatchRecordings },
   users: { title: "Users", render: usersView, admin: true },
   audit: { title: "Audit log", render: auditView, admin: true },
   webhooks: { title: "Webhooks", render: (main) => webhooksView(main, { guarded, errorLine, every }), admin: true },
@@ -41,6 +43,10 @@ function terminalLink(sessionId) {
   // A backstage terminal (a shell on the machine): the 'backstage' permission's.
   if (!canBackstage()) return "";
   return h("a", { href: `./terminal.html?session=${encodeURIComponent(sessionId)}`, target: "_blank", rel: "opener", className: "open-terminal" }, "Terminal");
+}
+
+function canWatchRecordings() {
+  return isAdmin() || Boolean(me?.permissions?.includes("recordings"));
 }
 
 function canTransferFiles() {
@@ -180,18 +186,23 @@ async function start() {
 function route() {
   clearInterval(refreshTimer);
   const [name, ...rest] = (location.hash.slice(1) || "machines").split("/");
-  let view = VIEWS[name] && (!VIEWS[name].admin || isAdmin()) ? name : name === "keys" ? "keys" : "machines";
+  let view = VIEWS[name] && allowed(VIEWS[name]) ? name : name === "keys" ? "keys" : "machines";
   if (mustEnrol) view = "account"; // nothing else answers until a second factor is used
   const nav = h("nav", {},
     h("div", { className: "who" }, `${me.username} · ${me.role}`),
     ...Object.entries(VIEWS)
-      .filter(([, v]) => !v.admin || isAdmin())
+      .filter(([, v]) => allowed(v))
       .map(([key, v]) => h("a", { href: `#${key}`, className: key === view ? "active" : "" }, v.title)),
     h("a", { href: "#", id: "logout", onclick: (e) => { e.preventDefault(); logOut(); } }, "Log out"));
   const main = h("main", { id: "view" });
   app.replaceChildren(h("div", { className: "console" }, nav, main));
   if (view === "keys") keysView(main, decodeURIComponent(rest.join("/")));
   else VIEWS[view].render(main);
+}
+
+/** Whether this user may open a view: admins' views, and those a permission opens. */
+function allowed(view) {
+  return (!view.admin || isAdmin()) && (!view.may || view.may());
 }
 
 window.addEventListener("hashchange", () => me && route());

@@ -1,11 +1,10 @@
-// The browser viewer: one session over /ws/viewer, drawn on a canvas.
-// Raw frames are decoded here (fzstd), VP9/H.264/H.265 through WebCodecs, and a
-// codec plugin's frames by its browser decoder (codecs.js); the page lists what it
-// decodes when it connects and is sent nothing else.
-import { decompress } from "fzstd";
+// The browser viewer: one session over /ws/viewer, drawn on a canvas by screen.js (raw
+// frames, WebCodecs, codec plugins' browser decoders); the page lists what it decodes
+// when it connects and is sent nothing else.
 import { api, token } from "./api.js";
-import { WEBCODECS, decodableCodecs, webCodecsConfig } from "./codecs.js";
+import { decodableCodecs } from "./codecs.js";
 import { scanCode } from "./keys.js";
+import { Screen } from "./screen.js";
 import {
   ClipboardFormat, CodecPreference, KeyEventType, MouseEventType, SessionType, SpecialKey,
   decode, encode, toNumber,
@@ -23,29 +22,28 @@ const state = {
   retries: 0,
   displays: [],
   displayId: 0,
-  width: 0,
-  height: 0,
   codecs: { names: [], labels: {}, plugins: new Map() },
   standingNotice: "",
   clipboard: null, // the clipboard text last sent or received
-  decoder: null,
-  decoderCodec: "",
-  plugin: null,
-  pluginCodec: "",
-  pluginQueue: Promise.resolve(),
-  needKey: true,
-  frames: 0,
-  drawn: 0,
-  rawFrames: 0,
-  codecFrames: {},
-  bytes: 0,
+  frames: 0, // drawn in the current second
   rtt: 0,
   heartbeat: null,
   pendingMove: null,
 };
 
 const canvas = $("screen");
-const ctx = canvas.getContext("2d", { alpha: false });
+const screen = new Screen(canvas, state.codecs, {
+  shown() {
+    state.frames += 1;
+    notice("");
+  },
+  notice,
+  cannotDecode: fallBackToRaw,
+});
+// What tests and diagnostics read of the picture (window.remoteViewer), from the screen.
+for (const name of ["width", "height", "drawn", "codecFrames", "decoderCodec", "pluginCodec"]) {
+  Object.defineProperty(state, name, { get: () => screen[name], enumerable: true });
+}
 
 /** The status bar's text, and its `data-state` (a stable word tests and styles can use). */
 function status(text, word) {
@@ -150,27 +148,14 @@ const handlers = {
       return;
     }
     state.retries = 0;
-    state.needKey = true;
+    screen.needKey = true;
     status(state.viewOnly ? "Connected (view only)" : "Connected", "connected");
     if (response.displayInfo) showDisplays(response.displayInfo);
     startHeartbeat();
   },
   displayInfo: showDisplays,
   videoFrame(frame) {
-    const { case: slot, value } = frame.encoding;
-    // A slot whose message names its codec (a plugin frame) goes by that name.
-    const codec = typeof value?.codec === "string" ? value.codec : slot;
-    if (codec) state.codecFrames[codec] = (state.codecFrames[codec] || 0) + 1;
-    if (codec === "raw") {
-      state.rawFrames += 1;
-      drawRaw(value);
-    } else if (codec in WEBCODECS && state.codecs.names.includes(codec)) {
-      decodeVideo(codec, value);
-    } else if (state.codecs.plugins.has(codec)) {
-      decodePlugin(codec, value);
-    } else if (codec) {
-      notice(`This page cannot decode ${codec} frames; choose another codec.`);
-    }
+    screen.frame(frame);
     send("videoAck", { sequence: frame.sequence, timestamp: frame.timestamp });
   },
   heartbeatAck(ack) {
@@ -212,62 +197,6 @@ function showDisplays(info) {
   if (current) select.value = String(current);
 }
 
-function resize(width, height) {
-  if (state.width === width && state.height === height) return;
-  state.width = width;
-  state.height = height;
-  canvas.width = width;
-  canvas.height = height;
-}
-
-function bgraToImage(bytes, offset, width, height) {
-  const image = ctx.createImageData(width, height);
-  const out = image.data;
-  for (let i = 0, j = offset; i < out.length; i += 4, j += 4) {
-    out[i] = bytes[j + 2];
-    out[i + 1] = bytes[j + 1];
-    out[i + 2] = bytes[j];
-    out[i + 3] = 255;
-  }
-  return image;
-}
-
-function drawRaw(raw) {
-  state.bytes += raw.data.length;
-  let bytes;
-  try {
-    bytes = raw.compressed ? decompress(raw.data) : raw.data;
-  } catch (error) {
-    console.warn("bad zstd frame", error);
-    return;
-  }
-  if (raw.isKeyframe) {
-    if (bytes.length !== raw.width * raw.height * 4) return;
-    resize(raw.width, raw.height);
-    ctx.putImageData(bgraToImage(bytes, 0, raw.width, raw.height), 0, 0);
-    state.needKey = false;
-    shown();
-    return;
-  }
-  if (state.needKey) return;
-  let offset = 0;
-  for (const r of raw.dirtyRects) {
-    const size = r.width * r.height * 4;
-    if (r.x < 0 || r.y < 0 || r.x + r.width > state.width || r.y + r.height > state.height ||
-      offset + size > bytes.length) return;
-    ctx.putImageData(bgraToImage(bytes, offset, r.width, r.height), r.x, r.y);
-    offset += size;
-  }
-  shown();
-}
-
-/** A frame reached the canvas: counted for the status bar (and `drawn` for diagnostics). */
-function shown() {
-  state.frames += 1;
-  state.drawn += 1;
-  notice("");
-}
-
 /** A line about the picture (a codec this page cannot draw), beside the connection state;
  * with none, what always holds for this page (state.standingNotice). */
 function notice(text) {
@@ -275,88 +204,10 @@ function notice(text) {
   if ($("notice").textContent !== shown) $("notice").textContent = shown;
 }
 
-function decodeVideo(kind, chunk) {
-  state.bytes += chunk.data.length;
-  if (!("VideoDecoder" in window)) return fallBackToRaw();
-  if (state.decoderCodec !== kind) {
-    if (!chunk.keyframe) return;
-    state.decoder?.close();
-    state.decoder = new VideoDecoder({
-      output(frame) {
-        // A frame that states the display's size (AV1's) may be coded larger: crop.
-        const width = state.codedDisplay?.width || frame.displayWidth;
-        const height = state.codedDisplay?.height || frame.displayHeight;
-        resize(width, height);
-        ctx.drawImage(frame, 0, 0, width, height, 0, 0, width, height);
-        frame.close();
-        shown();
-      },
-      error(error) {
-        console.warn("decoder error", error);
-        state.decoderCodec = "";
-        fallBackToRaw();
-      },
-    });
-    try {
-      state.decoder.configure(webCodecsConfig(kind));
-    } catch (error) {
-      return fallBackToRaw();
-    }
-    state.decoderCodec = kind;
-  }
-  if (chunk.keyframe) {
-    state.codedDisplay = chunk.width && chunk.height
-      ? { width: chunk.width, height: chunk.height } : null;
-  }
-  state.decoder.decode(new EncodedVideoChunk({
-    type: chunk.keyframe ? "key" : "delta",
-    timestamp: toNumber(chunk.pts),
-    data: chunk.data,
-  }));
-}
-
 function fallBackToRaw() {
   notice("This browser could not decode the stream; switched to Raw.");
   $("codec").value = "raw";
   sendQuality();
-}
-
-/** A codec plugin's frame, through its browser decoder; pieces are drawn in frame order. */
-function decodePlugin(codec, frame) {
-  state.bytes += frame.data.length;
-  if (state.pluginCodec !== codec) {
-    if (!frame.keyframe) return;
-    state.plugin?.close?.();
-    state.plugin = state.codecs.plugins.get(codec).createDecoder();
-    state.pluginCodec = codec;
-  }
-  const decoder = state.plugin;
-  const input = {
-    data: frame.data, keyframe: frame.keyframe, width: frame.width, height: frame.height,
-    rects: frame.dirtyRects.map(({ x, y, width, height }) => ({ x, y, width, height })),
-    pts: toNumber(frame.pts),
-  };
-  const decoded = Promise.resolve().then(() => decoder.decode(input)); // started in arrival order
-  state.pluginQueue = state.pluginQueue.then(async () => {
-    let pieces;
-    try {
-      pieces = await decoded;
-    } catch (error) {
-      console.warn(`undecodable ${codec} frame`, error);
-      return;
-    }
-    if (decoder !== state.plugin || !pieces) return;
-    if (input.keyframe) {
-      const first = pieces[0]?.image;
-      resize(input.width || first?.width || state.width, input.height || first?.height || state.height);
-    }
-    for (const { x, y, image } of pieces) {
-      if (image instanceof ImageData) ctx.putImageData(image, x, y);
-      else ctx.drawImage(image, x, y);
-      image.close?.();
-    }
-    shown();
-  });
 }
 
 // ---- input ----------------------------------------------------------------
@@ -580,18 +431,19 @@ $("leave").onclick = () => {
 // ---- status bar ------------------------------------------------------------------
 
 setInterval(() => {
-  const kbps = Math.round((state.bytes * 8) / 1000);
+  const kbps = Math.round((screen.bytes * 8) / 1000);
   $("fps").textContent = `${state.frames} fps`;
   $("rtt").textContent = `${state.rtt} ms`;
   $("bitrate").textContent = `${kbps} kbit/s`;
   send("latencyReport", { rttMs: BigInt(state.rtt), fps: state.frames, bitrateKbps: kbps });
   state.frames = 0;
-  state.bytes = 0;
+  screen.bytes = 0;
 }, 1000);
 
 window.remoteViewer = state; // for diagnostics and tests
 decodableCodecs().then((codecs) => {
   state.codecs = codecs;
+  screen.codecs = codecs;
   codecMenu();
   // Browsers give WebCodecs only to secure contexts (HTTPS, or loopback).
   if (!window.isSecureContext) {

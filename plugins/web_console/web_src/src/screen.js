@@ -1,0 +1,208 @@
+// A remote screen drawn on a canvas from VideoFrame messages: raw frames decoded here
+// (fzstd), VP9/H.264/H.265/AV1 through WebCodecs, a codec plugin's frames by its browser
+// decoder (codecs.js). The live viewer and the recordings player draw with this one code.
+import { decompress } from "fzstd";
+import { WEBCODECS, webCodecsConfig } from "./codecs.js";
+import { toNumber } from "./proto.js";
+
+export class Screen {
+  /**
+   * @param {HTMLCanvasElement} canvas
+   * @param {{names: string[], plugins: Map}} codecs what this page decodes (decodableCodecs)
+   * @param {{shown?: () => void, notice?: (text: string) => void,
+   *          cannotDecode?: () => void}} on  a frame reached the canvas; a line about the
+   *   picture; the browser failed a video stream (the viewer asks for raw frames then)
+   */
+  constructor(canvas, codecs, on = {}) {
+    this.canvas = canvas;
+    this.ctx = canvas.getContext("2d", { alpha: false });
+    this.codecs = codecs;
+    this.on = on;
+    this.width = 0;
+    this.height = 0;
+    this.drawn = 0; // frames that reached the canvas
+    this.bytes = 0; // encoded bytes since the caller last cleared it
+    this.codecFrames = {}; // frames received, by codec
+    this.decoder = null;
+    this.decoderCodec = "";
+    this.codedDisplay = null;
+    this.plugin = null;
+    this.pluginCodec = "";
+    this.pluginQueue = Promise.resolve();
+    this.needKey = true;
+  }
+
+  /** Draw one VideoFrame message; returns its codec's wire name ("" for none). */
+  frame(frame) {
+    const { case: slot, value } = frame.encoding;
+    // A slot whose message names its codec (a plugin frame) goes by that name.
+    const codec = typeof value?.codec === "string" ? value.codec : slot;
+    if (!codec) return "";
+    this.codecFrames[codec] = (this.codecFrames[codec] || 0) + 1;
+    if (codec === "raw") this.raw(value);
+    else if (codec in WEBCODECS && this.codecs.names.includes(codec)) this.video(codec, value);
+    else if (this.codecs.plugins.has(codec)) this.pluginFrame(codec, value);
+    else this.on.notice?.(`This page cannot decode ${codec} frames; choose another codec.`);
+    return codec;
+  }
+
+  /** Forget every decoder's state: the next picture must start with a keyframe (a new
+   * stream, or a player seeking). */
+  reset() {
+    this.decoder?.close();
+    this.decoder = null;
+    this.decoderCodec = "";
+    this.plugin?.close?.();
+    this.plugin = null;
+    this.pluginCodec = "";
+    this.pluginQueue = Promise.resolve();
+    this.needKey = true;
+  }
+
+  /** Resolves once every frame given so far is drawn (or dropped). */
+  async settle() {
+    if (this.decoder && this.decoder.state === "configured") {
+      try {
+        await this.decoder.flush();
+      } catch {
+        // reset or closed meanwhile: nothing more to draw
+      }
+    }
+    await this.pluginQueue;
+  }
+
+  resize(width, height) {
+    if (this.width === width && this.height === height) return;
+    this.width = width;
+    this.height = height;
+    this.canvas.width = width;
+    this.canvas.height = height;
+  }
+
+  shown() {
+    this.drawn += 1;
+    this.on.shown?.();
+  }
+
+  bgraToImage(bytes, offset, width, height) {
+    const image = this.ctx.createImageData(width, height);
+    const out = image.data;
+    for (let i = 0, j = offset; i < out.length; i += 4, j += 4) {
+      out[i] = bytes[j + 2];
+      out[i + 1] = bytes[j + 1];
+      out[i + 2] = bytes[j];
+      out[i + 3] = 255;
+    }
+    return image;
+  }
+
+  raw(raw) {
+    this.bytes += raw.data.length;
+    let bytes;
+    try {
+      bytes = raw.compressed ? decompress(raw.data) : raw.data;
+    } catch (error) {
+      console.warn("bad zstd frame", error);
+      return;
+    }
+    if (raw.isKeyframe) {
+      if (bytes.length !== raw.width * raw.height * 4) return;
+      this.resize(raw.width, raw.height);
+      this.ctx.putImageData(this.bgraToImage(bytes, 0, raw.width, raw.height), 0, 0);
+      this.needKey = false;
+      this.shown();
+      return;
+    }
+    if (this.needKey) return;
+    let offset = 0;
+    for (const r of raw.dirtyRects) {
+      const size = r.width * r.height * 4;
+      if (r.x < 0 || r.y < 0 || r.x + r.width > this.width || r.y + r.height > this.height ||
+        offset + size > bytes.length) return;
+      this.ctx.putImageData(this.bgraToImage(bytes, offset, r.width, r.height), r.x, r.y);
+      offset += size;
+    }
+    this.shown();
+  }
+
+  video(kind, chunk) {
+    this.bytes += chunk.data.length;
+    if (!("VideoDecoder" in window)) return this.on.cannotDecode?.();
+    if (this.decoderCodec !== kind) {
+      if (!chunk.keyframe) return;
+      this.decoder?.close();
+      const decoder = new VideoDecoder({
+        output: (frame) => {
+          // A frame that states the display's size (AV1's) may be coded larger: crop.
+          const width = this.codedDisplay?.width || frame.displayWidth;
+          const height = this.codedDisplay?.height || frame.displayHeight;
+          this.resize(width, height);
+          this.ctx.drawImage(frame, 0, 0, width, height, 0, 0, width, height);
+          frame.close();
+          this.shown();
+        },
+        error: (error) => {
+          if (decoder !== this.decoder) return; // one this screen already let go
+          console.warn("decoder error", error);
+          this.decoderCodec = "";
+          this.on.cannotDecode?.();
+        },
+      });
+      this.decoder = decoder;
+      try {
+        decoder.configure(webCodecsConfig(kind));
+      } catch (error) {
+        return this.on.cannotDecode?.();
+      }
+      this.decoderCodec = kind;
+    }
+    if (chunk.keyframe) {
+      this.codedDisplay = chunk.width && chunk.height
+        ? { width: chunk.width, height: chunk.height } : null;
+    }
+    this.decoder.decode(new EncodedVideoChunk({
+      type: chunk.keyframe ? "key" : "delta",
+      timestamp: toNumber(chunk.pts),
+      data: chunk.data,
+    }));
+  }
+
+  /** A codec plugin's frame, through its browser decoder; pieces are drawn in frame order. */
+  pluginFrame(codec, frame) {
+    this.bytes += frame.data.length;
+    if (this.pluginCodec !== codec) {
+      if (!frame.keyframe) return;
+      this.plugin?.close?.();
+      this.plugin = this.codecs.plugins.get(codec).createDecoder();
+      this.pluginCodec = codec;
+    }
+    const decoder = this.plugin;
+    const input = {
+      data: frame.data, keyframe: frame.keyframe, width: frame.width, height: frame.height,
+      rects: frame.dirtyRects.map(({ x, y, width, height }) => ({ x, y, width, height })),
+      pts: toNumber(frame.pts),
+    };
+    const decoded = Promise.resolve().then(() => decoder.decode(input)); // in arrival order
+    this.pluginQueue = this.pluginQueue.then(async () => {
+      let pieces;
+      try {
+        pieces = await decoded;
+      } catch (error) {
+        console.warn(`undecodable ${codec} frame`, error);
+        return;
+      }
+      if (decoder !== this.plugin || !pieces) return;
+      if (input.keyframe) {
+        const first = pieces[0]?.image;
+        this.resize(input.width || first?.width || this.width,
+          input.height || first?.height || this.height);
+      }
+      for (const { x, y, image } of pieces) {
+        if (image instanceof ImageData) this.ctx.putImageData(image, x, y);
+        else this.ctx.drawImage(image, x, y);
+        image.close?.();
+      }
+      this.shown();
+    });
+  }
+}

@@ -1,0 +1,221 @@
+"""Playback in the console: a session recorded from a real agent under Xvfb (raw frames and
+H.264), found on the console's recordings page in Chromium and played in its player, which
+draws with the live viewer's code. The canvas shows, at a seek point, what the recording's
+frames show at that time (decoded in Python with the viewers' codec plugins); seeking by an
+event lands on it; playing at 8x reaches the last picture; the integrity badge says intact,
+and "not intact" once a stored byte changes.
+
+Under the shipped CSP: any page error, console error or violation fails the test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+import pytest
+from remote_server.testing.processes import ADMIN_PASSWORD, AgentProcess, Api, ServerProcess
+from remote_server.testing.recordings import paint, shows
+from remote_viewer.client import open_viewer
+from remote_viewer.settings import ViewerSettings
+
+from remote_core.codecs import FrameDecoder
+from remote_core.plugins import get_plugin_manager
+from remote_core.protocol import pb
+from remote_core.recording import HEADER, read_segment
+from remote_core.testing.browser import log_in, wait_until, watched_context
+from remote_core.testing.xvfb import Xvfb, xvfb
+from remote_core.video import from_wire
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xvfb]
+
+WIDTH, HEIGHT = 320, 240
+LOSSY = 16
+COLOURS = {"raw": (0x3366CC, 0x22AA44), "h264": (0xCC6633, 0x8833AA)}
+CHAT = "restarting the print spooler now"
+
+PIXELS = """() => {
+  const c = document.getElementById("screen");
+  const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+  return {width: c.width, height: c.height, data: Array.from(d)};
+}"""
+SETTLED = "() => window.remotePlayer.state.seeking === null"
+
+
+@pytest.fixture(scope="module")
+def display() -> Iterator[Xvfb]:
+    with xvfb(WIDTH, HEIGHT, set_display=False) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    process = ServerProcess(tmp_path_factory.mktemp("player-server"), recordings="on").start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def api(server: ServerProcess) -> Iterator[Api]:
+    client = Api(server)
+    yield client
+    client.close()
+
+
+def record(tmp_path: Path, display: Xvfb, server: ServerProcess, api: Api,
+           codec: str) -> dict[str, Any]:
+    """A watched session: the first colour, a chat line, then the second colour; returns
+    the recording's ``recording.finished`` detail."""
+    first, then = COLOURS[codec]
+    paint(display, first, WIDTH, HEIGHT)
+    agent_id, key = api.machine_with_key()
+    agent = AgentProcess(tmp_path / "agent", display.display, "--server", server.url,
+                         "--key", key)
+    try:
+        session_id = api.live_session(agent_id)["id"]
+
+        async def watch() -> None:
+            async with open_viewer(server.url, api.viewer_token(session_id),
+                                   codec=codec) as viewer:
+                await viewer.wait_for_image(lambda i: shows(i, first, tolerance=LOSSY), within=30)
+                await anyio.sleep(0.8)
+                await viewer.send("chat_message", pb.ChatMessage(
+                    id="c1", sender="technician", content=CHAT))
+                await anyio.sleep(0.8)
+                paint(display, then, WIDTH, HEIGHT)
+                await viewer.wait_for_image(lambda i: shows(i, then, tolerance=LOSSY), within=30)
+                await anyio.sleep(0.5)
+
+        # in a thread of its own: Playwright's sync API holds an event loop in this one
+        with ThreadPoolExecutor(1) as pool:
+            pool.submit(anyio.run, watch).result()
+        [ended] = wait_until(lambda: api.events(session_id, "recording.finished"),
+                             what="the recording's end audited")
+    finally:
+        agent.stop()
+    assert ended["detail"]["state"] == "complete", ended["detail"]
+    return dict(ended["detail"])
+
+
+def pictures(folder: Path) -> list[tuple[int, np.ndarray]]:
+    """Each picture the recording's frames show, at its time (Python's decoders)."""
+    decoder = FrameDecoder(get_plugin_manager(ViewerSettings.load()).codecs())
+    shown = []
+    for path in sorted(folder.glob("*.seg")):
+        for at_ms, data in read_segment(path.read_bytes()).records:
+            message = pb.Message()
+            message.ParseFromString(data)
+            if message.WhichOneof("payload") == "video_frame":
+                name, frame = from_wire(message.video_frame)
+                image = decoder.decode(name, frame)
+                if image is not None:
+                    shown.append((at_ms, np.asarray(image).copy()))
+    return shown
+
+
+def picture_at(shown: list[tuple[int, np.ndarray]], at_ms: int) -> np.ndarray:
+    """The picture on screen ``at_ms`` into the recording: the last one shown by then."""
+    return [image for at, image in shown if at <= at_ms][-1]
+
+
+def alike(got: np.ndarray, want: np.ndarray, codec: str) -> bool:
+    """The same picture: exactly for raw frames; for H.264, decoded by Chromium and by
+    PyAV, within a lossy decoder's rounding almost everywhere."""
+    if got.shape != want.shape:
+        return False
+    off = np.abs(got[:, :, :3].astype(int) - want[:, :, :3].astype(int))
+    return bool(off.max() == 0 if codec == "raw" else np.percentile(off, 99) <= LOSSY)
+
+
+def canvas(page: Any) -> np.ndarray:
+    """The player's canvas as a BGRA array, as Python's decoders give pictures."""
+    got = page.evaluate(PIXELS)
+    rgba = np.array(got["data"], dtype=np.uint8).reshape(got["height"], got["width"], 4)
+    return rgba[:, :, [2, 1, 0, 3]]
+
+
+def seek(page: Any, at_ms: int) -> np.ndarray:
+    page.evaluate("(at) => window.remotePlayer.seek(at)", at_ms)
+    wait_until(lambda: page.evaluate(SETTLED), what="the seek drawn")
+    return canvas(page)
+
+
+@pytest.mark.parametrize("codec", ["raw", "h264"])
+def test_the_console_plays_a_recording_at_its_times(
+        tmp_path: Path, display: Xvfb, server: ServerProcess, api: Api, browser: Any,
+        codec: str) -> None:
+    first, then = COLOURS[codec]
+    detail = record(tmp_path, display, server, api, codec)
+    recording_id = detail["recording_id"]
+    shown = pictures(server.workdir / "recordings" / recording_id)
+    changed = next(at for at, image in shown if shows(image, then, tolerance=LOSSY))
+    before = [at for at, image in shown if shows(image, first, tolerance=LOSSY)]
+    assert before and changed - before[0] >= 1000, (before[:3], changed)
+
+    with watched_context(browser) as context:
+        page = context.new_page()
+        log_in(page, server.url, "admin", ADMIN_PASSWORD)
+        page.goto(f"{server.url}/console/#recordings")
+        row = page.locator(f"tr[data-recording-id='{recording_id}']")
+        row.wait_for()
+        assert "complete" in row.inner_text()
+        row.get_by_role("button", name="Check").click()
+        row.locator(".badge.intact").wait_for()
+        row.get_by_role("link", name="Play").click()
+        page.wait_for_url("**/player.html?recording=*")
+        page.locator("#integrity[data-integrity='intact']").wait_for()
+        page.locator("#state[data-state='ready']").wait_for()
+
+        # seek points: the canvas shows what the recording's frames show at each time
+        # (the agent's chat window opened between the two colours)
+        points = [(before[0] + shown[1][0]) // 2, changed - 100, changed + 50, shown[-1][0]]
+        for at in points:
+            assert alike(seek(page, at), picture_at(shown, at), codec), at
+        assert shows(seek(page, points[0]), first, tolerance=LOSSY)
+        assert shows(seek(page, points[2]), then, tolerance=LOSSY)
+
+        # by event: the chat line, sent while the first picture showed
+        event = page.locator("#events button[data-kind='chat']")
+        assert CHAT in event.inner_text()
+        event.click()
+        wait_until(lambda: page.evaluate(SETTLED), what="the event's seek drawn")
+        at_chat = int(event.get_attribute("data-at") or "0")
+        assert before[0] <= at_chat < changed
+        assert page.evaluate("window.remotePlayer.state.position") == at_chat
+        assert alike(canvas(page), picture_at(shown, at_chat), codec)
+
+        # played from the start at 8x: through to the end, showing the last picture
+        seek(page, 0)
+        page.select_option("#speed", "8")
+        page.click("#play")
+        page.locator("#state[data-state='ended']").wait_for(timeout=30_000)
+        assert shows(canvas(page), then, tolerance=LOSSY)
+
+        # one stored byte changed: the player's badge says so
+        segment = min((server.workdir / "recordings" / recording_id).glob("*.seg"))
+        data = bytearray(segment.read_bytes())
+        data[HEADER.size + 20] ^= 0x40
+        segment.write_bytes(bytes(data))
+        page.reload()
+        page.locator("#integrity[data-integrity='tampered']").wait_for()
+
+
+def test_the_recordings_page_is_the_permissions_own(server: ServerProcess, api: Api,
+                                                     browser: Any) -> None:
+    """A technician without the 'recordings' permission has no recordings page and the
+    player cannot open one (the REST API answers 403)."""
+    password = "no-recordings-tech-pass"
+    made = api.post("/api/users", json={"username": "plain-tech", "password": password,
+                                        "role": "technician", "permissions": ["view"]})
+    assert made.status_code == 201, made.text
+    with watched_context(browser, allow=("403",)) as context:
+        page = context.new_page()
+        log_in(page, server.url, "plain-tech", password)
+        assert page.locator("nav a[href='#recordings']").count() == 0
+        page.goto(f"{server.url}/console/player.html?recording=any-recording")
+        page.locator("#state[data-state='error']").wait_for()
+        assert "'recordings' permission" in page.inner_text("#state")
