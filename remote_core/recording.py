@@ -84,6 +84,12 @@ class RecordingWriter:
             sealed = self.seal()
         return sealed
 
+    @property
+    def wants_keyframe(self) -> bool:
+        """The open segment is full and waits for a keyframe to start the next one (a
+        stream that sends keyframes only on request, raw frames, gets asked for one)."""
+        return self._records > 0 and len(self._open) >= self.segment_bytes
+
     def seal(self) -> bytearray | None:
         """Close the open segment and return it (``None`` when it holds nothing)."""
         if not self._records:

@@ -125,8 +125,10 @@ def _run(config: AgentConfig, config_path: Path, token: str, attended: bool,
             panels.append(panel)
             presence.listen(panel.show)
             presence.listen_session(panel.session)
+            presence.listen_recording(panel.recording)
             if presence.live:  # asked for mid-session: what it would have heard so far
                 panel.session(True)
+                panel.recording(presence.recording)
                 panel.show(presence.connected)
 
         if attended:

@@ -55,6 +55,7 @@ class SessionPanel:
         self._chat = chat
         self._always = always
         self._live = False
+        self._recording = False
         self._connected: tuple[Connected, ...] = ()
         self._logged: list[str] = []
         self._tk = TkThread("panel")
@@ -68,7 +69,8 @@ class SessionPanel:
         self._words = {"view": _("views"), "control": _("views and controls"),
                        "terminal": _("has a terminal open"),
                        "files": _("transfers files"),
-                       "nobody": _("Nobody is connected right now.")}
+                       "nobody": _("Nobody is connected right now."),
+                       "recording": _("This session is being recorded.")}
         window = tkinter.Toplevel(root, padx=12, pady=10)
         window.title(_("Remote support session"))
         window.attributes("-topmost", True)
@@ -80,9 +82,12 @@ class SessionPanel:
         heading.pack(anchor="w")
         people = tkinter.Frame(window)
         people.pack(anchor="w", fill="x", pady=(4, 8))
+        recording = tkinter.Label(window, text="", fg="#b3261e", font=("TkDefaultFont", 10, "bold"))
+        recording.pack(anchor="w", pady=(0, 8))
         buttons = tkinter.Frame(window)
         buttons.pack(anchor="e")
-        widgets: dict[str, Any] = {"window": window, "heading": heading, "people": people}
+        widgets: dict[str, Any] = {"window": window, "heading": heading, "people": people,
+                                   "recording": recording}
         if self._chat is not None:
             chat_text, chat_at, chat_key = mnemonic(_("&Chat"))
             chat = tkinter.Button(buttons, text=chat_text, underline=chat_at, width=10,
@@ -118,6 +123,10 @@ class SessionPanel:
                  for who in self._connected] or [self._words["nobody"]]
         for line in lines:
             tkinter.Label(people, text=line, anchor="w").pack(anchor="w")
+        recording = self._words["recording"] if self._recording else ""
+        self._widgets["recording"].configure(text=recording)
+        if recording:
+            lines = [*lines, recording]
         window = self._widgets["window"]
         shown = self._live and (self._always or self._connected)
         if shown and lines != self._logged:  # what the end user saw, for support's sake
@@ -150,6 +159,15 @@ class SessionPanel:
 
         self._tk.call(show, wait=False)
 
+    def recording(self, recording: bool) -> None:
+        """The server started or stopped recording the session (a presence recording
+        listener; does not wait)."""
+        def recording_now(_root: Any) -> None:
+            self._recording = recording
+            self._render()
+
+        self._tk.call(recording_now, wait=False)
+
     def session(self, live: bool) -> None:
         """A session went live or ended (a presence session listener; does not wait)."""
         def session(_root: Any) -> None:
@@ -161,7 +179,8 @@ class SessionPanel:
         self._tk.call(session, wait=False)
 
     def texts(self) -> dict[str, str]:
-        """What the panel shows now: title, heading, one ``person N`` per line, buttons."""
+        """What the panel shows now: title, heading, one ``person N`` per line, buttons,
+        and ``recording`` while the session is being recorded."""
         def read(_root: Any) -> dict[str, str]:
             shown = {"title": str(self._widgets["window"].title()),
                      "heading": str(self._widgets["heading"].cget("text")),
@@ -169,6 +188,8 @@ class SessionPanel:
                      "state": str(self._widgets["window"].state())}
             if "chat" in self._widgets:
                 shown["chat"] = str(self._widgets["chat"].cget("text"))
+            if self._widgets["recording"].cget("text"):
+                shown["recording"] = str(self._widgets["recording"].cget("text"))
             for n, row in enumerate(self._widgets["people"].winfo_children()):
                 shown[f"person {n}"] = str(row.cget("text"))
             return shown

@@ -52,6 +52,9 @@ Listener = Callable[[tuple[Connected, ...]], None]
 SessionListener = Callable[[bool], None]
 """Called on the event loop when a session goes live (``True``) or ends; must not block."""
 
+RecordingListener = Callable[[bool], None]
+"""Called on the event loop when a recording of the session starts (``True``) or stops."""
+
 PanelListener = Callable[[], None]
 """Called on the event loop the first time the server says the session panel shows."""
 
@@ -63,7 +66,9 @@ class Presence:
         self.connected: tuple[Connected, ...] = ()
         self.live = False
         self.panel_asked = False
+        self.recording = False  # the server records the session now
         self._listeners: list[Listener] = []
+        self._recording_listeners: list[RecordingListener] = []
         self._session_listeners: list[SessionListener] = []
         self._panel_listeners: list[PanelListener] = []
 
@@ -73,6 +78,10 @@ class Presence:
     def listen_session(self, listener: SessionListener) -> None:
         """Hear when a session goes live and when it ends (the session panel shows then)."""
         self._session_listeners.append(listener)
+
+    def listen_recording(self, listener: RecordingListener) -> None:
+        """Hear when the server starts or stops recording the session."""
+        self._recording_listeners.append(listener)
 
     def listen_panel(self, listener: PanelListener) -> None:
         """Hear when the server first says the end user sees the session panel."""
@@ -108,6 +117,7 @@ class Presence:
 
     def told(self, message: Any) -> None:
         """A ``Participants`` message arrived from the server."""
+        self._recorded(bool(message.recording))
         self._set(tuple(Connected(escaped(p.name, MAX_NAME) or "technician",
                                   p.access_mode == pb.CONSENT_CONTROL, p.backstage,
                                   p.file_transfer)
@@ -115,7 +125,19 @@ class Presence:
 
     def clear(self) -> None:
         """The connection ended: nobody is connected through it any more."""
+        self._recorded(False)
         self._set(())
+
+    def _recorded(self, recording: bool) -> None:
+        if recording == self.recording:
+            return
+        self.recording = recording
+        log.info("the server %s recording this session", "is" if recording else "stopped")
+        for listener in self._recording_listeners:
+            try:
+                listener(recording)
+            except Exception:
+                log.exception("a recording listener failed")
 
     def _set(self, connected: tuple[Connected, ...]) -> None:
         if connected == self.connected:

@@ -96,16 +96,18 @@ POLICIES = {
     "on for the machine's organization": ({"session_panel_organizations": "Acme"}, True),
     "on for another organization": ({"session_panel_organizations": "Globex,Initech"}, False),
     "policy off": ({}, False),
+    "recorded with a notice": ({"recordings": "notice"}, True),
 }
 
 
 @pytest.fixture(params=list(POLICIES), ids=list(POLICIES))
 def panel_policy(request: pytest.FixtureRequest, tmp_path):
     """A server whose policy shows managed machines' end users the panel (for every
-    organization or for some), or not (shipped); the machine is Acme's."""
+    organization or for some, or because it records with a notice), or not (shipped); the
+    machine is Acme's."""
     settings, shown = POLICIES[request.param]
     process = ServerProcess(tmp_path / "server", **settings)
-    yield process.start(), shown
+    yield process.start(), shown, "recordings" in settings
     process.stop()
 
 
@@ -118,7 +120,7 @@ def _shown(env: dict[str, str], title: str) -> bool:
 @pytest.mark.anyio
 async def test_a_managed_agent_shows_the_panel_as_the_servers_policy_says(tmp_path, panel_policy,
                                                                           x_display):
-    server, policy = panel_policy
+    server, policy, recorded = panel_policy
     api = Api(server)
     env = x_display.env()
     agent_id, key = api.machine_with_key(organization="Acme")
@@ -131,7 +133,9 @@ async def test_a_managed_agent_shows_the_panel_as_the_servers_policy_says(tmp_pa
             await viewer.next_frame(15)  # the agent had its StartStream before this
             if policy:
                 _window(env, PANEL)
-                await eventually(lambda: "session panel shows: admin: views and controls\n"
+                # a recording runs while the technician watches, and the panel says so
+                said = "; This session is being recorded." if recorded else ""
+                await eventually(lambda: f"session panel shows: admin: views and controls{said}\n"
                                  in agent.output(), 15)
             else:
                 # the panel opens in the StartStream handler, before the first frame: none

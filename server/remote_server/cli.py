@@ -229,7 +229,7 @@ def plugin_set(settings: ServerSettings) -> Plugins:
                           "built-ins")
     plugins = get_plugin_manager(settings)
     plugins.store_for_url(settings.database_url)
-    if settings.recordings != "off":
+    if settings.recording_rules().records_any:
         open_recording_store(settings, plugins)  # a URL it cannot use stops start-up too
     loaded = plugins.describe()
     log.info("plugins loaded: %s", ", ".join(f"{p.name} {p.version}".strip() for p in loaded))
@@ -273,7 +273,7 @@ def cmd_serve(settings: ServerSettings) -> int:
     from .web.serving import serve
 
     plugins = plugin_set(settings)
-    if settings.recordings != "off":
+    if settings.recording_rules().records_any:
         asyncio.run(_reach_recordings(settings, plugins))
     serve(create_app(settings, plugins), settings)
     return 0

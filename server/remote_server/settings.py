@@ -15,6 +15,8 @@ from typing import ClassVar
 from remote_core.errors import ConfigError
 from remote_core.settings import PluginSettings, option, positive
 
+from .recording_policy import RecordingPolicy
+
 __all__ = ["ServerSettings"]
 
 
@@ -50,8 +52,18 @@ class ServerSettings(PluginSettings):
         16 * 1024 ** 3, "most bytes one file transfer may move, either way (FILE_TRANSFER)")
     # -- session recording ----------------------------------------------------------------
     recordings: str = option(
-        "off", "record sessions: off, or on (every session from the first technician who "
-               "watches to the last, the end user told before consenting)")
+        "off", "record sessions: off; on (every session from the first technician who "
+               "watches to the last; attended end users told before consenting and while "
+               "it runs); or notice (on, and managed machines show their end user the "
+               "session panel, which says so)")
+    recording_policy: tuple[str, ...] = option(
+        (), "recording modes other than RECORDINGS' for some machines: "
+            "organization:NAME=MODE, tag:NAME=MODE or machine:AGENT_ID=MODE entries "
+            "(MODE off, on or notice); a machine's own entry wins, then its tags' "
+            "(the strongest), then its organization's")
+    recording_keystrokes: str = option(
+        "content", "what recordings keep of typing: content (every key event as relayed) "
+                   "or timing (when keys went down and up, never which)")
     recordings_url: str = option(
         "file:recordings", "where recordings go: file:FOLDER (relative to the working "
                            "directory) or file:///absolute/folder, or another recording "
@@ -166,6 +178,10 @@ class ServerSettings(PluginSettings):
                 "the account's own endpoints, to enrol")
     config: str | None = option(None, "TOML settings file")
 
+    def recording_rules(self) -> RecordingPolicy:
+        """``recordings`` and ``recording_policy``, read (valid: validate() checked them)."""
+        return RecordingPolicy.parse(self.recordings, self.recording_policy)
+
     def validate(self) -> None:
         super().validate()
         if not 0 <= self.port <= 65535:
@@ -178,8 +194,10 @@ class ServerSettings(PluginSettings):
         if self.recordings_keep_days < 0:
             raise ConfigError("setting 'recordings_keep_days' must be 0 (keep) or more, got "
                               f"{self.recordings_keep_days}")
-        if self.recordings not in {"off", "on"}:
-            raise ConfigError(f"setting 'recordings' must be off or on, got {self.recordings!r}")
+        RecordingPolicy.parse(self.recordings, self.recording_policy)
+        if self.recording_keystrokes not in {"content", "timing"}:
+            raise ConfigError("setting 'recording_keystrokes' must be content or timing, got "
+                              f"{self.recording_keystrokes!r}")
         if self.heartbeat_timeout <= self.heartbeat_interval:
             raise ConfigError("setting 'heartbeat_timeout' must exceed 'heartbeat_interval'")
         if "://" not in self.database_url:

@@ -189,3 +189,44 @@ async def test_recordings_past_their_retention_are_purged(tmp_path: Path) -> Non
         [event] = [e for e in purged if e["kind"] == "recording.purged"]
         assert event["detail"] == {"recording_id": "old-one", "reason": "older than 1 day",
                                    "sha256": "ab" * 32}
+
+
+async def test_a_full_segment_has_the_relay_ask_for_a_keyframe_so_playback_can_seek(
+        server: LiveServer, admin: Admin) -> None:
+    """Raw frames come as keyframes only when asked: once a recording's segment holds
+    4 MiB, the relay asks (StartStream), and the keyframe that answers starts the next."""
+    agent = await Peer.agent(server, admin.key(admin.machine())[1])
+    session_id = await agent.accepted()
+    viewer = await Peer.viewer(server, admin.viewer_token(session_id))
+    await viewer.accepted()
+    await agent.expect("start_stream")
+    frames = 0
+
+    async def watch() -> None:  # a viewer that keeps up: never a reason to ask itself
+        nonlocal frames
+        while True:
+            if (await viewer.recv()).WhichOneof("payload") == "video_frame":
+                frames += 1
+
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(watch)
+        await agent.send("video_frame", frame(0, keyframe=True))
+        for sequence in range(1, 27):  # 3.9 MB of changes: the segment is not full yet
+            await agent.send("video_frame", frame(sequence, keyframe=False))
+        await eventually(lambda: frames == 27, 10, "the frames relayed")
+        await agent.send("heartbeat", pb.Heartbeat(timestamp=1))
+        await agent.expect("heartbeat_ack", skip=frozenset())  # nothing asked meanwhile
+        await agent.send("video_frame", frame(27, keyframe=False))  # 4.2 MB: full
+        await agent.expect("start_stream")
+        await agent.send("video_frame", frame(28, keyframe=True))
+        await eventually(lambda: frames == 29, 10, "the keyframe relayed")
+        tasks.cancel_scope.cancel()
+    await viewer.close()
+
+    def ended() -> list[dict[str, Any]]:
+        rows = admin.ok("GET", "/api/recordings", params={"session_id": session_id})
+        return [r for r in rows if r["state"] != "recording"]
+
+    [row] = await eventually(ended, 10, "the recording's end")
+    assert row["segments"] == 2  # cut at the keyframe asked for
+    await agent.close()

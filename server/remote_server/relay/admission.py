@@ -89,6 +89,7 @@ class Admission:
         self._settings = settings
         self._store = store
         self._recordings = recordings
+        self._recording_policy = settings.recording_rules()
         self._plugins = plugins
         self._audit = audit
         self._writes = audit.writes
@@ -186,7 +187,9 @@ class Admission:
     async def _register(self, identity: AgentIdentity, credential: AgentCredential,
                         session_id: str, machine: Machine, uid: str | None) -> Session:
         agent_id = machine.agent_id
-        consent_state, control = await self._decide_consent(identity, session_id, agent_id)
+        recording = self._recording_mode(machine)
+        consent_state, control = await self._decide_consent(identity, session_id, agent_id,
+                                                            recorded=recording != "off")
         now = utcnow()
         conn = Connection(Role.SERVER, Role.AGENT, self._settings.max_message_bytes)
         link = Link(conn, self._settings.viewer_buffer_bytes, agent_id, credential.client_ip)
@@ -196,14 +199,15 @@ class Admission:
             organization=machine.organization, technician_id=identity.technician_id,
             technician_name=identity.technician_name, control_consented=control,
             key_id=identity.key_id, machine_uid=uid, support_code=identity.support_code,
-            session_panel=shows_session_panel(self._settings, managed=not identity.attended,
-                                              organization=machine.organization),
+            session_panel=recording == "notice" or shows_session_panel(
+                self._settings, managed=not identity.attended, organization=machine.organization),
         )
-        if self._recordings is not None:  # the end user's dialog says so before consenting
-            session.recorded = True
+        if self._recordings is not None and recording != "off":
+            session.recorded = True  # the end user's dialog says so before consenting
             session.recorder = SessionRecorder(
                 self._recordings, session_id=session_id, agent_id=agent_id,
-                buffer_bytes=self._settings.recording_buffer_bytes)
+                buffer_bytes=self._settings.recording_buffer_bytes,
+                keystrokes=self._settings.recording_keystrokes == "content")
         if identity.attended:
             session.consent = ConsentBook(self._settings.consent_timeout + 2)  # the dialog first
         record = SessionRecord(id=session_id, agent_id=agent_id, is_managed=session.is_managed,
@@ -226,8 +230,15 @@ class Admission:
                  session_id, consent_state)
         return session
 
+    def _recording_mode(self, machine: Machine) -> str:
+        """off, on or notice: the recording policy for this machine's sessions."""
+        if self._recordings is None:
+            return "off"
+        return self._recording_policy.mode(agent_id=machine.agent_id,
+                                           organization=machine.organization, tags=machine.tags)
+
     async def _decide_consent(self, identity: AgentIdentity, session_id: str,
-                              agent_id: str) -> tuple[str, bool]:
+                              agent_id: str, *, recorded: bool) -> tuple[str, bool]:
         """(consent_state, whether control is consented); the policy hook decides first."""
         control = True
         if identity.technician_id:
@@ -237,7 +248,7 @@ class Admission:
             session_id=session_id, technician_name=identity.technician_name, control=control,
             timeout_secs=self._settings.consent_timeout, agent_id=agent_id,
             method=identity.method, attended=identity.attended,
-            recorded=self._recordings is not None))
+            recorded=recorded))
         if decision is ConsentDecision.DENY:
             await self._audit.record(AuditEvent("session.consent_denied", session_id=session_id,
                                                 agent_id=agent_id, detail={"by": "policy"}))

@@ -22,10 +22,11 @@ import anyio
 
 from remote_core.errors import StoreError
 from remote_core.interfaces import RecordingStore
+from remote_core.protocol import pb
 from remote_core.recording import SEGMENT_BYTES, Chain, RecordingWriter, first_link
 from remote_core.records import RecordingRecord, utcnow
 
-__all__ = ["Finished", "SessionRecorder", "recording_detail"]
+__all__ = ["Finished", "SessionRecorder", "keystroke_timing", "recording_detail"]
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,17 @@ def recording_detail(finished: Finished) -> dict[str, object]:
             "reason": finished.reason, "segments": finished.segments,
             "bytes": finished.bytes, "sha256": finished.sha256,
             "technicians": list(finished.technicians)}
+
+
+def keystroke_timing(message: bytes) -> bytes:
+    """A ``KeyEvent`` message with only what says when a key went down or up: which key,
+    character and modifiers are gone (``recording_keystrokes = timing``)."""
+    parsed = pb.Message()
+    parsed.ParseFromString(message)
+    down = parsed.key_event.down
+    parsed.key_event.Clear()
+    parsed.key_event.down = down
+    return parsed.SerializeToString()
 
 
 @dataclass
@@ -88,8 +100,10 @@ class SessionRecorder:
     """One session's recordings, one at a time, and the queue of their sealed segments."""
 
     def __init__(self, store: RecordingStore, *, session_id: str, agent_id: str,
-                 buffer_bytes: int, segment_bytes: int = SEGMENT_BYTES) -> None:
+                 buffer_bytes: int, segment_bytes: int = SEGMENT_BYTES,
+                 keystrokes: bool = True) -> None:
         self.store = store
+        self.keystrokes = keystrokes  # False: key events keep their timing, never their key
         self.session_id = session_id
         self.agent_id = agent_id
         self.buffer_bytes = buffer_bytes
@@ -115,15 +129,23 @@ class SessionRecorder:
         self.current = _Recording(record, self.segment_bytes)
         return record
 
-    def add(self, message: bytes, *, keyframe: bool = False) -> None:
-        """Record one message as the relay forwarded it."""
+    def add(self, message: bytes, *, keyframe: bool = False, kind: str = "") -> None:
+        """Record one message as the relay forwarded it (``kind``: its payload's name)."""
         recording = self.current
         if recording is None or recording.cut:
             return
+        if kind == "key_event" and not self.keystrokes:
+            message = keystroke_timing(message)
         at_ms = int((time.monotonic() - recording.began) * 1000)
         sealed = recording.writer.add(at_ms, message, keyframe=keyframe)
         if sealed is not None:
             self._enqueue(recording, sealed)
+
+    def wants_keyframe(self) -> bool:
+        """The running recording's segment is full: a keyframe would start the next one, so
+        that playback can seek there (the relay asks the agent for one)."""
+        recording = self.current
+        return recording is not None and not recording.cut and recording.writer.wants_keyframe
 
     def _enqueue(self, recording: _Recording, segment: bytearray) -> None:
         if self._queued_bytes + len(segment) > self.buffer_bytes:

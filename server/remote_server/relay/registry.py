@@ -555,6 +555,7 @@ class Registry:
         record = session.recorder.start(technician) if session.recorder is not None else None
         if record is None:
             return
+        session.tell_participants()  # the end user's panel says it is being recorded
         await self.writes.submit(("recording", record.id), f"start of recording {record.id}",
                                  partial(self.store.add_recording, record))
         await self.audit.record(AuditEvent(
@@ -567,6 +568,7 @@ class Registry:
         finished = await session.recorder.stop(reason) if session.recorder is not None else None
         if finished is None:
             return
+        session.tell_participants()
         recording_id = finished.record.id
         await self.writes.submit(
             ("recording", recording_id), f"end of recording {recording_id}",

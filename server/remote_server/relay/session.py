@@ -90,7 +90,8 @@ class Session:
         self.ended = False
         self.consent: ConsentBook | None = None  # attended sessions: who the end user admitted
         self.consent_asked = anyio.Event()  # set when a question opens, for the consent timer
-        self._told: tuple[tuple[str, bool, bool, bool], ...] = ()  # the participants told
+        # the participants told, and whether a recording ran then
+        self._told: tuple[tuple[tuple[str, bool, bool, bool], ...], bool] = ((), False)
         self.reported: MachineReport | None = None  # the agent's last report, as written
 
     def snapshot_key(self) -> tuple[str, int, str, str]:
@@ -170,25 +171,28 @@ class Session:
         terminals, files = opened[Channel.TERMINAL], opened[Channel.FILES]
         now = tuple(sorted((name, control.get(name, False), name in terminals, name in files)
                            for name in control.keys() | terminals | files))
-        if now == self._told:
+        recording = self.recorder is not None and self.recorder.current is not None
+        if (now, recording) == self._told:
             return
-        self._told = now
+        self._told = (now, recording)
         self.agent.send("participants", pb.Participants(participants=[
             pb.Participant(name=name, access_mode=pb.CONSENT_CONTROL if may else pb.CONSENT_VIEW,
                            backstage=shell, file_transfer=moves_files)
-            for name, may, shell, moves_files in now]))
+            for name, may, shell, moves_files in now], recording=recording))
 
     # -- agent -> viewers -----------------------------------------------------------
     def fan_out_video(self, data: bytes, offset: int) -> None:
         """Queue one ``VideoFrame`` for every viewer that decodes its codec; ask for a
-        keyframe for one that lags or was passed over (at most once per
-        ``KEYFRAME_REQUEST_INTERVAL`` while it waits)."""
+        keyframe for one that lags or was passed over, or when a recording's segment is
+        full (at most once per ``KEYFRAME_REQUEST_INTERVAL`` while it waits)."""
         RELAY.frames_in += 1
         RELAY.bytes_in += len(data)
         if not self.viewers:
             return
         if self.recorder is not None:
             self.recorder.add(data, keyframe=is_keyframe(data, offset))
+            if self.recorder.wants_keyframe():  # the next segment starts at one: seekable
+                self.request_keyframe(next(iter(self.viewers.values())))
         codec = codec_of(data, offset)  # read once, from the tags only
         for viewer in self.viewers.values():
             if viewer.outbox.put_frame(data, offset, decodable=viewer.decodes(codec)):
@@ -229,7 +233,7 @@ class Session:
             return None
         data = _parsable(event)
         if self.recorder is not None and event.kind not in UNRECORDED:
-            self.recorder.add(data)
+            self.recorder.add(data, kind=event.kind)
         if route.to & To.AGENT and role is Role.VIEWER:
             self.agent.forward(data, lossy=route.lossy)
         if route.to & To.VIEWERS or (route.to & To.OTHER_VIEWERS and role is Role.VIEWER):

@@ -78,6 +78,10 @@ DEVIATIONS: dict[str, str] = {
                             "two days old",
     "recording_buffer_bytes": "only the test of a recording store that falls behind: a small "
                               "buffer, so it overflows in a moment",
+    "recording_policy": "only the recording-policy test: one tag's machines recorded with a "
+                        "notice (no entries by default)",
+    "recording_keystrokes": "only the recording-policy test: keystrokes kept as timing "
+                            "(content by default)",
     "metrics": "the metrics tests switch /metrics on (off by default)",
     "metrics_token": "the metrics tests: the bearer token their Prometheus sends",
     "metrics_networks": "only the tests of the metrics access setting",

@@ -91,7 +91,7 @@ def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
             writes = WriteQueue()
             audit = Audit(store, plugins, writes, services)
             recordings = readable_recordings(settings, plugins)
-            recording = settings.recordings != "off"
+            recording = settings.recording_rules().records_any
             if recordings is not None and recording:
                 await recordings.open()
             registry = Registry(settings=settings, store=store, plugins=plugins, audit=audit,

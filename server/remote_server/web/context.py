@@ -65,7 +65,7 @@ def readable_recordings(settings: ServerSettings, plugins: Plugins) -> Recording
     """The recording store recordings are read from: while recordings are off, the one of
     ``recordings_url`` if a loaded plugin keeps such URLs (older recordings stay
     watchable), else None."""
-    if settings.recordings == "off":
+    if not settings.recording_rules().records_any:
         try:
             return open_recording_store(settings, plugins)
         except (PluginError, ConfigError):
