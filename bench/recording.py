@@ -8,6 +8,10 @@ the ``recording_s3`` store on a moto S3 server started here (when that plugin an
 are installed). Each row gives the frames per second a viewer received, the megabytes a
 second recorded, the server's CPU per frame, and the ratio to recordings off.
 
+A second table paces 1 MB frames at fixed rates instead: the rate a store sustains with
+its recordings complete (at an unbounded rate every store falls behind and the recording
+is cut short, by design, without slowing the viewer).
+
     uv run python -m bench.recording            # 1 MB and 100 kB frames, 3 repeats
     uv run python -m bench.recording --quick    # a smoke run
 """
@@ -27,7 +31,7 @@ from typing import Any
 
 import httpx
 
-from bench.relay import _logins, free_port, ours, throughput, wait_port
+from bench.relay import _logins, free_port, ours, session, stream, throughput, wait_port
 from bench.report import report
 
 WS, LOOP = "websockets-sansio", "auto"
@@ -81,12 +85,37 @@ def measure(mode_env: dict[str, str], size: int, seconds: float
         fps, cpu = asyncio.run(throughput("ours", port, 1, size, seconds, proc.pid))
         if not mode_env:
             return fps, cpu, 0.0, "-"
-        time.sleep(1.0)  # the last recording's end is written
+        return (fps, cpu, *recorded(port))
+
+
+def recorded(port: int) -> tuple[float, str]:
+    """Megabytes the server's recordings hold, and their states, once every one ended
+    (the last may still be writing what it queued: at most 30 s, FLUSH_TIMEOUT)."""
+    deadline = time.monotonic() + 40
+    while True:
         rows = httpx.get(f"http://127.0.0.1:{port}/api/recordings", timeout=30, headers={
             "Authorization": f"Bearer {_logins[port]}"}).json()
-        recorded = sum(r["bytes"] for r in rows) / 1e6
-        states = ", ".join(sorted({r["state"] for r in rows})) or "none"
-        return fps, cpu, recorded, states
+        if all(r["state"] != "recording" for r in rows) or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    states = ", ".join(sorted({r["state"] for r in rows})) or "none"
+    return sum(r["bytes"] for r in rows) / 1e6, states
+
+
+def sustained(mode_env: dict[str, str], size: int, fps: float, seconds: float
+              ) -> tuple[float, float, float, str]:
+    """Frames paced at ``fps`` for ``seconds``: megabytes sent, the rate the viewer
+    received them at, and what was recorded (megabytes, states)."""
+    frames = max(10, int(fps * seconds))
+
+    async def run(port: int) -> float:
+        async with session("ours", port, 1) as s:
+            elapsed, _ = await stream(s, size, frames, fps)
+        return frames / elapsed
+
+    with ours(WS, LOOP, **mode_env) as (port, _proc):
+        got = asyncio.run(run(port))
+        return (frames * size / 1e6, got * size / 1e6, *recorded(port))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -114,6 +143,15 @@ def main(argv: list[str] | None = None) -> None:
                              "mb_s": fps * size / 1e6, "cpu_us_frame": cpu,
                              "vs_off": fps / best["off"][0], "recorded_mb": recorded,
                              "state": states})
+    paced: list[dict[str, Any]] = []
+    with moto_s3() as s3_url:
+        stores = {name: env for name, env in modes(s3_url).items() if env}
+        for fps in (10,) if args.quick else (25, 50, 100):
+            for name, env in stores.items():
+                sent, got, held, states = sustained(env, 1_000_000, fps, seconds)
+                paced.append({"recording": name, "paced_mb_s": fps, "received_mb_s": got,
+                              "sent_mb": sent, "recorded_mb": held, "state": states})
+                time.sleep(0.5)
     report("recording", rows, title="Relay throughput with recording on against off "
                                     "(1 agent -> 1 viewer)",
            notes=[f"frames_s: best of {repeats} interleaved runs of {seconds:g} s; mb_s: "
@@ -123,6 +161,11 @@ def main(argv: list[str] | None = None) -> None:
                   "incomplete when the store fell behind and the recording was cut short.",
                   "The machine (2 cores) runs the server, the peers, and for s3 the moto "
                   "server beside them."])
+    report("recording_sustained", paced, title="Recording at a paced rate (1 MB frames, "
+                                               "1 agent -> 1 viewer)",
+           notes=[f"Each row sends {seconds:g} s of 1 MB frames paced at paced_mb_s; "
+                  "received_mb_s: what the viewer got; recorded_mb against sent_mb: what the "
+                  "recording holds; state: complete when the store kept up."])
 
 
 if __name__ == "__main__":

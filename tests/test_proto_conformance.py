@@ -107,6 +107,8 @@ CONTRACT_MESSAGES: dict[str, list[tuple[str, int, str, str]]] = {
                  ("data", 4, BY, ""), ("last", 5, B, ""), ("sha256", 6, S, "")],
     "FileAck": [("viewer_id", 1, S, ""), ("request_id", 2, U32, ""), ("bytes", 3, U64, "")],
     "FileClose": [("viewer_id", 1, S, ""), ("reason", 2, S, "")],
+    "RecordingNote": [("kind", 1, S, ""), ("technician", 2, S, ""), ("viewer_id", 3, S, ""),
+                      ("data", 4, BY, ""), ("text", 5, S, "")],
 }
 
 # Fields beyond SPEC in SPEC's messages (CONTRACT 1: numbers 100 and up).
@@ -119,6 +121,7 @@ CONTRACT_FIELDS: dict[str, list[tuple[str, int, str, str]]] = {
     "ConsentRequest": [("organization", 100, S, ""), ("recorded", 101, B, ""),
                        ("backstage", 102, B, ""), ("file_transfer", 103, B, "")],
     "Participant": [("backstage", 100, B, ""), ("file_transfer", 101, B, "")],
+    "Participants": [("recording", 100, B, "")],
 }
 
 SPEC_ENUMS: dict[str, list[tuple[str, int]]] = {
@@ -170,7 +173,8 @@ CONTRACT_EXTENSIONS = [("display_info", 100, "DisplayInfo"),
                        ("file_reply", 109, "FileReply"),
                        ("file_data", 110, "FileData"),
                        ("file_ack", 111, "FileAck"),
-                       ("file_close", 112, "FileClose")]
+                       ("file_close", 112, "FileClose"),
+                       ("recording_note", 113, "RecordingNote")]
 
 _SCALARS = {
     FD.TYPE_STRING: S, FD.TYPE_BOOL: B, FD.TYPE_BYTES: BY, FD.TYPE_INT32: I32,

@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-__all__ = ["ALLOWED", "BACKSTAGE_KINDS", "CHANNEL_KINDS", "FILE_KINDS", "INPUT_KINDS", "ROUTES",
-           "Channel", "Role", "Route", "To", "routes_from"]
+__all__ = ["ALLOWED", "BACKSTAGE_KINDS", "CHANNEL_KINDS", "FILE_KINDS", "INPUT_KINDS",
+           "RECORDING_ONLY", "ROUTES", "Channel", "Role", "Route", "To", "routes_from"]
 
 
 class Role(enum.Enum):
@@ -139,6 +139,10 @@ ROUTES: Mapping[tuple[Role, str], Route] = MappingProxyType({
     (_S, "file_ack"): Route(To.AGENT | To.VIEWERS, channel=_F),
     (_S, "file_close"): Route(To.AGENT, channel=_F),
 })
+
+
+RECORDING_ONLY = frozenset({"recording_note"})
+"""Kinds only session recordings hold: no row, so nobody sends them on a socket."""
 
 
 def routes_from(role: Role) -> dict[str, Route]:

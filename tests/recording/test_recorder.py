@@ -10,10 +10,11 @@ import time
 import anyio
 import anyio.lowlevel
 import pytest
-from remote_server.relay.recorder import SessionRecorder
+from remote_server.relay.recorder import SessionRecorder, typing_timing
 
 from remote_core.errors import NotFoundError, StoreError
 from remote_core.interfaces import RecordingStore
+from remote_core.protocol import pb, wrap
 from remote_core.recording import verify
 
 pytestmark = pytest.mark.anyio
@@ -145,3 +146,14 @@ async def test_the_end_writes_what_waits_even_without_the_writer_task() -> None:
     assert finished.segments == 5
     assert verify(record.id, written(store, record.id), final=finished.sha256,
                   count=5).intact
+
+
+def test_typing_kept_as_timing_says_when_never_what() -> None:
+    key = wrap("key_event", pb.KeyEvent(down=True, key_type=pb.KEY_UNICODE, unicode="p",
+                                        vk_code=80, scan_code=25,
+                                        modifiers=pb.Modifiers(ctrl=True)))
+    assert typing_timing(key) == wrap("key_event", pb.KeyEvent(down=True))
+    typed = wrap("recording_note", pb.RecordingNote(kind="terminal_input", technician="tech",
+                                                    viewer_id="v1", data=b"secret\r"))
+    assert typing_timing(typed) == wrap("recording_note", pb.RecordingNote(
+        kind="terminal_input", technician="tech", viewer_id="v1"))

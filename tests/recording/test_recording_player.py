@@ -3,7 +3,8 @@ H.264), found on the console's recordings page in Chromium and played in its pla
 draws with the live viewer's code. The canvas shows, at a seek point, what the recording's
 frames show at that time (decoded in Python with the viewers' codec plugins); seeking by an
 event lands on it; playing at 8x reaches the last picture; the integrity badge says intact,
-and "not intact" once a stored byte changes.
+and "not intact" once a stored byte changes. A command run in the console's terminal
+(a real agent's shell) is an event of its recording, and the player shows its output.
 
 Under the shipped CSP: any page error, console error or violation fails the test.
 """
@@ -219,3 +220,46 @@ def test_the_recordings_page_is_the_permissions_own(server: ServerProcess, api: 
         page.goto(f"{server.url}/console/player.html?recording=any-recording")
         page.locator("#state[data-state='error']").wait_for()
         assert "'recordings' permission" in page.inner_text("#state")
+
+
+def test_a_recorded_terminal_plays_with_its_commands_as_events(
+        tmp_path: Path, display: Xvfb, server: ServerProcess, api: Api, browser: Any) -> None:
+    """A technician runs a command in the console's terminal (no screen viewer): the
+    recording holds it; the player lists the command as an event and shows the output."""
+    agent_id, key = api.machine_with_key()
+    agent = AgentProcess(tmp_path / "agent", display.display, "--server", server.url,
+                         "--key", key, REMOTE_AGENT_BACKSTAGE_SHELL="/bin/bash")
+    try:
+        session_id = api.live_session(agent_id)["id"]
+        with watched_context(browser) as context:
+            page = context.new_page()
+            log_in(page, server.url, "admin", ADMIN_PASSWORD)
+            with page.expect_popup() as popup:
+                page.evaluate("(id) => window.open(`./terminal.html?session=${id}`)",
+                              session_id)
+            term = popup.value
+            term.wait_for_selector("#state[data-state=connected]", timeout=30_000)
+            term.click("#terminal")
+            term.keyboard.type("echo recorded-$((6*7))")
+            term.keyboard.press("Enter")
+            wait_until(lambda: any(line.startswith("recorded-42") for line in
+                                   term.evaluate("window.remoteTerminal.lines()")),
+                       what="the command's output")
+            term.close()
+            [ended] = wait_until(lambda: api.events(session_id, "recording.finished"),
+                                 what="the recording's end audited")
+            recording_id = ended["detail"]["recording_id"]
+
+            page.goto(f"{server.url}/console/player.html?recording={recording_id}")
+            page.locator("#state[data-state='ready']").wait_for()
+            command = page.locator("#events button[data-kind='command']",
+                                   has_text="$ echo recorded-$((6*7))")
+            command.wait_for()
+            assert "admin opened a terminal" in page.inner_text("#events")
+            command.click()
+            wait_until(lambda: page.evaluate(SETTLED), what="the command's seek drawn")
+            assert "recorded-42" not in page.inner_text("#terminal-log")  # not run yet
+            seek(page, page.evaluate("window.remotePlayer.state.duration"))
+            assert "recorded-42" in page.inner_text("#terminal-log")
+    finally:
+        agent.stop()

@@ -17,6 +17,8 @@ from remote_core.protocol import pb
 from remote_core.recording import HEADER, read_segment
 
 from .conftest import Admin, Peer, relay_settings
+from .test_backstage import terminal
+from .test_files import file_viewer
 
 pytestmark = pytest.mark.anyio
 
@@ -229,4 +231,58 @@ async def test_a_full_segment_has_the_relay_ask_for_a_keyframe_so_playback_can_s
 
     [row] = await eventually(ended, 10, "the recording's end")
     assert row["segments"] == 2  # cut at the keyframe asked for
+    await agent.close()
+
+
+async def test_terminals_and_file_transfers_are_recorded_as_they_happened(
+        server: LiveServer, admin: Admin, folder: Path) -> None:
+    """A technician with a terminal and the machine's files, and no screen: the recording
+    runs from the first channel to the last, and holds the terminal's input (a note) and
+    output (as relayed), and each transfer's end, in the order they happened."""
+    agent = await Peer.agent(server, admin.key(admin.machine())[1])
+    session_id = await agent.accepted()
+    shell, shell_id = await terminal(server, admin, session_id, agent)
+    await shell.send("backstage_data", pb.BackstageData(data=b"ls\r"))
+    assert (await agent.expect("backstage_data")).data == b"ls\r"
+    await agent.send("backstage_data", pb.BackstageData(viewer_id=shell_id,
+                                                        data=b"ls\r\nreport.txt\r\n$ "))
+    await shell.expect("backstage_data")
+    files, files_id = await file_viewer(server, admin, session_id, agent)
+    await files.send("file_request", pb.FileRequest(request_id=1, op=pb.FILE_OP_DOWNLOAD,
+                                                    path="/home/report.txt"))
+    await agent.expect("file_request")
+    await agent.send("file_reply", pb.FileReply(viewer_id=files_id, request_id=1, size=5))
+    await files.expect("file_reply")
+    await agent.send("file_data", pb.FileData(viewer_id=files_id, request_id=1, data=b"hello",
+                                              last=True, sha256="aa" * 32))
+    await files.expect("file_data")
+    await shell.close()
+    await agent.expect("backstage_close")
+    await files.close()
+    await agent.expect("file_close")
+
+    def ended() -> list[dict[str, Any]]:
+        rows = admin.ok("GET", "/api/recordings", params={"session_id": session_id})
+        return [r for r in rows if r["state"] != "recording"]
+
+    [row] = await eventually(ended, 10, "the recording's end")
+    assert row["technicians"] == [admin.username]
+    held = []
+    for path in sorted((folder / "store" / row["id"]).glob("*.seg")):
+        for _, data in read_segment(path.read_bytes()).records:
+            message = pb.Message()
+            message.ParseFromString(data)
+            kind = message.WhichOneof("payload")
+            if kind == "recording_note":
+                note = message.recording_note
+                assert (note.technician, note.viewer_id) == (
+                    admin.username, shell_id if note.kind.startswith("terminal") else files_id)
+                held.append((note.kind, note.data or note.text))
+            else:
+                held.append((kind, message.backstage_data.data))
+    assert held == [
+        ("terminal_opened", ""), ("terminal_input", b"ls\r"),
+        ("backstage_data", b"ls\r\nreport.txt\r\n$ "), ("files_opened", ""),
+        ("file", "downloaded /home/report.txt (5 bytes)"),
+        ("terminal_closed", "peer disconnected"), ("files_closed", "peer disconnected")]
     await agent.close()

@@ -22,13 +22,16 @@ import anyio
 
 from remote_core.errors import StoreError
 from remote_core.interfaces import RecordingStore
-from remote_core.protocol import pb
+from remote_core.protocol import Channel, pb, wrap
 from remote_core.recording import SEGMENT_BYTES, Chain, RecordingWriter, first_link
 from remote_core.records import RecordingRecord, utcnow
 
-__all__ = ["Finished", "SessionRecorder", "keystroke_timing", "recording_detail"]
+__all__ = ["NOTE_NAME", "Finished", "SessionRecorder", "recording_detail", "typing_timing"]
 
 log = logging.getLogger(__name__)
+
+NOTE_NAME = {Channel.TERMINAL: "terminal", Channel.FILES: "files"}
+"""How a channel's opening and closing notes name it (``terminal_opened``, ...)."""
 
 FLUSH_TIMEOUT = 30.0
 """Seconds the end of a recording may take to write what is still queued."""
@@ -55,14 +58,18 @@ def recording_detail(finished: Finished) -> dict[str, object]:
             "technicians": list(finished.technicians)}
 
 
-def keystroke_timing(message: bytes) -> bytes:
-    """A ``KeyEvent`` message with only what says when a key went down or up: which key,
-    character and modifiers are gone (``recording_keystrokes = timing``)."""
+def typing_timing(message: bytes) -> bytes:
+    """What a technician typed, with only its timing left (``recording_keystrokes =
+    timing``): a ``KeyEvent`` keeps whether the key went down or up, never which key,
+    character or modifiers; a terminal's input note keeps no bytes."""
     parsed = pb.Message()
     parsed.ParseFromString(message)
-    down = parsed.key_event.down
-    parsed.key_event.Clear()
-    parsed.key_event.down = down
+    if parsed.WhichOneof("payload") == "key_event":
+        down = parsed.key_event.down
+        parsed.key_event.Clear()
+        parsed.key_event.down = down
+    else:
+        parsed.recording_note.ClearField("data")
     return parsed.SerializeToString()
 
 
@@ -129,17 +136,28 @@ class SessionRecorder:
         self.current = _Recording(record, self.segment_bytes)
         return record
 
-    def add(self, message: bytes, *, keyframe: bool = False, kind: str = "") -> None:
-        """Record one message as the relay forwarded it (``kind``: its payload's name)."""
+    def add(self, message: bytes, *, keyframe: bool = False, typed: bool = False) -> None:
+        """Record one message as the relay forwarded it (``typed``: it carries what a
+        technician typed, kept as timing only unless ``keystrokes``)."""
         recording = self.current
         if recording is None or recording.cut:
             return
-        if kind == "key_event" and not self.keystrokes:
-            message = keystroke_timing(message)
+        if typed and not self.keystrokes:
+            message = typing_timing(message)
         at_ms = int((time.monotonic() - recording.began) * 1000)
         sealed = recording.writer.add(at_ms, message, keyframe=keyframe)
         if sealed is not None:
             self._enqueue(recording, sealed)
+
+    def note(self, kind: str, technician: str | None, viewer_id: str, *, data: bytes = b"",
+             text: str = "") -> None:
+        """Record what a viewer's own channel did (a ``RecordingNote``): a terminal's input,
+        a file transfer's end, a channel opening or closing."""
+        if self.current is None:
+            return
+        self.add(wrap("recording_note", pb.RecordingNote(
+            kind=kind, technician=technician or "", viewer_id=viewer_id, data=data, text=text)),
+            typed=kind == "terminal_input")
 
     def wants_keyframe(self) -> bool:
         """The running recording's segment is full: a keyframe would start the next one, so

@@ -43,7 +43,7 @@ from .audit import Audit
 from .consent import Ask, Standing
 from .index import SessionIndex
 from .link import Link
-from .recorder import recording_detail
+from .recorder import NOTE_NAME, recording_detail
 from .rules import (
     CLOSED,
     can_control,
@@ -322,6 +322,8 @@ class Registry:
             except WindowError as exc:
                 return str(exc)
         message.viewer_id = sender.id
+        if event.kind == "backstage_data" and session.recorder is not None:
+            session.recorder.note("terminal_input", sender.actor, sender.id, data=message.data)
         if event.kind == "backstage_data":
             # Input waits (and so does this viewer's socket) while the agent's outbox is
             # half full: a huge paste slows its sender, never closes the agent.
@@ -349,6 +351,8 @@ class Registry:
                                     code=CloseCode.NORMAL)
             return None
         viewer.forward(event.data)
+        if session.recorder is not None:
+            session.recorder.add(event.data)  # what the technician saw
         return None
 
     async def _on_terminal_closed(self, session: Session, _sender: Link,
@@ -488,6 +492,9 @@ class Registry:
                           resumed_at=transfer.offset)
         if ended.error:
             detail.update(error=escaped(ended.error, 40), message=escaped(ended.message, 300))
+        if session.recorder is not None:
+            session.recorder.note("file", viewer.actor, viewer.id,
+                                  text=ended.text())
         await self.audit.record(AuditEvent(
             kind, session_id=session.session_id, agent_id=session.agent_id,
             actor=viewer.actor, client_ip=viewer.client_ip, detail=detail))
@@ -507,8 +514,10 @@ class Registry:
         session, link = await self._admission.join_viewer(
             session_id=session_id, user_id=user_id, password_version=password_version,
             token_generation=token_generation, request=request, client_ip=client_ip)
-        if link.id in session.viewers:  # a screen viewer (a channel's is not recorded yet)
-            await self._start_recording(session, link.actor or link.id)
+        await self._start_recording(session, link.actor or link.id)
+        channel = link.conn.channel
+        if channel is not None and session.recorder is not None:
+            session.recorder.note(f"{NOTE_NAME[channel]}_opened", link.actor, link.id)
         return session, link
 
     async def admission(self, session_id: str, user_id: str, *,
@@ -597,7 +606,7 @@ class Registry:
             session.agent.send("stop_stream", pb.StopStream(viewer_id=viewer.id))
             session.tell_participants()
         with anyio.CancelScope(shield=True):
-            if not session.viewers:
+            if not session.viewers and not session.channels:
                 await self._stop_recording(session, "the last technician left")
             await self.audit.record(AuditEvent(
                 "viewer.left", session_id=session.session_id, agent_id=session.agent_id,
@@ -635,7 +644,12 @@ class Registry:
             detail["unfinished_transfers"] = sorted(
                 t.path for t in viewer.transfers.open.values()
                 if t.op in (pb.FILE_OP_UPLOAD, pb.FILE_OP_DOWNLOAD))
+        if session.recorder is not None:
+            session.recorder.note(f"{NOTE_NAME[channel]}_closed", viewer.actor, viewer.id,
+                                  text=reason)
         with anyio.CancelScope(shield=True):
+            if not session.viewers and not session.channels:
+                await self._stop_recording(session, "the last technician left")
             await self.audit.record(AuditEvent(
                 CLOSED[channel], session_id=session.session_id, agent_id=session.agent_id,
                 actor=viewer.actor, client_ip=viewer.client_ip, detail=detail))

@@ -233,7 +233,7 @@ class Session:
             return None
         data = _parsable(event)
         if self.recorder is not None and event.kind not in UNRECORDED:
-            self.recorder.add(data, kind=event.kind)
+            self.recorder.add(data, typed=event.kind == "key_event")
         if route.to & To.AGENT and role is Role.VIEWER:
             self.agent.forward(data, lossy=route.lossy)
         if route.to & To.VIEWERS or (route.to & To.OTHER_VIEWERS and role is Role.VIEWER):

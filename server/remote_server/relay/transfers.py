@@ -17,6 +17,7 @@ from typing import Any
 from remote_core.protocol import pb
 from remote_core.protocol.files import CHUNK, WINDOW
 from remote_core.protocol.window import Window, WindowError
+from remote_core.textrules import escaped
 
 __all__ = ["MAX_OPEN", "Ended", "Transfer", "TransferBook", "TransferError"]
 
@@ -68,6 +69,22 @@ class Ended:
     @property
     def bytes(self) -> int:
         return self.transfer.offset + self.transfer.moved
+
+    def text(self) -> str:
+        """One line for a person (a recording's note): what moved, or why it did not."""
+        transfer = self.transfer
+        path = escaped(transfer.path, 1000)
+        if self.error:
+            doing = _DOING.get(transfer.op, "handle")
+            return f"could not {doing} {path}: {escaped(self.message or self.error, 300)}"
+        if transfer.op == pb.FILE_OP_MKDIR:
+            return f"created the folder {path}"
+        return f"{_DONE.get(transfer.op, 'handled')} {path} ({self.bytes} bytes)"
+
+
+_DOING: dict[int, str] = {pb.FILE_OP_UPLOAD: "upload", pb.FILE_OP_DOWNLOAD: "download",
+                         pb.FILE_OP_MKDIR: "create the folder"}
+_DONE: dict[int, str] = {pb.FILE_OP_UPLOAD: "uploaded", pb.FILE_OP_DOWNLOAD: "downloaded"}
 
 
 class TransferBook:

@@ -3,7 +3,7 @@
 // keyframe at or before the point (segments start at keyframes) and draws up to it.
 import { ApiError, api, apiBytes, token } from "./api.js";
 import { decodableCodecs } from "./codecs.js";
-import { eventOf, isKeyframe, readSegment } from "./recording.js";
+import { eventReader, isKeyframe, readSegment, terminalText } from "./recording.js";
 import { Screen } from "./screen.js";
 
 const $ = (id) => document.getElementById(id);
@@ -14,6 +14,8 @@ const player = {
   records: [], // {at, kind, payload}, in recorded order
   keyframes: [], // indexes into records of video keyframes
   events: [], // {at, index, kind, text}
+  output: [], // terminal output: {at, viewerId, text}
+  outputShown: -1, // how many of them the terminal pane shows
   loaded: 0, // segments read so far
   duration: 0,
   position: 0, // ms into the recording
@@ -48,6 +50,19 @@ function showTime() {
   for (const [i, item] of [...$("events").children].entries()) {
     item.classList.toggle("current", i === current);
   }
+  showTerminal();
+}
+
+/** The terminals' output up to the position (the last 20,000 characters of it). */
+function showTerminal() {
+  let count = 0;
+  while (count < player.output.length && player.output[count].at <= player.position) count += 1;
+  if (count === player.outputShown) return;
+  player.outputShown = count;
+  $("terminal-section").hidden = player.output.length === 0;
+  const text = player.output.slice(0, count).map((o) => o.text).join("");
+  $("terminal-log").textContent = text.slice(-20000);
+  $("terminal-log").scrollTop = $("terminal-log").scrollHeight;
 }
 
 // ---- loading ---------------------------------------------------------------------
@@ -60,13 +75,18 @@ function fact(name, value) {
   $("facts").append(dt, dd);
 }
 
+const readEvents = eventReader();
+
 function addRecords(segment) {
   for (const record of segment.records) {
     const index = player.records.length;
     player.records.push(record);
     if (record.kind === "videoFrame" && isKeyframe(record.payload)) player.keyframes.push(index);
-    const event = eventOf(record);
-    if (event) addEvent({ ...event, at: record.at, index });
+    if (record.kind === "backstageData") {
+      player.output.push({ at: record.at, viewerId: record.payload.viewerId,
+        text: terminalText(record.payload.data) });
+    }
+    for (const event of readEvents(record)) addEvent({ ...event, at: record.at, index });
     player.duration = Math.max(player.duration, record.at);
   }
 }

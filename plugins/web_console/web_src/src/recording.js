@@ -45,22 +45,66 @@ export function isKeyframe(frame) {
 }
 
 const SPECIAL_KEYS = ["Ctrl+Alt+Del", "Lock screen", "Print Screen"];
+const NOTES = {
+  terminal_opened: ["command", (n) => `${n.technician} opened a terminal`],
+  terminal_closed: ["command", (n) => `Terminal closed${n.text ? `: ${n.text}` : ""}`],
+  files_opened: ["file", (n) => `${n.technician} opened the machine's files`],
+  files_closed: ["file", (n) => `Files closed${n.text ? `: ${n.text}` : ""}`],
+  file: ["file", (n) => `${n.technician} ${n.text}`],
+};
 
-/** What a record is worth listing as an event to seek to ({kind, text}), or null. */
-export function eventOf(record) {
-  const { kind, payload } = record;
-  switch (kind) {
-    case "chatMessage":
-      return { kind: "chat", text: `${payload.sender || "client"}: ${payload.content}` };
-    case "clipboardData":
-      return { kind: "clipboard", text: `Clipboard: ${payload.data.length} bytes` };
-    case "specialKey":
-      return { kind: "command", text: `Sent ${SPECIAL_KEYS[payload.key] || "a special key"}` };
-    case "switchDisplay":
-      return { kind: "display", text: `Switched to display ${payload.displayId}` };
-    case "disconnect":
-      return { kind: "end", text: `Disconnected: ${payload.reason || "no reason given"}` };
-    default:
-      return null;
+// Terminal output as text: escape sequences (colours, cursor moves, titles) dropped.
+const ESCAPES = /\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|\r(?!\n)/g;
+export function terminalText(bytes) {
+  return new TextDecoder().decode(bytes).replace(ESCAPES, "").replace(/\r\n/g, "\n");
+}
+
+/** A reader of a recording's records in order, saying which are events to seek to:
+ * read(record) returns [{kind, text}] (most often none). It keeps each terminal's typed
+ * line, so a command is one event when Enter ends it. */
+export function eventReader() {
+  const lines = new Map(); // terminal viewer id -> the line typed so far
+  return (record) => {
+    const { kind, payload } = record;
+    switch (kind) {
+      case "chatMessage":
+        return [{ kind: "chat", text: `${payload.sender || "client"}: ${payload.content}` }];
+      case "clipboardData":
+        return [{ kind: "clipboard", text: `Clipboard: ${payload.data.length} bytes` }];
+      case "specialKey":
+        return [{ kind: "command", text: `Sent ${SPECIAL_KEYS[payload.key] || "a special key"}` }];
+      case "switchDisplay":
+        return [{ kind: "display", text: `Switched to display ${payload.displayId}` }];
+      case "disconnect":
+        return [{ kind: "end", text: `Disconnected: ${payload.reason || "no reason given"}` }];
+      case "recordingNote":
+        if (payload.kind === "terminal_input") return typed(lines, payload);
+        if (payload.kind in NOTES) {
+          const [eventKind, text] = NOTES[payload.kind];
+          return [{ kind: eventKind, text: text(payload) }];
+        }
+        return [];
+      default:
+        return [];
+    }
+  };
+}
+
+/** A terminal's input: each line Enter ends is a command event (backspaces applied,
+ * other control characters dropped); input kept as timing only (no bytes) is none. */
+function typed(lines, note) {
+  const found = [];
+  let line = lines.get(note.viewerId) || "";
+  for (const char of new TextDecoder().decode(note.data)) {
+    if (char === "\r" || char === "\n") {
+      if (line.trim()) found.push({ kind: "command", text: `$ ${line.trim()}` });
+      line = "";
+    } else if (char === "\x7f" || char === "\b") {
+      line = line.slice(0, -1);
+    } else if (char >= " ") {
+      line += char;
+    }
   }
+  lines.set(note.viewerId, line.slice(-500));
+  return found;
 }
