@@ -123,10 +123,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="a small smoke run")
     parser.add_argument("--seconds", type=float, default=4.0, help="per measurement")
     parser.add_argument("--repeats", type=int, default=3, help="interleaved runs per row")
+    parser.add_argument("--paced-only", action="store_true", help="only the paced table")
     args = parser.parse_args(argv)
     seconds, repeats, sizes = args.seconds, args.repeats, (1_000_000, 100_000)
     if args.quick:
         seconds, repeats, sizes = 0.5, 1, (1_000_000,)
+    if args.paced_only:
+        sizes = ()
     rows: list[dict[str, Any]] = []
     with moto_s3() as s3_url:
         kinds = modes(s3_url)
@@ -146,21 +149,22 @@ def main(argv: list[str] | None = None) -> None:
     paced: list[dict[str, Any]] = []
     with moto_s3() as s3_url:
         stores = {name: env for name, env in modes(s3_url).items() if env}
-        for fps in (10,) if args.quick else (25, 50, 100):
+        for fps in (10,) if args.quick else (50, 100, 200, 400):
             for name, env in stores.items():
                 sent, got, held, states = sustained(env, 1_000_000, fps, seconds)
                 paced.append({"recording": name, "paced_mb_s": fps, "received_mb_s": got,
                               "sent_mb": sent, "recorded_mb": held, "state": states})
                 time.sleep(0.5)
-    report("recording", rows, title="Relay throughput with recording on against off "
-                                    "(1 agent -> 1 viewer)",
-           notes=[f"frames_s: best of {repeats} interleaved runs of {seconds:g} s; mb_s: "
-                  "what the viewer received (and the recording wrote); cpu_us_frame: the "
-                  "server's CPU time per frame; vs_off: frames_s over recordings off (goal "
-                  ">= 0.9 at 1 MB frames); recorded_mb: what the recordings hold; state: "
-                  "incomplete when the store fell behind and the recording was cut short.",
-                  "The machine (2 cores) runs the server, the peers, and for s3 the moto "
-                  "server beside them."])
+    if rows:
+        report("recording", rows, title="Relay throughput with recording on against off "
+                                        "(1 agent -> 1 viewer)",
+               notes=[f"frames_s: best of {repeats} interleaved runs of {seconds:g} s; mb_s: "
+                      "what the viewer received (and the recording wrote); cpu_us_frame: the "
+                      "server's CPU time per frame; vs_off: frames_s over recordings off (goal "
+                      ">= 0.9 at 1 MB frames); recorded_mb: what the recordings hold; state: "
+                      "incomplete when the store fell behind and the recording was cut short.",
+                      "The machine (2 cores) runs the server, the peers, and for s3 the moto "
+                      "server beside them."])
     report("recording_sustained", paced, title="Recording at a paced rate (1 MB frames, "
                                                "1 agent -> 1 viewer)",
            notes=[f"Each row sends {seconds:g} s of 1 MB frames paced at paced_mb_s; "

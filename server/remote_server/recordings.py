@@ -26,11 +26,12 @@ from remote_core.records import AuditEvent, Keyset, RecordingRecord, utcnow
 from remote_core.types import EncodedFrame
 from remote_core.video import from_wire
 
+from .recording_policy import Retention
 from .relay.audit import Audit
 from .settings import ServerSettings
 
-__all__ = ["export_recording", "keep_recordings", "purge_recordings", "segments",
-           "verify_recording", "video_of"]
+__all__ = ["export_recording", "keep_recordings", "purge_expired", "purge_recordings",
+           "segments", "verify_recording", "video_of"]
 
 log = logging.getLogger(__name__)
 
@@ -71,41 +72,76 @@ async def purge_recordings(store: Store, recordings: RecordingStore | None, audi
     next purge). A segment the store cannot remove leaves its row, so nothing is lost
     track of: the purge stops there, to be tried again.
     """
-    after = Keyset(started_before, "") if started_before is not None else None
     purged = 0
+    async for record in _listed(store, session_id=session_id, agent_id=agent_id,
+                                started_before=started_before):
+        purged += await _purge(store, recordings, audit, record, reason=reason, actor=actor,
+                               client_ip=client_ip)
+    return purged
+
+
+async def _listed(store: Store, *, session_id: str | None = None, agent_id: str | None = None,
+                  started_before: datetime | None = None) -> AsyncIterator[RecordingRecord]:
+    """Recordings that ended, newest first, a page at a time."""
+    after = Keyset(started_before, "") if started_before is not None else None
     while True:
         batch = await store.list_recordings(session_id=session_id, agent_id=agent_id,
                                             limit=100, after=after)
         if not batch:
-            return purged
+            return
         after = Keyset(batch[-1].started_at, batch[-1].id)
         for record in batch:
-            if record.state == "recording":
-                continue
-            if recordings is not None:
-                await recordings.delete_recording(record.id)
-            if await store.delete_recording(record.id):
-                purged += 1
-                await audit.record(AuditEvent(
-                    "recording.purged", session_id=record.session_id, agent_id=record.agent_id,
-                    actor=actor, client_ip=client_ip,
-                    detail={"recording_id": record.id, "reason": reason,
-                            "sha256": record.sha256}))
+            if record.state != "recording":
+                yield record
+
+
+async def _purge(store: Store, recordings: RecordingStore | None, audit: Audit,
+                 record: RecordingRecord, *, reason: str, actor: str | None = None,
+                 client_ip: str | None = None) -> int:
+    """Remove one recording, audited; 1 once its row is gone."""
+    if recordings is not None:
+        await recordings.delete_recording(record.id)
+    if not await store.delete_recording(record.id):
+        return 0
+    await audit.record(AuditEvent(
+        "recording.purged", session_id=record.session_id, agent_id=record.agent_id,
+        actor=actor, client_ip=client_ip,
+        detail={"recording_id": record.id, "reason": reason, "sha256": record.sha256}))
+    return 1
+
+
+async def purge_expired(store: Store, recordings: RecordingStore | None, audit: Audit,
+                        retention: Retention, now: datetime) -> int:
+    """Remove the recordings past their machine's retention (its own entry, its tags',
+    its organization's or every machine's); return how many."""
+    if not retention.shortest:
+        return 0
+    machines: dict[str, tuple[str, tuple[str, ...]]] = {}  # agent id -> organization, tags
+    purged = 0
+    async for record in _listed(store, started_before=now - timedelta(days=retention.shortest)):
+        if record.agent_id not in machines:
+            machine = await store.get_machine(record.agent_id)
+            machines[record.agent_id] = ((machine.organization, machine.tags)
+                                         if machine is not None else ("", ()))
+        organization, tags = machines[record.agent_id]
+        days = retention.days(agent_id=record.agent_id, organization=organization, tags=tags)
+        if days and record.started_at < now - timedelta(days=days):
+            purged += await _purge(store, recordings, audit, record,
+                                   reason=f"older than {days} day" + "s" * (days != 1))
+    return purged
 
 
 async def keep_recordings(store: Store, recordings: RecordingStore | None, audit: Audit,
-                          days: int, every: float = RETENTION_EVERY) -> None:
-    """Purge recordings older than ``days`` now and then, for the server's life."""
+                          retention: Retention, every: float = RETENTION_EVERY) -> None:
+    """Purge recordings past their retention now and then, for the server's life."""
     while True:
-        cutoff = utcnow() - timedelta(days=days)
         try:
-            gone = await purge_recordings(store, recordings, audit, started_before=cutoff,
-                                          reason=f"older than {days} day" + "s" * (days != 1))
+            gone = await purge_expired(store, recordings, audit, retention, utcnow())
         except StoreError as exc:
             log.warning("recordings past their retention not purged yet: %s", exc)
         else:
             if gone:
-                log.info("purged %d recordings past their retention (%d days)", gone, days)
+                log.info("purged %d recordings past their retention", gone)
         await anyio.sleep(every)
 
 

@@ -15,7 +15,7 @@ from typing import ClassVar
 from remote_core.errors import ConfigError
 from remote_core.settings import PluginSettings, option, positive
 
-from .recording_policy import RecordingPolicy
+from .recording_policy import RecordingPolicy, Retention
 
 __all__ = ["ServerSettings"]
 
@@ -73,6 +73,11 @@ class ServerSettings(PluginSettings):
                           "recording is cut short (marked incomplete); never slows viewers")
     recordings_keep_days: int = option(
         0, "days a recording is kept; older ones are purged (audited). 0 keeps them")
+    recording_retention: tuple[str, ...] = option(
+        (), "retentions other than RECORDINGS_KEEP_DAYS' for some machines: "
+            "organization:NAME=DAYS, tag:NAME=DAYS or machine:AGENT_ID=DAYS entries (0 "
+            "keeps them); a machine's own entry wins, then its tags' (the longest), then "
+            "its organization's")
     heartbeat_interval: float = option(15.0, "seconds between heartbeats")
     heartbeat_timeout: float = option(45.0, "seconds of silence before a peer is dropped")
     first_message_timeout: float = option(10.0, "seconds to wait for session_request")
@@ -182,6 +187,10 @@ class ServerSettings(PluginSettings):
         """``recordings`` and ``recording_policy``, read (valid: validate() checked them)."""
         return RecordingPolicy.parse(self.recordings, self.recording_policy)
 
+    def retention_rules(self) -> Retention:
+        """``recordings_keep_days`` and ``recording_retention``, read (valid)."""
+        return Retention.parse(self.recordings_keep_days, self.recording_retention)
+
     def validate(self) -> None:
         super().validate()
         if not 0 <= self.port <= 65535:
@@ -191,9 +200,7 @@ class ServerSettings(PluginSettings):
                  "max_pending_sockets",
                  "heartbeat_interval", "heartbeat_timeout", "first_message_timeout",
                  "signing_key_refresh", "request_body_timeout", "recording_buffer_bytes")
-        if self.recordings_keep_days < 0:
-            raise ConfigError("setting 'recordings_keep_days' must be 0 (keep) or more, got "
-                              f"{self.recordings_keep_days}")
+        Retention.parse(self.recordings_keep_days, self.recording_retention)
         RecordingPolicy.parse(self.recordings, self.recording_policy)
         if self.recording_keystrokes not in {"content", "timing"}:
             raise ConfigError("setting 'recording_keystrokes' must be content or timing, got "

@@ -8,11 +8,12 @@ timing only, a recorded key event says when a key went down, never which.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from remote_server.recording_policy import RecordingPolicy
+from remote_server.recording_policy import RecordingPolicy, Retention
 from remote_server.testing.liveserver import LiveServer, eventually, live_server
 
 from remote_core.errors import ConfigError
@@ -105,13 +106,30 @@ def test_the_most_specific_entry_wins() -> None:
 
 @pytest.mark.parametrize(("default", "entries", "said"), [
     ("always", [], "'recordings' must be off, on or notice, got 'always'"),
-    ("off", ["finance=on"], "expected organization:NAME=MODE"),
-    ("off", ["site:x=on"], "expected organization:NAME=MODE"),
-    ("off", ["tag:x=loud"], "expected organization:NAME=MODE"),
-    ("off", ["tag:=on"], "expected organization:NAME=MODE"),
-    ("off", ["tag:x=on", "tag:x=off"], "tag 'x' is given two modes, on and off"),
+    ("off", ["finance=on"], "'recording_policy': expected organization:NAME=VALUE"),
+    ("off", ["site:x=on"], "expected organization:NAME=VALUE"),
+    ("off", ["tag:x=loud"], "(VALUE off, on or notice), got 'tag:x=loud'"),
+    ("off", ["tag:=on"], "expected organization:NAME=VALUE"),
+    ("off", ["tag:x=on", "tag:x=off"], "tag 'x' is given two values, on and off"),
 ])
 def test_a_policy_that_is_not_one_is_refused_clearly(default: str, entries: list[str],
                                                       said: str) -> None:
-    with pytest.raises(ConfigError, match=said.replace("(", r"\(")):
+    with pytest.raises(ConfigError, match=re.escape(said)):
         RecordingPolicy.parse(default, entries)
+
+
+def test_the_longest_retention_of_a_machines_tags_wins() -> None:
+    retention = Retention.parse(30, ["organization:acme=7", "tag:legal=0", "tag:lab=1",
+                                     "tag:finance=365", "machine:m1=2"])
+    days = retention.days
+    assert days(agent_id="m0", organization="other", tags=()) == 30
+    assert days(agent_id="m0", organization="acme", tags=()) == 7
+    assert days(agent_id="m0", organization="acme", tags=("lab", "finance")) == 365
+    assert days(agent_id="m0", organization="acme", tags=("finance", "legal")) == 0  # for good
+    assert days(agent_id="m1", organization="acme", tags=("legal",)) == 2
+    assert retention.shortest == 1
+    assert Retention.parse(0, ["tag:legal=0"]).shortest == 0  # nothing is ever purged
+    with pytest.raises(ConfigError, match=r"\(VALUE days, 0 keeping them\), got 'tag:x=-1'"):
+        Retention.parse(0, ["tag:x=-1"])
+    with pytest.raises(ConfigError, match="'recordings_keep_days' must be 0"):
+        Retention.parse(-1, [])

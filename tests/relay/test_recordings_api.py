@@ -4,6 +4,7 @@ permission and client access decide who sees them, and watching is audited."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -156,12 +157,14 @@ async def test_purging_a_session_or_removing_its_machine_purges_its_recordings(
 
 
 async def test_recordings_past_their_retention_are_purged(tmp_path: Path) -> None:
-    """A server keeping recordings a day purges one seeded two days old at its start."""
+    """A server keeping recordings a day purges one seeded two days old at its start, but
+    not one of a machine its retention policy keeps them a month for."""
     from remote_store_sql.store import SqlStore
 
     from remote_core.records import RecordingRecord, utcnow
 
     settings = relay_settings(tmp_path, recordings="on", recordings_keep_days=1,
+                              recording_retention=("machine:a-kept=30",),
                               recordings_url=f"file://{tmp_path / 'store'}")
     seeded = SqlStore(settings.database_url)
     await seeded.open()
@@ -176,8 +179,12 @@ async def test_recordings_past_their_retention_are_purged(tmp_path: Path) -> Non
     await seeded.add_recording(fresh)
     await seeded.finish_recording(fresh.id, ended_at=utcnow(), state="complete", reason="",
                                   segments=1, bytes=3, sha256="cd" * 32)
+    kept = dataclasses.replace(old, id="kept-one", session_id="s-kept", agent_id="a-kept")
+    await seeded.add_recording(kept)
+    await seeded.finish_recording(kept.id, ended_at=utcnow(), state="complete", reason="",
+                                  segments=1, bytes=3, sha256="ef" * 32)
     await seeded.close()
-    for record in (old, fresh):
+    for record in (old, fresh, kept):
         (tmp_path / "store" / record.id).mkdir(parents=True)
         (tmp_path / "store" / record.id / "000000.seg").write_bytes(b"seg")
     with live_server(settings) as live:
@@ -185,6 +192,7 @@ async def test_recordings_past_their_retention_are_purged(tmp_path: Path) -> Non
         await eventually(lambda: admin.http.get("/api/recordings/old-one").status_code == 404,
                          10, "the old recording purged")
         assert admin.ok("GET", "/api/recordings/fresh-one")["id"] == "fresh-one"
+        assert admin.ok("GET", "/api/recordings/kept-one")["id"] == "kept-one"
         assert not (tmp_path / "store" / "old-one").exists()
         assert (tmp_path / "store" / "fresh-one").is_dir()
         purged = admin.ok("GET", "/api/events", params={"session_id": "s-old"})

@@ -82,6 +82,8 @@ DEVIATIONS: dict[str, str] = {
                         "notice (no entries by default)",
     "recording_keystrokes": "only the recording-policy test: keystrokes kept as timing "
                             "(content by default)",
+    "recording_retention": "only the retention test: one machine's recordings kept a month "
+                           "beside the one day it sets (no entries by default)",
     "metrics": "the metrics tests switch /metrics on (off by default)",
     "metrics_token": "the metrics tests: the bearer token their Prometheus sends",
     "metrics_networks": "only the tests of the metrics access setting",

@@ -131,9 +131,9 @@ def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
                     writes.start(group)
                     group.start_soon(keep_fresh, tokens, settings, store)
                     group.start_soon(registry.keep_seen)
-                    if settings.recordings_keep_days:
-                        group.start_soon(keep_recordings, store, recordings, audit,
-                                         settings.recordings_keep_days)
+                    retention = settings.retention_rules()
+                    if retention.shortest:
+                        group.start_soon(keep_recordings, store, recordings, audit, retention)
                     if metrics is not None:
                         group.start_soon(metrics.watch_loop)
                     for service in services:
