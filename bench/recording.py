@@ -31,7 +31,16 @@ from typing import Any
 
 import httpx
 
-from bench.relay import _logins, free_port, ours, session, stream, throughput, wait_port
+from bench.relay import (
+    _logins,
+    free_port,
+    ours,
+    proc_stats,
+    session,
+    stream,
+    throughput,
+    wait_port,
+)
 from bench.report import report
 
 WS, LOOP = "websockets-sansio", "auto"
@@ -40,8 +49,9 @@ S3_KEYS = {"AWS_ACCESS_KEY_ID": "bench-key", "AWS_SECRET_ACCESS_KEY": "bench-sec
 
 
 @contextlib.contextmanager
-def moto_s3() -> Iterator[str | None]:
-    """A moto S3 server with a bucket, as a recordings URL; None without the s3 store."""
+def moto_s3() -> Iterator[tuple[str, int] | None]:
+    """A moto S3 server with a bucket: a recordings URL and the server's pid; None without
+    the s3 store."""
     if not (importlib.util.find_spec("remote_recording_s3") and importlib.util.find_spec("moto")):
         yield None
         return
@@ -55,7 +65,7 @@ def moto_s3() -> Iterator[str | None]:
         wait_port(port, proc)
         endpoint = f"http://127.0.0.1:{port}"
         boto3.client("s3", endpoint_url=endpoint, **_keys()).create_bucket(Bucket="bench")
-        yield f"s3://bench/recordings?endpoint={endpoint}&region=us-east-1"
+        yield f"s3://bench/recordings?endpoint={endpoint}&region=us-east-1", proc.pid
     finally:
         proc.terminate()
         proc.wait(10)
@@ -67,25 +77,28 @@ def _keys() -> dict[str, str]:
             "region_name": S3_KEYS["AWS_DEFAULT_REGION"]}
 
 
-def modes(s3_url: str | None) -> dict[str, dict[str, str]]:
+def modes(s3: tuple[str, int] | None) -> dict[str, dict[str, str]]:
     found = {"off": {},
              "files": {"REMOTE_SUPPORT_RECORDINGS": "on",
                        "REMOTE_SUPPORT_RECORDINGS_URL": "file://{TMP}/recordings"}}
-    if s3_url is not None:
-        found["s3"] = {"REMOTE_SUPPORT_RECORDINGS": "on", "REMOTE_SUPPORT_RECORDINGS_URL": s3_url,
+    if s3 is not None:
+        found["s3"] = {"REMOTE_SUPPORT_RECORDINGS": "on", "REMOTE_SUPPORT_RECORDINGS_URL": s3[0],
                        **S3_KEYS}
     return found
 
 
-def measure(mode_env: dict[str, str], size: int, seconds: float
-            ) -> tuple[float, float, float, str]:
-    """Frames/s and server CPU per frame, then what was recorded: megabytes in the store,
-    and each recording's state (a store that fell behind cut it short)."""
+def measure(mode_env: dict[str, str], size: int, seconds: float, store_pid: int | None
+            ) -> tuple[float, float, float, float, str]:
+    """Frames/s and server CPU per frame, the CPU seconds the S3 server (``store_pid``)
+    took meanwhile, then what was recorded: megabytes in the store, and each recording's
+    state (a store that fell behind cut it short)."""
     with ours(WS, LOOP, **mode_env) as (port, proc):
+        before = proc_stats(store_pid)[1] if store_pid else 0.0
         fps, cpu = asyncio.run(throughput("ours", port, 1, size, seconds, proc.pid))
+        store_cpu = proc_stats(store_pid)[1] - before if store_pid else 0.0
         if not mode_env:
-            return fps, cpu, 0.0, "-"
-        return (fps, cpu, *recorded(port))
+            return fps, cpu, store_cpu, 0.0, "-"
+        return (fps, cpu, store_cpu, *recorded(port))
 
 
 def recorded(port: int) -> tuple[float, str]:
@@ -131,24 +144,24 @@ def main(argv: list[str] | None = None) -> None:
     if args.paced_only:
         sizes = ()
     rows: list[dict[str, Any]] = []
-    with moto_s3() as s3_url:
-        kinds = modes(s3_url)
+    with moto_s3() as s3:
+        kinds = modes(s3)
         for size in sizes:
-            best: dict[str, tuple[float, float, float, str]] = {}
+            best: dict[str, tuple[float, float, float, float, str]] = {}
             for _ in range(repeats):
                 for name, env in kinds.items():
-                    got = measure(env, size, seconds)
+                    got = measure(env, size, seconds, s3[1] if s3 else None)
                     if got[0] > best.get(name, (0.0,))[0]:
                         best[name] = got
                     time.sleep(0.5)
-            for name, (fps, cpu, recorded, states) in best.items():
+            for name, (fps, cpu, store_cpu, held, states) in best.items():
                 rows.append({"frame_bytes": size, "recording": name, "frames_s": fps,
                              "mb_s": fps * size / 1e6, "cpu_us_frame": cpu,
-                             "vs_off": fps / best["off"][0], "recorded_mb": recorded,
-                             "state": states})
+                             "vs_off": fps / best["off"][0], "s3_cpu_s": store_cpu,
+                             "recorded_mb": held, "state": states})
     paced: list[dict[str, Any]] = []
-    with moto_s3() as s3_url:
-        stores = {name: env for name, env in modes(s3_url).items() if env}
+    with moto_s3() as s3:
+        stores = {name: env for name, env in modes(s3).items() if env}
         for fps in (10,) if args.quick else (50, 100, 200, 400):
             for name, env in stores.items():
                 sent, got, held, states = sustained(env, 1_000_000, fps, seconds)
@@ -161,8 +174,10 @@ def main(argv: list[str] | None = None) -> None:
                notes=[f"frames_s: best of {repeats} interleaved runs of {seconds:g} s; mb_s: "
                       "what the viewer received (and the recording wrote); cpu_us_frame: the "
                       "server's CPU time per frame; vs_off: frames_s over recordings off (goal "
-                      ">= 0.9 at 1 MB frames); recorded_mb: what the recordings hold; state: "
-                      "incomplete when the store fell behind and the recording was cut short.",
+                      ">= 0.9 at 1 MB frames); s3_cpu_s: CPU seconds the moto S3 server took "
+                      "meanwhile (beside the server, on the same cores); recorded_mb: what the "
+                      "recordings hold; state: incomplete when the store fell behind and the "
+                      "recording was cut short.",
                       "The machine (2 cores) runs the server, the peers, and for s3 the moto "
                       "server beside them."])
     report("recording_sustained", paced, title="Recording at a paced rate (1 MB frames, "
