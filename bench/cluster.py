@@ -4,10 +4,11 @@ Three real ``remote-support serve`` nodes in cluster mode on this machine's
 NATS (127.0.0.1:4222), Redis (6379) and a PostgreSQL database of their own,
 side by side in one run:
 
-- **relay**: an agent on node a and viewers on node a (the viewer sent
-  straight to the agent's node) or on node b (relayed over the bus), 1 -> 1
-  and 1 -> 4 viewers at 100 KB and 1 MB frames: frames per second each viewer
-  receives (at most ``WINDOW`` in flight, as in ``bench/relay.py``) and the
+- **relay**: an agent on node a and viewers connected to node a itself, through
+  HAProxy naming node a (``/ws/viewer?node=a``, as the viewer token's answer says: the
+  shipped configuration sends it straight there), or to node b (which forwards them to
+  node a), 1 -> 1 and 1 -> 4 viewers at 100 KB and 1 MB frames: frames per second each
+  viewer receives (at most ``WINDOW`` in flight, as in ``bench/relay.py``) and the
   latency at 20 frames/s;
 - **idle**: ``--idle`` real agents (:mod:`remote_agent.fleet`, shipped
   heartbeat and status intervals, each from its own loopback address, as a
@@ -81,8 +82,11 @@ async def _client(url: str) -> AsyncIterator[httpx.AsyncClient]:
 
 
 @contextlib.asynccontextmanager
-async def session(agent_url: str, viewer_url: str, viewers: int) -> AsyncIterator[Session]:
-    """A keyed agent on one node and ``viewers`` viewers on another (or the same)."""
+async def session(agent_url: str, viewer_url: str, viewers: int,
+                  socket_url: str | None = None) -> AsyncIterator[Session]:
+    """A keyed agent on one node and ``viewers`` viewers whose tokens come from another
+    (or the same), connected to that node, or to ``socket_url`` (a balancer) naming the
+    node the token's answer names."""
     opts: dict[str, Any] = {"max_size": None, "compression": None}
     async with _client(agent_url) as http, _client(viewer_url) as other:
         agent_id = (await http.post("/api/machines", json={})).json()["agent_id"]
@@ -94,7 +98,9 @@ async def session(agent_url: str, viewer_url: str, viewers: int) -> AsyncIterato
         peers = []
         for _ in range(viewers):
             r = await other.post(f"/api/sessions/{session_id}/viewer-token")
-            ws = await connect(viewer_url.replace("http", "ws") + "/ws/viewer", **opts)
+            url = (f"{socket_url}/ws/viewer?node={r.json()['node']}" if socket_url
+                   else f"{viewer_url}/ws/viewer")
+            ws = await connect(url.replace("http", "ws", 1), **opts)
             await ws.send(wrap("session_request",
                                pb.SessionRequest(session_token=r.json()["token"])))
             answer = pb.Message.FromString(await ws.recv())
@@ -116,10 +122,11 @@ async def session(agent_url: str, viewer_url: str, viewers: int) -> AsyncIterato
         drainer.cancel()
 
 
-async def relay_row(nodes: dict[str, ServerProcess], where: str, viewers: int, size: int,
-                    seconds: float) -> dict[str, Any]:
+async def relay_row(nodes: dict[str, ServerProcess], balancer: LoadBalancer, where: str,
+                    viewers: int, size: int, seconds: float) -> dict[str, Any]:
     viewer_node = "a" if where == "same node" else "b"
-    async with session(nodes["a"].url, nodes[viewer_node].url, viewers) as s:
+    routed = balancer.url if where == "routed" else None
+    async with session(nodes["a"].url, nodes[viewer_node].url, viewers, routed) as s:
         await stream(s, size, 10, None)  # warm-up
         sent, elapsed = 0, 0.0
         deadline = time.perf_counter() + seconds
@@ -140,13 +147,13 @@ async def relay_row(nodes: dict[str, ServerProcess], where: str, viewers: int, s
 def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
     for viewers, size in SCENARIOS:
-        same = next(r for r in rows if r["where"] == "same node" and r["viewers"] == viewers
-                    and r["frame_kb"] == size // 1000)
-        cross = next(r for r in rows if r["where"] == "cross node" and r["viewers"] == viewers
-                     and r["frame_kb"] == size // 1000)
-        out.append({"viewers": viewers, "frame_kb": size // 1000,
-                    "cross_vs_same_fps": cross["fps"] / same["fps"],
-                    "added_p50_ms": cross["p50_ms"] - same["p50_ms"]})
+        found = {r["where"]: r for r in rows
+                 if r["viewers"] == viewers and r["frame_kb"] == size // 1000}
+        same = found["same node"]
+        for where in ("routed", "cross node"):
+            out.append({"viewers": viewers, "frame_kb": size // 1000, "where": where,
+                        "vs_same_fps": found[where]["fps"] / same["fps"],
+                        "added_p50_ms": found[where]["p50_ms"] - same["p50_ms"]})
     return out
 
 
@@ -208,13 +215,23 @@ async def run(args: argparse.Namespace, workdir: Path) -> None:
     with cluster(workdir) as nodes:
         if "relay" in args.parts:
             rows = []
-            for viewers, size in SCENARIOS:
-                for where in ("same node", "cross node"):
-                    rows.append(await relay_row(nodes, where, viewers, size, args.seconds))
-            report("cluster_relay", rows, title="Relay: viewer on the agent's node, or another")
-            report("cluster_ratios", ratios(rows), title="Cross-node against same-node relay",
+            balancer = LoadBalancer(workdir / "haproxy-relay",
+                                    {n: p.port for n, p in nodes.items()}).start()
+            try:
+                for viewers, size in SCENARIOS:
+                    for where in ("same node", "routed", "cross node"):
+                        rows.append(await relay_row(nodes, balancer, where, viewers, size,
+                                                    args.seconds))
+            finally:
+                balancer.stop()
+            report("cluster_relay", rows, title="Relay: viewer on the agent's node, sent "
+                                                "there by HAProxy, or forwarded by another")
+            report("cluster_ratios", ratios(rows), title="Routed and forwarded against "
+                                                         "same-node relay",
                    notes=["Goal: at least 0.7 of same-node throughput, at most 1 ms added "
-                          "p50."])
+                          "p50. routed: through HAProxy naming the session's node (what the "
+                          "console does); cross node: a viewer that reached another node, "
+                          "which forwards it."])
         if "idle" in args.parts:
             report("cluster_idle", [await idle(nodes, args.idle, args.idle_seconds)],
                    title="Idle agents on one cluster node",

@@ -8,6 +8,7 @@ import anyio
 import pytest
 from remote_server.testing.liveserver import eventually
 from remote_server.testing.processes import BIN, AgentProcess
+from remote_viewer.client import open_viewer
 
 pytestmark = [pytest.mark.xvfb, pytest.mark.postgres, pytest.mark.slow, pytest.mark.anyio]
 
@@ -82,3 +83,21 @@ async def test_a_draining_node_hands_its_agents_to_the_others(agent, balanced, h
     assert record["end_reason"] == "server shutting down"
     await eventually(lambda: _live_elsewhere(api, agent_id, session["id"]), 15,
                      "the agent online again through another node")
+
+
+async def test_a_viewer_naming_its_sessions_node_is_sent_straight_there(agent, balanced):
+    """The viewer token's answer names the node holding the session; a socket to the
+    balancer that names it reaches that node itself (never forwarded node to node),
+    whichever node minted the token."""
+    cluster, balancer = balanced
+    agent_id, session, _ = agent
+    holder = cluster.holder(agent_id)
+    for minted_by in "abc":
+        granted = cluster.api(minted_by).post(
+            f"/api/sessions/{session['id']}/viewer-token").json()
+        assert granted["node"] == holder
+        async with open_viewer(balancer.url, granted["token"], node=granted["node"]) as viewer:
+            await viewer.next_frame(15)
+    forwarded = [name for name, process in cluster.nodes.items()
+                 if "forwarded to node" in process.log.read_text()]
+    assert forwarded == []

@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import numpy as np
@@ -242,14 +243,15 @@ async def beside(*tasks: Callable[[], Coroutine[Any, Any, object]]) -> AsyncIter
         raise _leaf(failed) from failed
 
 
-async def join(server: str, request: pb.SessionRequest,
-               ca_bundle: str) -> tuple[WebSocketClient, Connection, pb.SessionResponse]:
+async def join(server: str, request: pb.SessionRequest, ca_bundle: str, *,
+               node: str | None = None) -> tuple[WebSocketClient, Connection, pb.SessionResponse]:
     """Open ``/ws/viewer`` and send ``request``: the socket, its protocol state and the
-    server's acceptance (any session type's; the caller closes the socket).
+    server's acceptance (any session type's; the caller closes the socket). ``node``: the
+    cluster node the viewer token's answer named, for a balancer that routes by it.
 
     :raises SessionRefused: the server said no.
     """
-    url = ws_url(server, "/ws/viewer")
+    url = ws_url(server, "/ws/viewer") + (f"?node={quote(node)}" if node else "")
     ws = await connect(url, ssl_context=client_context(ca_bundle)
                        if url.startswith("wss:") else None)
     try:
@@ -276,7 +278,8 @@ async def open_viewer(server: str, token: str, *, view_only: bool = False,
                       quality: pb.QualitySettings | None = None,
                       ack: bool = True, plugins: Plugins | None = None,
                       heartbeat: float = 15.0,
-                      ca_bundle: str | None = None) -> AsyncIterator[ViewerClient]:
+                      ca_bundle: str | None = None,
+                      node: str | None = None) -> AsyncIterator[ViewerClient]:
     """Connect to ``/ws/viewer`` with a viewer token; the client lives inside the block.
 
     The viewer lists the codecs it decodes (``SessionRequest.codecs``), so it is only
@@ -288,6 +291,8 @@ async def open_viewer(server: str, token: str, *, view_only: bool = False,
         streams in it while every viewer of the session decodes it.
     :param ca_bundle: PEM authorities trusted for ``wss://`` besides the system's
         (default: the ``REMOTE_VIEWER_CA_BUNDLE`` setting).
+    :param node: in a cluster, the node the viewer token's answer named: a balancer that
+        routes by it (deploy/haproxy) sends the socket straight there.
     :raises ValueError: this viewer cannot decode ``codec``, or nothing at all.
     """
     if plugins is None or ca_bundle is None:
@@ -301,7 +306,7 @@ async def open_viewer(server: str, token: str, *, view_only: bool = False,
     settings = wanted_quality(specs, codec, quality)
     ws, conn, response = await join(server, pb.SessionRequest(
         session_token=token, codecs=codecs,
-        session_type=pb.VIEW_ONLY if view_only else pb.SCREEN_CONTROL), ca_bundle)
+        session_type=pb.VIEW_ONLY if view_only else pb.SCREEN_CONTROL), ca_bundle, node=node)
     try:
         client = ViewerClient(ws, conn, response, plugins, ack=ack)
         if settings is not None:

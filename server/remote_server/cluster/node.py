@@ -352,11 +352,12 @@ class ClusterNode:
                                       session_hint=session_hint)
         lost = anyio.Event()
         self._edges.setdefault(owner, set()).add(lost)
+        log.info("viewer from %s forwarded to node %s", client_ip, owner)
         try:
             why = await forward(transport, first, url, client_ip=client_ip,
                                 session_hint=session_hint,
                                 limit=self.settings.max_message_bytes, owner_lost=lost)
-            log.info("viewer from %s forwarded to node %s ended: %s", client_ip, owner, why)
+            log.info("viewer from %s forwarded to node %s: ended, %s", client_ip, owner, why)
         except OSError as exc:
             log.warning("node %s could not be reached at %s: %s", owner, url, exc)
             await transport.close(CloseCode.SERVICE_RESTART,

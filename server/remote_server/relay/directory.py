@@ -29,6 +29,10 @@ class SessionDirectory(Protocol):
 
     def is_online(self, agent_id: str) -> bool: ...
 
+    def owner(self, session_id: str) -> str | None:
+        """The cluster node holding ``session_id``; None when the server is one process."""
+        ...
+
     async def admission(self, session_id: str, user_id: str, *,
                         channel: Channel | None = None) -> Standing:
         """Where ``user_id`` stands with the session's end user (to view, or for a

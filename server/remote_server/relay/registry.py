@@ -135,6 +135,9 @@ class Registry:
     def is_online(self, agent_id: str) -> bool:
         return self.index.for_agent(agent_id) is not None
 
+    def owner(self, session_id: str) -> str | None:
+        return None  # one process: no nodes to tell apart
+
     def live(self, session_id: str) -> Session | None:
         """The mutable session (relay internals only)."""
         return self.index.get(session_id)

@@ -38,12 +38,15 @@ class LoadBalancer:
         return f"http://127.0.0.1:{self.port}"
 
     def config(self) -> str:
-        """The shipped file with this test's bind address and nodes."""
+        """The shipped file with this test's bind address and nodes (a ``server`` line and a
+        ``use-server`` line routing ``?node=NAME`` each)."""
         text = SHIPPED_CONFIG.read_text()
         text = re.sub(r"(?m)^(\s*)bind :8080$", rf"\g<1>bind 127.0.0.1:{self.port}", text)
-        lines = [f"    server {name} 127.0.0.1:{port} check"
-                 for name, port in self.nodes.items()]
-        text = re.sub(r"(?m)^\s*server \S+ \S+ check\n", "", text)
+        lines = [f"    use-server {name} if {{ urlp(node) -m str {name} }}"
+                 for name in self.nodes]
+        lines += [f"    server {name} 127.0.0.1:{port} check"
+                  for name, port in self.nodes.items()]
+        text = re.sub(r"(?m)^\s*(server \S+ \S+ check|use-server \S+ if .*)\n", "", text)
         return text.rstrip("\n") + "\n" + "\n".join(lines) + "\n"
 
     def start(self) -> LoadBalancer:

@@ -65,16 +65,27 @@ export async function apiAll(path, most = 10000) {
   return all.slice(0, most);
 }
 
+/** The viewer socket for a viewer token's answer: in a cluster it names the node holding
+ * the session, so a balancer that routes by it (deploy/haproxy) sends it straight there. */
+export function viewerSocket(grant) {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const node = grant.node ? `?node=${encodeURIComponent(grant.node)}` : "";
+  const ws = new WebSocket(`${scheme}://${location.host}/ws/viewer${node}`);
+  ws.binaryType = "arraybuffer";
+  return ws;
+}
+
 const pause = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
 
 /** A viewer token for a session's own channel (`channel`: "backstage", a terminal, or
- * "file_transfer"). While the end user is being asked, it asks again every 2 s and tells
- * `waiting` so (`asking`: what the end user is asked to allow). */
+ * "file_transfer"): the answer, {token, node, ...}. While the end user is being asked, it
+ * asks again every 2 s and tells `waiting` so (`asking`: what the end user is asked to
+ * allow). */
 export async function channelToken(sessionId, channel, asking, waiting) {
   const path = `/api/sessions/${encodeURIComponent(sessionId)}/viewer-token?${channel}=true`;
   for (;;) {
     try {
-      return (await api("POST", path)).token;
+      return await api("POST", path);
     } catch (error) {
       const isAsking = error instanceof ApiError && error.status === 409
         && !String(error.problem?.type || "").includes("session-not-live");

@@ -4,7 +4,7 @@
 // on the socket (transfer.js: the window, the acknowledgements, SHA-256); MAX_RUNNING run
 // at once and the rest wait. A dropped socket is reconnected (a new token, a new socket)
 // and every running transfer resumes where the agent has it.
-import { ApiError, channelToken, token } from "./api.js";
+import { ApiError, channelToken, token, viewerSocket } from "./api.js";
 import { h } from "./dom.js";
 import { FileOp, SessionType, decode, encode, toNumber } from "./proto.js";
 import { Download, Upload, describe } from "./transfer.js";
@@ -137,9 +137,9 @@ async function connect() {
     return;
   }
   status(state.reconnects ? "Reconnecting…" : "Connecting…", state.reconnects ? "reconnecting" : "connecting");
-  let viewerToken;
+  let grant;
   try {
-    viewerToken = await channelToken(sessionId, "file_transfer", "file transfer", (text) => status(text, "asking"));
+    grant = await channelToken(sessionId, "file_transfer", "file transfer", (text) => status(text, "asking"));
   } catch (error) {
     if (state.reconnects && !(error instanceof ApiError)) {
       lost(); // the network, not a refusal: try again
@@ -149,13 +149,11 @@ async function connect() {
     return;
   }
   if (state.ended) return;
-  const scheme = location.protocol === "https:" ? "wss" : "ws";
-  const ws = new WebSocket(`${scheme}://${location.host}/ws/viewer`);
-  ws.binaryType = "arraybuffer";
+  const ws = viewerSocket(grant);
   state.ws = ws;
   ws.onopen = () => {
     ws.send(encode("sessionRequest", {
-      sessionToken: viewerToken, sessionType: SessionType.FILE_TRANSFER, clientVersion: "web-console",
+      sessionToken: grant.token, sessionType: SessionType.FILE_TRANSFER, clientVersion: "web-console",
     }));
   };
   ws.onmessage = (event) => {

@@ -5,7 +5,7 @@
 import "./cspstyle.js"; // before xterm.js makes its first <xterm-style>
 import { FitAddon } from "@xterm/addon-fit";
 import { Terminal } from "@xterm/xterm";
-import { channelToken, token } from "./api.js";
+import { channelToken, token, viewerSocket } from "./api.js";
 import { SessionType, decode, encode } from "./proto.js";
 
 const $ = (id) => document.getElementById(id);
@@ -57,20 +57,18 @@ async function connect() {
     return undefined;
   }
   status("Connecting…", "connecting");
-  let viewerToken;
+  let grant;
   try {
-    viewerToken = await channelToken(sessionId, "backstage", "the terminal", (text) => status(text, "asking"));
+    grant = await channelToken(sessionId, "backstage", "the terminal", (text) => status(text, "asking"));
   } catch (error) {
     state.ended = true;
     return status(`Cannot open a terminal: ${error.message}`, "refused");
   }
-  const scheme = location.protocol === "https:" ? "wss" : "ws";
-  const ws = new WebSocket(`${scheme}://${location.host}/ws/viewer`);
-  ws.binaryType = "arraybuffer";
+  const ws = viewerSocket(grant);
   state.ws = ws;
   ws.onopen = () => {
     ws.send(encode("sessionRequest", {
-      sessionToken: viewerToken, sessionType: SessionType.BACKSTAGE, clientVersion: "web-console",
+      sessionToken: grant.token, sessionType: SessionType.BACKSTAGE, clientVersion: "web-console",
     }));
   };
   ws.onmessage = (event) => {

@@ -1,7 +1,7 @@
 // The browser viewer: one session over /ws/viewer, drawn on a canvas by screen.js (raw
 // frames, WebCodecs, codec plugins' browser decoders); the page lists what it decodes
 // when it connects and is sent nothing else.
-import { api, token } from "./api.js";
+import { api, token, viewerSocket } from "./api.js";
 import { decodableCodecs } from "./codecs.js";
 import { scanCode } from "./keys.js";
 import { Screen } from "./screen.js";
@@ -64,26 +64,24 @@ async function connect() {
     return;
   }
   status("Connecting…", "connecting");
-  let viewerToken;
+  let grant;
   try {
     const me = await api("GET", "/api/auth/me");
     if (!me.permissions.includes("control")) state.viewOnly = true;
-    viewerToken = (await api("POST", `/api/sessions/${encodeURIComponent(sessionId)}/viewer-token`)).token;
+    grant = await api("POST", `/api/sessions/${encodeURIComponent(sessionId)}/viewer-token`);
   } catch (error) {
     status(`Cannot open the session: ${error.message}`, "error");
     if (error.status >= 500 || error.status === undefined) scheduleReconnect();
     return;
   }
   applyViewOnly();
-  const scheme = location.protocol === "https:" ? "wss" : "ws";
-  const ws = new WebSocket(`${scheme}://${location.host}/ws/viewer`);
-  ws.binaryType = "arraybuffer";
+  const ws = viewerSocket(grant);
   state.ws = ws;
   let opened = false;
   ws.onopen = () => {
     opened = true;
     ws.send(encode("sessionRequest", {
-      sessionToken: viewerToken,
+      sessionToken: grant.token,
       sessionType: state.viewOnly ? SessionType.VIEW_ONLY : SessionType.SCREEN_CONTROL,
       clientVersion: "web-console",
       codecs: state.codecs.names,

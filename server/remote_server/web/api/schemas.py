@@ -608,6 +608,11 @@ class ViewerTokenOut(Out):
     token: str
     expires_in: int
     session_id: str
+    node: str | None = Field(
+        default=None, description="cluster mode: the node holding the session. Connect to "
+                                  "/ws/viewer?node=<it>, and a balancer that routes by it "
+                                  "(deploy/haproxy) sends the socket straight there; any "
+                                  "other node forwards it. null on a single server")
 
 
 # -- support codes --------------------------------------------------------------------------

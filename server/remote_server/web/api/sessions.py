@@ -179,7 +179,7 @@ async def viewer_token(call: Call) -> s.ViewerTokenOut:
                                            client_ip=call.ip,
                                            detail={channel.value: True} if channel else {}))
     return s.ViewerTokenOut(token=token, expires_in=call.ctx.tokens.viewer_ttl,
-                            session_id=session_id)
+                            session_id=session_id, node=call.ctx.directory.owner(session_id))
 
 
 _ONE = "/api/sessions/{session_id}"
