@@ -11,53 +11,30 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import av
-import numpy as np
 import pytest
 from remote_server.testing.processes import BIN, AgentProcess, Api, ServerProcess
-from remote_server.testing.recordings import paint, recordings_cli, shows
+from remote_server.testing.recordings import paint, pictures, recordings_cli, shows
 from remote_viewer.client import open_viewer
 from remote_viewer.settings import ViewerSettings
 
 from remote_core.codecs import FrameDecoder
 from remote_core.plugins import get_plugin_manager
-from remote_core.protocol import pb
-from remote_core.recording import HEADER, read_segment
+from remote_core.recording import HEADER
 from remote_core.testing.browser import wait_until
-from remote_core.testing.xvfb import Xvfb, xvfb
-from remote_core.video import from_wire
+from remote_core.testing.xvfb import Xvfb
+
+from .conftest import HEIGHT, WIDTH
 
 pytestmark = [pytest.mark.slow, pytest.mark.xvfb]
 
-WIDTH, HEIGHT = 320, 240
 LOSSY = 12
 """How far a decoded channel may stray from the painted one (H.264, and the exports)."""
 COLOURS = {"raw": (0x3366CC, 0x22AA44), "h264": (0xCC6633, 0x8833AA)}
-
-
-@pytest.fixture(scope="module")
-def display() -> Iterator[Xvfb]:
-    with xvfb(WIDTH, HEIGHT, set_display=False) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    process = ServerProcess(tmp_path_factory.mktemp("recording-server"), recordings="on").start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture(scope="module")
-def api(server: ServerProcess) -> Iterator[Api]:
-    client = Api(server)
-    yield client
-    client.close()
 
 
 def looks(image: Any, rgb: int) -> bool:
@@ -107,26 +84,16 @@ def test_a_watched_session_is_recorded_as_relayed_and_verifies(
         folder = server.workdir / "recordings" / recording_id
         files = sorted(folder.glob("*.seg"))
         assert len(files) == detail["segments"]
-        decoder = FrameDecoder(get_plugin_manager(ViewerSettings.load()).codecs())
-        shown, times, kinds = [], [], set()
-        for path in files:
-            for at_ms, data in read_segment(path.read_bytes()).records:
-                message = pb.Message()
-                message.ParseFromString(data)
-                kind = message.WhichOneof("payload")
-                kinds.add(kind)
-                if kind == "video_frame":
-                    name, frame = from_wire(message.video_frame)
-                    assert name == codec
-                    image = decoder.decode(name, frame)
-                    if image is not None:
-                        shown.append(np.asarray(image))
-                        times.append(at_ms)
+        decoded = pictures(folder, FrameDecoder(get_plugin_manager(ViewerSettings.load())
+                                                .codecs()))
+        assert {name for _, name, _ in decoded} == {codec}
+        times = [at for at, _, _ in decoded]
+        shown = [image for _, _, image in decoded]
         # the recording shows the first picture, then, 0.6 s and more later, the second
         assert times == sorted(times), times
         first = next(t for t, image in zip(times, shown, strict=True) if looks(image, rgb))
         second = next(t for t, image in zip(times, shown, strict=True) if looks(image, then))
-        assert second - first >= 550, (first, second, kinds)
+        assert second - first >= 550, (first, second)
         assert looks(shown[-1], then)
 
         # exported: H.264 into MP4 as relayed, anything else encoded; any player decodes it
@@ -136,9 +103,9 @@ def test_a_watched_session_is_recorded_as_relayed_and_verifies(
             assert made.returncode == 0, made.stdout + made.stderr
             assert ("as recorded" in made.stdout) == (codec == "h264" and suffix == ".mp4")
             with av.open(str(out)) as container:
-                pictures = [f.to_ndarray(format="bgra") for f in container.decode(video=0)]
-            assert len(pictures) == len(shown), (suffix, len(pictures), len(shown))
-            assert looks(pictures[0], rgb) and looks(pictures[-1], then), suffix
+                exported = [f.to_ndarray(format="bgra") for f in container.decode(video=0)]
+            assert len(exported) == len(shown), (suffix, len(exported), len(shown))
+            assert looks(exported[0], rgb) and looks(exported[-1], then), suffix
 
         # one byte of a stored segment changed: verification fails and names the segment
         damaged = files[-1]

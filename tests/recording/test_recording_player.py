@@ -11,7 +11,6 @@ Under the shipped CSP: any page error, console error or violation fails the test
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -20,21 +19,21 @@ import anyio
 import numpy as np
 import pytest
 from remote_server.testing.processes import ADMIN_PASSWORD, AgentProcess, Api, ServerProcess
-from remote_server.testing.recordings import paint, shows
+from remote_server.testing.recordings import paint, pictures, shows
 from remote_viewer.client import open_viewer
 from remote_viewer.settings import ViewerSettings
 
 from remote_core.codecs import FrameDecoder
 from remote_core.plugins import get_plugin_manager
 from remote_core.protocol import pb
-from remote_core.recording import HEADER, read_segment
+from remote_core.recording import HEADER
 from remote_core.testing.browser import log_in, wait_until, watched_context
-from remote_core.testing.xvfb import Xvfb, xvfb
-from remote_core.video import from_wire
+from remote_core.testing.xvfb import Xvfb
+
+from .conftest import HEIGHT, WIDTH
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xvfb]
 
-WIDTH, HEIGHT = 320, 240
 LOSSY = 16
 COLOURS = {"raw": (0x3366CC, 0x22AA44), "h264": (0xCC6633, 0x8833AA)}
 CHAT = "restarting the print spooler now"
@@ -45,26 +44,6 @@ PIXELS = """() => {
   return {width: c.width, height: c.height, data: Array.from(d)};
 }"""
 SETTLED = "() => window.remotePlayer.state.seeking === null"
-
-
-@pytest.fixture(scope="module")
-def display() -> Iterator[Xvfb]:
-    with xvfb(WIDTH, HEIGHT, set_display=False) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    process = ServerProcess(tmp_path_factory.mktemp("player-server"), recordings="on").start()
-    yield process
-    process.stop()
-
-
-@pytest.fixture(scope="module")
-def api(server: ServerProcess) -> Iterator[Api]:
-    client = Api(server)
-    yield client
-    client.close()
 
 
 def record(tmp_path: Path, display: Xvfb, server: ServerProcess, api: Api,
@@ -102,22 +81,6 @@ def record(tmp_path: Path, display: Xvfb, server: ServerProcess, api: Api,
     return dict(ended["detail"])
 
 
-def pictures(folder: Path) -> list[tuple[int, np.ndarray]]:
-    """Each picture the recording's frames show, at its time (Python's decoders)."""
-    decoder = FrameDecoder(get_plugin_manager(ViewerSettings.load()).codecs())
-    shown = []
-    for path in sorted(folder.glob("*.seg")):
-        for at_ms, data in read_segment(path.read_bytes()).records:
-            message = pb.Message()
-            message.ParseFromString(data)
-            if message.WhichOneof("payload") == "video_frame":
-                name, frame = from_wire(message.video_frame)
-                image = decoder.decode(name, frame)
-                if image is not None:
-                    shown.append((at_ms, np.asarray(image).copy()))
-    return shown
-
-
 def picture_at(shown: list[tuple[int, np.ndarray]], at_ms: int) -> np.ndarray:
     """The picture on screen ``at_ms`` into the recording: the last one shown by then."""
     return [image for at, image in shown if at <= at_ms][-1]
@@ -152,7 +115,9 @@ def test_the_console_plays_a_recording_at_its_times(
     first, then = COLOURS[codec]
     detail = record(tmp_path, display, server, api, codec)
     recording_id = detail["recording_id"]
-    shown = pictures(server.workdir / "recordings" / recording_id)
+    shown = [(at, image) for at, _, image in pictures(
+        server.workdir / "recordings" / recording_id,
+        FrameDecoder(get_plugin_manager(ViewerSettings.load()).codecs()))]
     changed = next(at for at, image in shown if shows(image, then, tolerance=LOSSY))
     before = [at for at, image in shown if shows(image, first, tolerance=LOSSY)]
     assert before and changed - before[0] >= 1000, (before[:3], changed)

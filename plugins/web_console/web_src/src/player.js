@@ -14,7 +14,7 @@ const player = {
   records: [], // {at, kind, payload}, in recorded order
   keyframes: [], // indexes into records of video keyframes
   events: [], // {at, index, kind, text}
-  output: [], // terminal output: {at, viewerId, text}
+  output: [], // terminal output: {at, text}
   outputShown: -1, // how many of them the terminal pane shows
   loaded: 0, // segments read so far
   duration: 0,
@@ -83,8 +83,7 @@ function addRecords(segment) {
     player.records.push(record);
     if (record.kind === "videoFrame" && isKeyframe(record.payload)) player.keyframes.push(index);
     if (record.kind === "backstageData") {
-      player.output.push({ at: record.at, viewerId: record.payload.viewerId,
-        text: terminalText(record.payload.data) });
+      player.output.push({ at: record.at, text: terminalText(record.payload.data) });
     }
     for (const event of readEvents(record)) addEvent({ ...event, at: record.at, index });
     player.duration = Math.max(player.duration, record.at);

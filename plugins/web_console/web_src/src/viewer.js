@@ -22,7 +22,6 @@ const state = {
   retries: 0,
   displays: [],
   displayId: 0,
-  codecs: { names: [], labels: {}, plugins: new Map() },
   standingNotice: "",
   clipboard: null, // the clipboard text last sent or received
   frames: 0, // drawn in the current second
@@ -32,7 +31,7 @@ const state = {
 };
 
 const canvas = $("screen");
-const screen = new Screen(canvas, state.codecs, {
+const screen = new Screen(canvas, { names: [], labels: {}, plugins: new Map() }, {
   shown() {
     state.frames += 1;
     notice("");
@@ -40,8 +39,10 @@ const screen = new Screen(canvas, state.codecs, {
   notice,
   cannotDecode: fallBackToRaw,
 });
-// What tests and diagnostics read of the picture (window.remoteViewer), from the screen.
-for (const name of ["width", "height", "drawn", "codecFrames", "decoderCodec", "pluginCodec"]) {
+// What tests and diagnostics read of the picture (window.remoteViewer), from the screen;
+// state.codecs is what this page decodes (decodableCodecs), the screen's.
+for (const name of ["codecs", "width", "height", "drawn", "codecFrames", "decoderCodec",
+  "pluginCodec"]) {
   Object.defineProperty(state, name, { get: () => screen[name], enumerable: true });
 }
 
@@ -440,7 +441,6 @@ setInterval(() => {
 
 window.remoteViewer = state; // for diagnostics and tests
 decodableCodecs().then((codecs) => {
-  state.codecs = codecs;
   screen.codecs = codecs;
   codecMenu();
   // Browsers give WebCodecs only to secure contexts (HTTPS, or loopback).
