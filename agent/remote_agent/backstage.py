@@ -95,6 +95,9 @@ def shell_spec(*, attended: bool, user: str | None = None, shell: str | None = N
     :param user: a managed agent's ``backstage_user`` (default: the agent's account).
     :param shell: a managed agent's ``backstage_shell`` (default: the account's login shell).
     :raises ValueError: no such account, or no such shell.
+
+    The agent's own account keeps the agent's ``HOME`` (as a terminal emulator's shell
+    does); another account gets the home its account entry names.
     """
     import pwd
 
@@ -110,13 +113,15 @@ def shell_spec(*, attended: bool, user: str | None = None, shell: str | None = N
     if not os.path.isabs(program) or not os.access(program, os.X_OK):
         raise ValueError(f"the shell {program!r} is no executable program (give an absolute "
                          "path)")
+    own_home = environ.get("HOME") if entry.pw_uid == os.getuid() else None
+    home = own_home if own_home and os.path.isabs(own_home) else entry.pw_dir
     env = {
-        "HOME": entry.pw_dir, "USER": entry.pw_name, "LOGNAME": entry.pw_name,
+        "HOME": home, "USER": entry.pw_name, "LOGNAME": entry.pw_name,
         "SHELL": program, "PATH": _PATH, "TERM": "xterm-256color", "COLORTERM": "truecolor",
         "LANG": _utf8_locale(environ),
     }
     return ShellSpec(shell=program, user=entry.pw_name, uid=entry.pw_uid, gid=entry.pw_gid,
-                     home=entry.pw_dir, env=env)
+                     home=home, env=env)
 
 
 def session_members(sid: int) -> list[int]:

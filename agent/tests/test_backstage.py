@@ -58,8 +58,11 @@ def test_the_shell_is_the_login_shell_with_a_utf8_locale() -> None:
     assert spec.argv == ["-" + Path(spec.shell).name]
     assert spec.env["LANG"] == "C.UTF-8" and spec.env["TERM"] == "xterm-256color"
     assert "REMOTE_AGENT_PLUGINS" not in spec.env  # the agent's environment stays its own
-    managed = shell_spec(attended=False, shell="/bin/sh", environ={"LANG": "de_DE.UTF-8"})
+    managed = shell_spec(attended=False, shell="/bin/sh",
+                         environ={"LANG": "de_DE.UTF-8", "HOME": "/srv/agent-home"})
     assert (managed.shell, managed.env["LANG"]) == ("/bin/sh", "de_DE.UTF-8")
+    assert managed.home == managed.env["HOME"] == "/srv/agent-home"  # the agent's own home
+    assert shell_spec(attended=True, environ={"HOME": "relative"}).home == spec.home
     with pytest.raises(ValueError, match="no account"):
         shell_spec(attended=False, user="no-such-account-here")
     with pytest.raises(ValueError, match="no executable program"):
@@ -67,6 +70,13 @@ def test_the_shell_is_the_login_shell_with_a_utf8_locale() -> None:
 
 
 # -- a real shell -----------------------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def fresh_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent runs with a home of its own: its shells read no start-up files of this
+    machine's account (which may wait on locks of their own)."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+
+
 class Wire:
     """What the terminal sends, as the server would receive it."""
 
