@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .records import (
+    DEFAULT_TENANT_ID,
     AgentKey,
     AuditEvent,
     Keyset,
@@ -31,6 +32,7 @@ from .records import (
     SessionRecord,
     SigningKey,
     SupportCode,
+    Tenant,
     User,
     WebAuthnChallenge,
     WebhookDelivery,
@@ -223,6 +225,24 @@ class Store(ABC):
         keys past their ``verify_until`` are deleted. Serialised across processes, so two
         rotations at once leave one current key. Returns the ring, oldest first."""
 
+    # -- tenants ----------------------------------------------------------------------
+    @abstractmethod
+    async def create_tenant(self, tenant: Tenant) -> Tenant:
+        """Insert; :class:`ConflictError` on a duplicate name."""
+
+    @abstractmethod
+    async def get_tenant(self, tenant_id: str) -> Tenant | None: ...
+
+    @abstractmethod
+    async def list_tenants(self) -> list[Tenant]:
+        """Every tenant, oldest first (the seeded default tenant first)."""
+
+    @abstractmethod
+    async def update_tenant(self, tenant_id: str, *, name: str | None = None,
+                            disabled: bool | None = None) -> Tenant | None:
+        """Rename or disable; ``None`` if there is none, :class:`ConflictError` on a
+        duplicate name."""
+
     # -- machines (SPEC 2.4, 3.3, 5.4) --------------------------------------
     @abstractmethod
     async def upsert_machine(self, report: MachineReport) -> Machine:
@@ -233,8 +253,9 @@ class Store(ABC):
 
     @abstractmethod
     async def create_machine(self, agent_id: str, organization: str = "", site: str = "",
-                             tags: Sequence[str] = ()) -> Machine:
-        """Pre-register a machine so a key can be issued before install."""
+                             tags: Sequence[str] = (), *,
+                             tenant_id: str = DEFAULT_TENANT_ID) -> Machine:
+        """Pre-register a machine of ``tenant_id`` so a key can be issued before install."""
 
     @abstractmethod
     async def get_machine(self, agent_id: str) -> Machine | None:
@@ -250,8 +271,9 @@ class Store(ABC):
 
     @abstractmethod
     async def list_machines(self, filter: MachineFilter | None = None) -> list[Machine]:
-        """Live machines matching ``filter``, oldest first (creation time, then
-        ``agent_id``); ``filter.after`` and ``filter.limit`` page them."""
+        """Live machines matching ``filter`` (``filter.tenant_id``: that tenant's alone),
+        oldest first (creation time, then ``agent_id``); ``filter.after`` and
+        ``filter.limit`` page them."""
 
     @abstractmethod
     async def update_machine(self, agent_id: str, *, organization: str | None = None,
@@ -328,10 +350,11 @@ class Store(ABC):
 
     @abstractmethod
     async def list_support_codes(self, created_by: str | None = None, *,
-                                 after: Keyset | None = None,
-                                 limit: int | None = None) -> list[SupportCode]:
+                                 after: Keyset | None = None, limit: int | None = None,
+                                 tenant_id: str | None = None) -> list[SupportCode]:
         """Codes, newest first (creation time, then code, both descending); only one
-        user's when ``created_by`` is given; up to ``limit`` of those past ``after``."""
+        user's when ``created_by`` is given, one tenant's when ``tenant_id`` is; up to
+        ``limit`` of those past ``after``."""
 
     @abstractmethod
     async def cancel_support_code(self, code: str) -> bool:
@@ -364,9 +387,11 @@ class Store(ABC):
 
     @abstractmethod
     async def list_sessions(self, agent_id: str | None = None, limit: int = 100, *,
-                            after: Keyset | None = None) -> list[SessionRecord]:
-        """Sessions that are not soft-deleted, newest first (creation time, then id, both
-        descending): up to ``limit`` of those past ``after``."""
+                            after: Keyset | None = None,
+                            tenant_id: str | None = None) -> list[SessionRecord]:
+        """Sessions that are not soft-deleted (of ``tenant_id`` alone when given), newest
+        first (creation time, then id, both descending): up to ``limit`` of those past
+        ``after``."""
 
     @abstractmethod
     async def soft_delete_session(self, session_id: str) -> bool:
@@ -388,10 +413,10 @@ class Store(ABC):
     async def get_user_by_username(self, username: str) -> User | None: ...
 
     @abstractmethod
-    async def list_users(self, *, after: Keyset | None = None,
-                         limit: int | None = None) -> list[User]:
-        """Users, oldest first (creation time, then id): up to ``limit`` (``None``: all)
-        of those past ``after``."""
+    async def list_users(self, *, after: Keyset | None = None, limit: int | None = None,
+                         tenant_id: str | None = None) -> list[User]:
+        """Users (of ``tenant_id`` alone when given), oldest first (creation time, then
+        id): up to ``limit`` (``None``: all) of those past ``after``."""
 
     @abstractmethod
     async def update_user(self, user_id: str, *, password_hash: str | None = None,
@@ -511,10 +536,10 @@ class Store(ABC):
 
     @abstractmethod
     async def list_events(self, session_id: str | None = None, agent_id: str | None = None,
-                          limit: int = 100, *, after: Keyset | None = None
-                          ) -> list[AuditEvent]:
+                          limit: int = 100, *, after: Keyset | None = None,
+                          tenant_id: str | None = None) -> list[AuditEvent]:
         """Newest first (creation time, then id, both descending): up to ``limit`` of
-        those past ``after``."""
+        those past ``after`` (of ``tenant_id`` alone when given)."""
 
     # -- session recordings (their rows; the segments are a RecordingStore's) ---------------
     @abstractmethod
@@ -535,9 +560,11 @@ class Store(ABC):
     async def list_recordings(self, *, session_id: str | None = None,
                               agent_id: str | None = None, technician: str | None = None,
                               since: datetime | None = None, limit: int = 100,
-                              after: Keyset | None = None) -> list[RecordingRecord]:
+                              after: Keyset | None = None,
+                              tenant_id: str | None = None) -> list[RecordingRecord]:
         """Newest first (start time, then id, both descending): up to ``limit`` of those
-        past ``after``; ``technician`` one who watched, ``since`` started at or after."""
+        past ``after``; ``technician`` one who watched, ``since`` started at or after,
+        ``tenant_id`` that tenant's."""
 
     @abstractmethod
     async def delete_recording(self, recording_id: str) -> bool:

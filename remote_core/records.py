@@ -31,10 +31,12 @@ __all__ = [
     "SessionRecord",
     "SigningKey",
     "SupportCode",
+    "Tenant",
     "User",
     "UserRole",
     "WebAuthnChallenge",
     "WebhookDelivery",
+    "tenant_of",
     "utcnow",
 ]
 
@@ -54,9 +56,25 @@ UserRole = Literal["admin", "technician"]
 """An operator account's role (the protocol's peers have ``remote_core.protocol.Role``)."""
 
 
+def tenant_of(tenant_id: str | None) -> str:
+    """A row's tenant: one stored without (NULL, SPEC 1) is the default tenant's."""
+    return tenant_id or DEFAULT_TENANT_ID
+
+
 def utcnow() -> datetime:
     """The current time, timezone-aware UTC (the only clock records use)."""
     return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Tenant:
+    """A customer of the service: its users, machines and everything they touch are its
+    own. A disabled tenant's users cannot log in and its agents cannot connect."""
+
+    id: str
+    name: str
+    disabled: bool = False
+    created_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +119,9 @@ class MachineReport:
     status: str | None = None
     agent_version: str | None = None
     plugins: tuple[str, ...] | None = None
+    tenant_id: str | None = None
+    """The tenant of a machine this report registers (default: the default tenant); a
+    registered machine keeps its own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +151,7 @@ class MachineFilter:
     status: str | None = None
     text: str | None = None
     organizations: tuple[str, ...] | None = None
+    tenant_id: str | None = None
     limit: int | None = None
     after: Keyset | None = None
 
@@ -209,7 +231,13 @@ class User:
 
     @property
     def is_admin(self) -> bool:
+        """An administrator of the user's own tenant."""
         return self.role == "admin"
+
+    @property
+    def is_global_admin(self) -> bool:
+        """An administrator of the default tenant: they also manage the tenants."""
+        return self.is_admin and tenant_of(self.tenant_id) == DEFAULT_TENANT_ID
 
     @property
     def password_fingerprint(self) -> str:
@@ -317,7 +345,9 @@ class AuditEvent:
     detail: dict[str, Any] = field(default_factory=dict)
     created_at: datetime | None = None
     id: int | None = None
-    tenant_id: str | None = DEFAULT_TENANT_ID
+    tenant_id: str | None = None
+    """``None`` when recorded: the audit log gives it the tenant of its machine (else the
+    default tenant's); read back, every event has one."""
 
 
 @dataclass(frozen=True, slots=True)

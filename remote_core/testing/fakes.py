@@ -56,9 +56,11 @@ from ..records import (
     SessionRecord,
     SigningKey,
     SupportCode,
+    Tenant,
     User,
     WebAuthnChallenge,
     WebhookDelivery,
+    tenant_of,
     utcnow,
 )
 from ..types import AgentCredential, AgentIdentity, AuthMethod, AuthRejected
@@ -156,6 +158,8 @@ class MemoryStore(Store):
         self._events: list[AuditEvent] = []
         self._deliveries: list[WebhookDelivery] = []
         self._recordings: dict[str, RecordingRecord] = {}
+        self._tenants: dict[str, Tenant] = {
+            DEFAULT_TENANT_ID: Tenant(DEFAULT_TENANT_ID, "default", created_at=_EPOCH)}
 
     # -- outages -------------------------------------------------------------------------
     def down(self, *methods: str) -> None:
@@ -240,7 +244,8 @@ class MemoryStore(Store):
         now = utcnow()
         if stored is None:
             machine = Machine(agent_id=report.agent_id, machine_uid=uid, created_at=now,
-                              updated_at=now, last_seen=now, **values)
+                              updated_at=now, last_seen=now,
+                              tenant_id=tenant_of(report.tenant_id), **values)
         else:
             # Placement is the operator's: a report fills only what is empty.
             values = {k: v for k, v in values.items()
@@ -251,14 +256,47 @@ class MemoryStore(Store):
         self._machines[machine.agent_id] = machine
         return copy.deepcopy(machine)
 
+    # -- tenants -------------------------------------------------------------------------
+    @_operation
+    async def create_tenant(self, tenant: Tenant) -> Tenant:
+        if tenant.id in self._tenants or any(t.name == tenant.name
+                                             for t in self._tenants.values()):
+            raise ConflictError(f"tenant {tenant.name!r} exists")
+        self._tenants[tenant.id] = replace(tenant, created_at=_utc(tenant.created_at
+                                                                   or utcnow()))
+        return copy.copy(self._tenants[tenant.id])
+
+    @_operation
+    async def get_tenant(self, tenant_id: str) -> Tenant | None:
+        return copy.copy(self._tenants.get(tenant_id))
+
+    @_operation
+    async def list_tenants(self) -> list[Tenant]:
+        return sorted(self._tenants.values(), key=lambda t: (t.created_at or _EPOCH, t.id))
+
+    @_operation
+    async def update_tenant(self, tenant_id: str, *, name: str | None = None,
+                            disabled: bool | None = None) -> Tenant | None:
+        tenant = self._tenants.get(tenant_id)
+        if tenant is None:
+            return None
+        if name is not None and any(t.name == name and t.id != tenant_id
+                                    for t in self._tenants.values()):
+            raise ConflictError(f"tenant {name!r} exists")
+        self._tenants[tenant_id] = replace(tenant, **_given(name=name, disabled=disabled))
+        return copy.copy(self._tenants[tenant_id])
+
+    # -- machines ------------------------------------------------------------------------
     @_operation
     async def create_machine(self, agent_id: str, organization: str = "", site: str = "",
-                             tags: Sequence[str] = ()) -> Machine:
+                             tags: Sequence[str] = (), *,
+                             tenant_id: str = DEFAULT_TENANT_ID) -> Machine:
         if agent_id in self._machines:
             raise ConflictError(f"machine {agent_id!r} exists")
         now = utcnow()
         machine = Machine(agent_id=agent_id, organization=organization, site=site,
-                          tags=tuple(tags), created_at=now, updated_at=now)
+                          tags=tuple(tags), created_at=now, updated_at=now,
+                          tenant_id=tenant_id)
         self._machines[agent_id] = machine
         return copy.deepcopy(machine)
 
@@ -418,10 +456,11 @@ class MemoryStore(Store):
 
     @_operation
     async def list_support_codes(self, created_by: str | None = None, *,
-                                 after: Keyset | None = None,
-                                 limit: int | None = None) -> list[SupportCode]:
+                                 after: Keyset | None = None, limit: int | None = None,
+                                 tenant_id: str | None = None) -> list[SupportCode]:
         codes = (c for c in self._codes.values()
-                 if created_by is None or c.created_by == created_by)
+                 if (created_by is None or c.created_by == created_by)
+                 and _in_tenant(c.tenant_id, tenant_id))
         return _page(codes, lambda c: (c.created_at or _EPOCH, c.code), after=after,
                      limit=limit, newest_first=True)
 
@@ -477,9 +516,11 @@ class MemoryStore(Store):
 
     @_operation
     async def list_sessions(self, agent_id: str | None = None, limit: int = 100, *,
-                            after: Keyset | None = None) -> list[SessionRecord]:
+                            after: Keyset | None = None,
+                            tenant_id: str | None = None) -> list[SessionRecord]:
         found = (s for s in self._sessions.values() if s.deleted_at is None
-                 and (agent_id is None or s.agent_id == agent_id))
+                 and (agent_id is None or s.agent_id == agent_id)
+                 and _in_tenant(s.tenant_id, tenant_id))
         return _page(found, lambda s: (s.created_at or _EPOCH, s.id), after=after, limit=limit,
                      newest_first=True)
 
@@ -525,9 +566,10 @@ class MemoryStore(Store):
                                    if u.username == username), None))
 
     @_operation
-    async def list_users(self, *, after: Keyset | None = None,
-                         limit: int | None = None) -> list[User]:
-        return _page(self._users.values(), lambda u: (u.created_at or _EPOCH, u.id),
+    async def list_users(self, *, after: Keyset | None = None, limit: int | None = None,
+                         tenant_id: str | None = None) -> list[User]:
+        found = (u for u in self._users.values() if _in_tenant(u.tenant_id, tenant_id))
+        return _page(found, lambda u: (u.created_at or _EPOCH, u.id),
                      after=after, limit=limit, newest_first=False)
 
     @_operation
@@ -743,11 +785,12 @@ class MemoryStore(Store):
 
     @_operation
     async def list_events(self, session_id: str | None = None, agent_id: str | None = None,
-                          limit: int = 100, *, after: Keyset | None = None
-                          ) -> list[AuditEvent]:
+                          limit: int = 100, *, after: Keyset | None = None,
+                          tenant_id: str | None = None) -> list[AuditEvent]:
         found = (e for e in self._events
                  if (session_id is None or e.session_id == session_id)
-                 and (agent_id is None or e.agent_id == agent_id))
+                 and (agent_id is None or e.agent_id == agent_id)
+                 and _in_tenant(e.tenant_id, tenant_id))
         return _page(found, lambda e: (e.created_at or _EPOCH, e.id or 0), after=after,
                      limit=limit, newest_first=True)
 
@@ -778,9 +821,11 @@ class MemoryStore(Store):
     async def list_recordings(self, *, session_id: str | None = None,
                               agent_id: str | None = None, technician: str | None = None,
                               since: datetime | None = None, limit: int = 100,
-                              after: Keyset | None = None) -> list[RecordingRecord]:
+                              after: Keyset | None = None,
+                              tenant_id: str | None = None) -> list[RecordingRecord]:
         found = (r for r in self._recordings.values()
-                 if (session_id is None or r.session_id == session_id)
+                 if _in_tenant(r.tenant_id, tenant_id)
+                 and (session_id is None or r.session_id == session_id)
                  and (agent_id is None or r.agent_id == agent_id)
                  and (technician is None or technician in r.technicians)
                  and (since is None or r.started_at >= _utc(since)))
@@ -837,8 +882,16 @@ def _matches(machine: Machine, where: MachineFilter) -> bool:
                   machine.organization, machine.site)
         if not any(needle in value.lower() for value in fields):
             return False
+    if not _in_tenant(machine.tenant_id, where.tenant_id):
+        return False
     orgs = where.organizations
     return orgs is None or "*" in orgs or machine.organization in orgs
+
+
+def _in_tenant(row_tenant: str | None, wanted: str | None) -> bool:
+    """The SQL store's tenant filter: ``wanted`` None is any; a row without one is the
+    default tenant's."""
+    return wanted is None or tenant_of(row_tenant) == wanted
 
 
 # -- authentication ----------------------------------------------------------------------------

@@ -36,6 +36,7 @@ from ..interfaces import Store
 from ..records import (
     CONSENT_NOT_REQUIRED,
     CONSENT_PENDING,
+    DEFAULT_TENANT_ID,
     AuditEvent,
     Keyset,
     LoginSession,
@@ -47,6 +48,7 @@ from ..records import (
     SessionRecord,
     SigningKey,
     SupportCode,
+    Tenant,
     User,
     WebAuthnChallenge,
     WebhookDelivery,
@@ -188,6 +190,59 @@ class StoreContract:
         ring = await store.signing_keys(self._key("late"))
         assert len(ring) == 7
         assert sum(k.verify_until is None for k in ring) == 1
+
+    # -- tenants -------------------------------------------------------------------------
+    async def test_tenants(self, store: Store) -> None:
+        (default,) = await store.list_tenants()  # seeded
+        assert (default.id, default.disabled) == (DEFAULT_TENANT_ID, False)
+        acme = await store.create_tenant(Tenant(id=str(uuid.uuid4()), name="Acme"))
+        assert acme.created_at is not None and not acme.disabled
+        with pytest.raises(ConflictError):
+            await store.create_tenant(Tenant(id=str(uuid.uuid4()), name="Acme"))
+        assert [t.id for t in await store.list_tenants()] == [DEFAULT_TENANT_ID, acme.id]
+        renamed = await store.update_tenant(acme.id, name="Acme Ltd", disabled=True)
+        assert renamed is not None and (renamed.name, renamed.disabled) == ("Acme Ltd", True)
+        assert await store.get_tenant(acme.id) == renamed
+        assert await store.update_tenant(acme.id) == renamed  # nothing asked, nothing changed
+        with pytest.raises(ConflictError):
+            await store.update_tenant(acme.id, name="default")
+        assert await store.update_tenant("no-such-tenant", name="x") is None
+        assert await store.get_tenant("no-such-tenant") is None
+
+    async def test_every_list_keeps_to_a_tenant(self, store: Store) -> None:
+        other = (await store.create_tenant(Tenant(id=str(uuid.uuid4()), name="Other"))).id
+        mine = await store.create_machine("mine")
+        theirs = await store.create_machine("theirs", tenant_id=other)
+        assert (mine.tenant_id, theirs.tenant_id) == (DEFAULT_TENANT_ID, other)
+        reported = await store.upsert_machine(MachineReport(agent_id="new", tenant_id=other))
+        assert reported.tenant_id == other  # a new machine joins the report's tenant
+        kept = await store.upsert_machine(MachineReport(agent_id="mine", tenant_id=other))
+        assert kept.tenant_id == DEFAULT_TENANT_ID  # a registered machine keeps its own
+        assert [m.agent_id for m in await store.list_machines(
+            MachineFilter(tenant_id=other))] == ["theirs", "new"]
+        assert [m.agent_id for m in await store.list_machines(
+            MachineFilter(tenant_id=DEFAULT_TENANT_ID))] == ["mine"]
+        await store.create_session(make_session("mine"))
+        await store.create_session(make_session("theirs", tenant_id=other))
+        assert [r.agent_id for r in await store.list_sessions(tenant_id=other)] == ["theirs"]
+        await store.create_support_code(make_code(tenant_id=other))
+        assert len(await store.list_support_codes(tenant_id=other)) == 1
+        assert await store.list_support_codes(tenant_id=DEFAULT_TENANT_ID) == []
+        await store.create_user(make_user("them", tenant_id=other))
+        await store.create_user(make_user("us"))
+        assert [u.username for u in await store.list_users(tenant_id=other)] == ["them"]
+        assert [u.username for u in await store.list_users(tenant_id=DEFAULT_TENANT_ID)
+                ] == ["us"]
+        await store.add_event(AuditEvent("x.theirs", tenant_id=other))
+        await store.add_event(AuditEvent("x.unsaid"))  # no tenant: the default tenant's
+        assert [e.kind for e in await store.list_events(tenant_id=other)] == ["x.theirs"]
+        assert [e.kind for e in await store.list_events(tenant_id=DEFAULT_TENANT_ID)
+                ] == ["x.unsaid"]
+        await store.add_recording(RecordingRecord(str(uuid.uuid4()), session_id="s",
+                                                  agent_id="theirs", started_at=utcnow(),
+                                                  tenant_id=other))
+        assert len(await store.list_recordings(tenant_id=other)) == 1
+        assert await store.list_recordings(tenant_id=DEFAULT_TENANT_ID) == []
 
     # -- machines: registration and deduplication (SPEC 5.4) ------------------------------
     async def test_upsert_creates_with_defaults(self, store: Store) -> None:

@@ -27,7 +27,7 @@ from ._schema import (
     users,
     webauthn_challenges,
 )
-from ._sql import insert, keyset_page, values_given
+from ._sql import in_tenant, insert, keyset_page, values_given
 
 _CHILDREN = ((user_permissions, "permission"), (user_client_access, "organization"))
 
@@ -99,9 +99,13 @@ def get_user_by_username(conn: Connection, username: str) -> User | None:
     return next(iter(_users_from_rows(conn, rows)), None)
 
 
-def list_users(conn: Connection, after: Keyset | None, limit: int | None) -> list[User]:
-    query = keyset_page(sa.select(users), users.c.created_at, users.c.id, after=after,
-                        limit=limit, newest_first=False)
+def list_users(conn: Connection, after: Keyset | None, limit: int | None,
+               tenant_id: str | None) -> list[User]:
+    query = sa.select(users)
+    if tenant_id is not None:
+        query = query.where(in_tenant(users.c.tenant_id, tenant_id))
+    query = keyset_page(query, users.c.created_at, users.c.id, after=after, limit=limit,
+                        newest_first=False)
     return _users_from_rows(conn, conn.execute(query).all())
 
 

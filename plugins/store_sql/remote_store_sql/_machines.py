@@ -21,10 +21,11 @@ from remote_core.records import (
     MachineFilter,
     MachineReport,
     RestoreResult,
+    tenant_of,
 )
 
 from ._schema import agent_keys, machines
-from ._sql import insert, keyset_page, values_given
+from ._sql import in_tenant, insert, keyset_page, values_given
 
 _KEY_HASH = re.compile(r"^[0-9a-f]{64}$")
 _LIVE = machines.c.deleted_at.is_(None)
@@ -100,7 +101,7 @@ def upsert_machine(conn: Connection, report: MachineReport, now: datetime) -> Ma
     changes = {**_unassigned_only(conn, report, _report_values(report)), "updated_at": now,
                "last_seen": now, "deleted_at": None}
     new_row = {"tags": [], "status": "offline", "created_at": now,
-               "tenant_id": DEFAULT_TENANT_ID, **changes,
+               "tenant_id": tenant_of(report.tenant_id), **changes,
                "agent_id": report.agent_id, "machine_uid": report.machine_uid}
     if not report.machine_uid:
         stmt = insert(conn, machines).values(new_row).on_conflict_do_update(
@@ -122,10 +123,10 @@ def upsert_machine(conn: Connection, report: MachineReport, now: datetime) -> Ma
 
 
 def create_machine(conn: Connection, agent_id: str, organization: str, site: str,
-                   tags: Sequence[str], now: datetime) -> Machine:
+                   tags: Sequence[str], now: datetime, tenant_id: str) -> Machine:
     row = conn.execute(sa.insert(machines).values(
         agent_id=agent_id, organization=organization, site=site, tags=list(tags),
-        status="offline", created_at=now, updated_at=now, tenant_id=DEFAULT_TENANT_ID,
+        status="offline", created_at=now, updated_at=now, tenant_id=tenant_id,
     ).returning(*machines.c)).one()
     return machine_from_row(row)
 
@@ -163,6 +164,8 @@ def _contains_text(text: str) -> sa.ColumnElement[bool]:
 
 def list_machines(conn: Connection, where: MachineFilter) -> list[Machine]:
     query = sa.select(machines).where(_LIVE)
+    if where.tenant_id is not None:
+        query = query.where(in_tenant(machines.c.tenant_id, where.tenant_id))
     text_equal = {"organization": where.organization, "site": where.site}
     for name, value in text_equal.items():
         if value is not None:

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection
 from remote_core.records import DEFAULT_TENANT_ID, Keyset, RecordingRecord
 
 from ._schema import recordings
-from ._sql import keyset_page
+from ._sql import in_tenant, keyset_page
 
 __all__ = ["add_recording", "delete_recording", "end_open_recordings", "finish_recording",
            "get_recording", "list_recordings"]
@@ -53,8 +53,10 @@ def get_recording(conn: Connection, recording_id: str) -> RecordingRecord | None
 
 def list_recordings(conn: Connection, session_id: str | None, agent_id: str | None,
                     technician: str | None, since: datetime | None, limit: int,
-                    after: Keyset | None) -> list[RecordingRecord]:
+                    after: Keyset | None, tenant_id: str | None) -> list[RecordingRecord]:
     query = sa.select(recordings)
+    if tenant_id is not None:
+        query = query.where(in_tenant(recordings.c.tenant_id, tenant_id))
     if session_id is not None:
         query = query.where(recordings.c.session_id == session_id)
     if agent_id is not None:

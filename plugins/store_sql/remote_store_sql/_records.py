@@ -15,10 +15,11 @@ from remote_core.records import (
     Release,
     SessionRecord,
     SupportCode,
+    tenant_of,
 )
 
 from ._schema import releases, session_events, sessions, support_codes
-from ._sql import keyset_page
+from ._sql import in_tenant, keyset_page
 
 # -- support codes (SPEC 3.2) -------------------------------------------------------
 
@@ -62,8 +63,10 @@ def consume_support_code(conn: Connection, code: str, agent_id: str, session_id:
 
 
 def list_support_codes(conn: Connection, created_by: str | None, after: Keyset | None,
-                       limit: int | None) -> list[SupportCode]:
+                       limit: int | None, tenant_id: str | None) -> list[SupportCode]:
     query = sa.select(support_codes)
+    if tenant_id is not None:
+        query = query.where(in_tenant(support_codes.c.tenant_id, tenant_id))
     if created_by is not None:
         query = query.where(support_codes.c.created_by == created_by)
     query = keyset_page(query, support_codes.c.created_at, support_codes.c.code, after=after,
@@ -129,8 +132,10 @@ def get_session(conn: Connection, session_id: str) -> SessionRecord | None:
 
 
 def list_sessions(conn: Connection, agent_id: str | None, limit: int,
-                  after: Keyset | None) -> list[SessionRecord]:
+                  after: Keyset | None, tenant_id: str | None) -> list[SessionRecord]:
     query = sa.select(sessions).where(sessions.c.deleted_at.is_(None))
+    if tenant_id is not None:
+        query = query.where(in_tenant(sessions.c.tenant_id, tenant_id))
     if agent_id is not None:
         query = query.where(sessions.c.agent_id == agent_id)
     query = keyset_page(query, sessions.c.created_at, sessions.c.id, after=after, limit=limit,
@@ -204,13 +209,15 @@ def add_event(conn: Connection, event: AuditEvent, now: datetime) -> None:
         kind=event.kind, session_id=event.session_id, agent_id=event.agent_id,
         actor=event.actor, target=event.target, client_ip=event.client_ip,
         detail=dict(event.detail), created_at=event.created_at or now,
-        tenant_id=event.tenant_id,
+        tenant_id=tenant_of(event.tenant_id),
     ))
 
 
 def list_events(conn: Connection, session_id: str | None, agent_id: str | None,
-                limit: int, after: Keyset | None) -> list[AuditEvent]:
+                limit: int, after: Keyset | None, tenant_id: str | None) -> list[AuditEvent]:
     query = sa.select(session_events)
+    if tenant_id is not None:
+        query = query.where(in_tenant(session_events.c.tenant_id, tenant_id))
     if session_id is not None:
         query = query.where(session_events.c.session_id == session_id)
     if agent_id is not None:

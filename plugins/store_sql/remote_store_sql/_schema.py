@@ -85,6 +85,8 @@ tenants = sa.Table(
     sa.Column("id", sa.String(36), primary_key=True),
     sa.Column("name", sa.Text, nullable=False),
     sa.Column("created_at", UTCDateTime, nullable=True),
+    sa.Column("disabled", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Index("ix_tenants_name", "name", unique=True),
 )
 
 machines = sa.Table(
@@ -108,6 +110,7 @@ machines = sa.Table(
     _tenant(),
     sa.Index("ix_machines_organization", "organization"),
     sa.Index("ix_machines_created_at_agent_id", "created_at", "agent_id"),
+    sa.Index("ix_machines_tenant_id", "tenant_id"),
 )
 
 agent_keys = sa.Table(
@@ -138,6 +141,7 @@ support_codes = sa.Table(
     _tenant(),
     sa.Index("ix_support_codes_created_by_created_at", "created_by", "created_at"),
     sa.Index("ix_support_codes_created_at_code", "created_at", "code"),
+    sa.Index("ix_support_codes_tenant_id", "tenant_id"),
 )
 
 sessions = sa.Table(
@@ -156,6 +160,7 @@ sessions = sa.Table(
     _tenant(),
     sa.Index("ix_sessions_agent_id_created_at", "agent_id", "created_at"),
     sa.Index("ix_sessions_created_at", "created_at"),
+    sa.Index("ix_sessions_tenant_id", "tenant_id"),
 )
 
 users = sa.Table(
@@ -167,6 +172,7 @@ users = sa.Table(
     sa.Column("disabled", sa.Boolean, nullable=True),
     sa.Column("created_at", UTCDateTime, nullable=True),
     _tenant(),
+    sa.Index("ix_users_tenant_id", "tenant_id"),
 )
 
 user_permissions = sa.Table(
@@ -212,6 +218,7 @@ session_events = sa.Table(
     sa.Index("ix_session_events_session_id", "session_id"),
     sa.Index("ix_session_events_agent_id", "agent_id"),
     sa.Index("ix_session_events_created_at_id", "created_at", "id"),
+    sa.Index("ix_session_events_tenant_id", "tenant_id"),
 )
 
 secrets = sa.Table(
@@ -324,4 +331,5 @@ recordings = sa.Table(
     sa.Index("ix_recordings_session_id", "session_id"),
     sa.Index("ix_recordings_agent_id_started_at", "agent_id", "started_at"),
     sa.Index("ix_recordings_started_at_id", "started_at", "id"),
+    sa.Index("ix_recordings_tenant_id", "tenant_id"),
 )

@@ -8,9 +8,9 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
-from remote_core.records import Keyset
+from remote_core.records import DEFAULT_TENANT_ID, Keyset
 
-__all__ = ["insert", "keyset_page", "values_given"]
+__all__ = ["in_tenant", "insert", "keyset_page", "values_given"]
 
 _Select = TypeVar("_Select", bound=sa.Select[Any])
 
@@ -20,6 +20,14 @@ def insert(conn: Connection, table: sa.Table) -> Any:
     if conn.dialect.name == "postgresql":
         return postgresql.insert(table)
     return sqlite.insert(table)
+
+
+def in_tenant(column: sa.ColumnElement[Any], tenant_id: str) -> sa.ColumnElement[bool]:
+    """Rows of ``tenant_id``: a row stored without a tenant (NULL, SPEC 1) is the default
+    tenant's."""
+    if tenant_id == DEFAULT_TENANT_ID:
+        return sa.or_(column == tenant_id, column.is_(None))
+    return column == tenant_id
 
 
 def values_given(**values: Any) -> dict[str, Any]:

@@ -8,6 +8,7 @@ errors surface as :class:`~remote_core.errors.StoreError` (duplicates as
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
@@ -18,6 +19,7 @@ from sqlalchemy.engine import Connection
 from remote_core.errors import ConflictError, StoreError
 from remote_core.interfaces import Store
 from remote_core.records import (
+    DEFAULT_TENANT_ID,
     AgentKey,
     AuditEvent,
     Keyset,
@@ -33,13 +35,23 @@ from remote_core.records import (
     SessionRecord,
     SigningKey,
     SupportCode,
+    Tenant,
     User,
     WebAuthnChallenge,
     WebhookDelivery,
     utcnow,
 )
 
-from . import _accounts, _factors, _machines, _migrate, _recordings, _records, _webhooks
+from . import (
+    _accounts,
+    _factors,
+    _machines,
+    _migrate,
+    _recordings,
+    _records,
+    _tenants,
+    _webhooks,
+)
 from ._engine import Runner, make_runner
 from ._sql import values_given
 
@@ -88,6 +100,22 @@ class SqlStore(Store):
         return await self._runner.write(_accounts.rotate_signing_key, new, previous_until,
                                         utcnow())
 
+    # -- tenants -----------------------------------------------------------------------
+    async def create_tenant(self, tenant: Tenant) -> Tenant:
+        if tenant.created_at is None:
+            tenant = dataclasses.replace(tenant, created_at=utcnow())
+        return await self._runner.write(_tenants.create_tenant, tenant)
+
+    async def get_tenant(self, tenant_id: str) -> Tenant | None:
+        return await self._runner.read(_tenants.get_tenant, tenant_id)
+
+    async def list_tenants(self) -> list[Tenant]:
+        return await self._runner.read(_tenants.list_tenants)
+
+    async def update_tenant(self, tenant_id: str, *, name: str | None = None,
+                            disabled: bool | None = None) -> Tenant | None:
+        return await self._runner.write(_tenants.update_tenant, tenant_id, name, disabled)
+
     # -- machines ------------------------------------------------------------------
     async def upsert_machine(self, report: MachineReport) -> Machine:
         # Two first registrations of one uid under different agent ids can collide;
@@ -102,9 +130,10 @@ class SqlStore(Store):
         raise AssertionError("unreachable")
 
     async def create_machine(self, agent_id: str, organization: str = "", site: str = "",
-                             tags: Sequence[str] = ()) -> Machine:
+                             tags: Sequence[str] = (), *,
+                             tenant_id: str = DEFAULT_TENANT_ID) -> Machine:
         return await self._runner.write(_machines.create_machine, agent_id, organization, site,
-                                        tuple(tags), utcnow())
+                                        tuple(tags), utcnow(), tenant_id)
 
     async def get_machine(self, agent_id: str) -> Machine | None:
         return await self._runner.read(_machines.get_machine, agent_id)
@@ -177,9 +206,10 @@ class SqlStore(Store):
                                         session_id, now)
 
     async def list_support_codes(self, created_by: str | None = None, *,
-                                 after: Keyset | None = None,
-                                 limit: int | None = None) -> list[SupportCode]:
-        return await self._runner.read(_records.list_support_codes, created_by, after, limit)
+                                 after: Keyset | None = None, limit: int | None = None,
+                                 tenant_id: str | None = None) -> list[SupportCode]:
+        return await self._runner.read(_records.list_support_codes, created_by, after, limit,
+                                       tenant_id)
 
     async def cancel_support_code(self, code: str) -> bool:
         return await self._runner.write(_records.cancel_support_code, code, utcnow())
@@ -205,8 +235,10 @@ class SqlStore(Store):
         return await self._runner.read(_records.get_session, session_id)
 
     async def list_sessions(self, agent_id: str | None = None, limit: int = 100, *,
-                            after: Keyset | None = None) -> list[SessionRecord]:
-        return await self._runner.read(_records.list_sessions, agent_id, limit, after)
+                            after: Keyset | None = None,
+                            tenant_id: str | None = None) -> list[SessionRecord]:
+        return await self._runner.read(_records.list_sessions, agent_id, limit, after,
+                                       tenant_id)
 
     async def soft_delete_session(self, session_id: str) -> bool:
         return await self._runner.write(_records.soft_delete_session, session_id, utcnow())
@@ -224,9 +256,9 @@ class SqlStore(Store):
     async def get_user_by_username(self, username: str) -> User | None:
         return await self._runner.read(_accounts.get_user_by_username, username)
 
-    async def list_users(self, *, after: Keyset | None = None,
-                         limit: int | None = None) -> list[User]:
-        return await self._runner.read(_accounts.list_users, after, limit)
+    async def list_users(self, *, after: Keyset | None = None, limit: int | None = None,
+                         tenant_id: str | None = None) -> list[User]:
+        return await self._runner.read(_accounts.list_users, after, limit, tenant_id)
 
     async def update_user(self, user_id: str, *, password_hash: str | None = None,
                           role: str | None = None, disabled: bool | None = None,
@@ -325,10 +357,10 @@ class SqlStore(Store):
         await self._runner.write(_records.add_event, event, utcnow())
 
     async def list_events(self, session_id: str | None = None, agent_id: str | None = None,
-                          limit: int = 100, *, after: Keyset | None = None
-                          ) -> list[AuditEvent]:
+                          limit: int = 100, *, after: Keyset | None = None,
+                          tenant_id: str | None = None) -> list[AuditEvent]:
         return await self._runner.read(_records.list_events, session_id, agent_id, limit,
-                                       after)
+                                       after, tenant_id)
 
     # -- session recordings ---------------------------------------------------------
     async def add_recording(self, recording: RecordingRecord) -> None:
@@ -347,9 +379,10 @@ class SqlStore(Store):
     async def list_recordings(self, *, session_id: str | None = None,
                               agent_id: str | None = None, technician: str | None = None,
                               since: datetime | None = None, limit: int = 100,
-                              after: Keyset | None = None) -> list[RecordingRecord]:
+                              after: Keyset | None = None,
+                              tenant_id: str | None = None) -> list[RecordingRecord]:
         return await self._runner.read(_recordings.list_recordings, session_id, agent_id,
-                                       technician, since, limit, after)
+                                       technician, since, limit, after, tenant_id)
 
     async def delete_recording(self, recording_id: str) -> bool:
         return await self._runner.write(_recordings.delete_recording, recording_id)

@@ -16,8 +16,11 @@ from remote_store_sql._schema import metadata
 from remote_store_sql.store import SqlStore
 from remote_store_sql.testing import Database, postgres_database, sqlite_database
 
-#: Tables emptied between PostgreSQL tests: every table of the schema but the seeded
-#: tenants (and Alembic's revision, which is not in it), so a new table is never missed.
+from remote_core.records import DEFAULT_TENANT_ID
+
+#: Tables emptied between PostgreSQL tests: every table of the schema but the tenants
+#: (and Alembic's revision, which is not in it), so a new table is never missed; the
+#: tenants lose all but the seeded default tenant.
 DATA_TABLES = tuple(table.name for table in reversed(metadata.sorted_tables)
                     if table.name != "tenants")
 
@@ -39,6 +42,8 @@ def scratch_database(kind: str, request: pytest.FixtureRequest, tmp_path: Path) 
     tables = [t for t in DATA_TABLES if t in present]
     if tables:
         database.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+    if "tenants" in present:
+        database.execute(f"DELETE FROM tenants WHERE id <> '{DEFAULT_TENANT_ID}'")
     return database
 
 

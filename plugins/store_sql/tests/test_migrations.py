@@ -24,7 +24,7 @@ from remote_store_sql.testing import Database
 from sqlalchemy.engine import Connection
 
 from remote_core.errors import StoreError
-from remote_core.records import DEFAULT_TENANT_ID
+from remote_core.records import DEFAULT_TENANT_ID, MachineFilter
 
 pytestmark = pytest.mark.anyio
 
@@ -115,6 +115,53 @@ async def test_each_earlier_revision_upgrades_cleanly(
         finally:
             await reference.close()
     assert upgraded["revision"] == _migrate.head_revision()
+
+
+ROWS_WITHOUT_TENANT = (
+    "INSERT INTO machines (agent_id, organization) VALUES ('old-pc', 'acme')",
+    "INSERT INTO agent_keys (id, agent_id, key_hash) VALUES ('k-1', 'old-pc', '{}')"
+    .format("a" * 64),
+    "INSERT INTO support_codes (code, expires_at) VALUES ('ABC-DEF-GHJ', "
+    "'2030-01-01 00:00:00')",
+    "INSERT INTO sessions (id, agent_id) VALUES ('s-1', 'old-pc')",
+    "INSERT INTO users (id, username, password_hash, role) VALUES ('u-1', 'tess', 'h', "
+    "'technician')",
+    "INSERT INTO user_permissions (user_id, permission) VALUES ('u-1', 'view')",
+    "INSERT INTO user_client_access (user_id, organization) VALUES ('u-1', 'acme')",
+    "INSERT INTO releases (version, download_url, checksum_sha256) VALUES ('1.0.0', "
+    "'https://example.test/a', '{}')".format("b" * 64),
+    "INSERT INTO session_events (kind, session_id) VALUES ('session.opened', 's-1')",
+)
+
+
+async def test_rows_stored_without_a_tenant_move_into_the_default_tenant(
+        empty: Database) -> None:
+    """Revision 0013: every row a release before tenants stored (tenant_id NULL) is the
+    default tenant's afterwards, none lost, and the tenant's lists show it."""
+    store = SqlStore(empty.url)
+    try:
+        await store.runner.write(_migrate.upgrade, "0012")
+        for statement in ROWS_WITHOUT_TENANT:
+            empty.execute(statement)
+        tables = [statement.split()[2] for statement in ROWS_WITHOUT_TENANT]
+        await store.open()  # upgrades to head
+
+        def tenants_of(conn: Connection) -> dict[str, list[Any]]:
+            return {table: [row[0] for row in conn.execute(
+                sa.text(f"SELECT tenant_id FROM {table}"))]
+                for table in tables}
+
+        assert await store.runner.read(tenants_of) == {
+            table: [DEFAULT_TENANT_ID] for table in tables}
+        assert [m.agent_id for m in await store.list_machines(
+            MachineFilter(tenant_id=DEFAULT_TENANT_ID))] == ["old-pc"]
+        assert [u.username for u in await store.list_users(tenant_id=DEFAULT_TENANT_ID)
+                ] == ["tess"]
+        user = await store.get_user("u-1")
+        assert user is not None and (user.permissions, user.client_access) == (
+            ("view",), ("acme",))
+    finally:
+        await store.close()
 
 
 async def test_models_match_migrations(empty: Database) -> None:
