@@ -22,7 +22,7 @@ from remote_core.interfaces import RecordingStore, Store
 from remote_core.plugins import CODEC_PLUGINS, get_plugin_manager
 from remote_core.protocol import pb
 from remote_core.recording import Verdict, records, verify
-from remote_core.records import AuditEvent, Keyset, RecordingRecord, utcnow
+from remote_core.records import AuditEvent, Keyset, RecordingRecord, tenant_of, utcnow
 from remote_core.types import EncodedFrame
 from remote_core.video import from_wire
 
@@ -113,7 +113,7 @@ async def _purge(store: Store, recordings: RecordingStore | None, audit: Audit,
 async def purge_expired(store: Store, recordings: RecordingStore | None, audit: Audit,
                         retention: Retention, now: datetime) -> int:
     """Remove the recordings past their machine's retention (its own entry, its tags',
-    its organization's or every machine's); return how many."""
+    its organization's, its tenant's or every machine's); return how many."""
     if not retention.shortest:
         return 0
     machines: dict[str, tuple[str, tuple[str, ...]]] = {}  # agent id -> organization, tags
@@ -124,7 +124,8 @@ async def purge_expired(store: Store, recordings: RecordingStore | None, audit: 
             machines[record.agent_id] = ((machine.organization, machine.tags)
                                          if machine is not None else ("", ()))
         organization, tags = machines[record.agent_id]
-        days = retention.days(agent_id=record.agent_id, organization=organization, tags=tags)
+        days = retention.days(agent_id=record.agent_id, organization=organization, tags=tags,
+                              tenant_id=tenant_of(record.tenant_id))
         if days and record.started_at < now - timedelta(days=days):
             purged += await _purge(store, recordings, audit, record,
                                    reason=f"older than {days} day" + "s" * (days != 1))

@@ -58,9 +58,10 @@ class ServerSettings(PluginSettings):
                "session panel, which says so)")
     recording_policy: tuple[str, ...] = option(
         (), "recording modes other than RECORDINGS' for some machines: "
-            "organization:NAME=MODE, tag:NAME=MODE or machine:AGENT_ID=MODE entries "
-            "(MODE off, on or notice); a machine's own entry wins, then its tags' "
-            "(the strongest), then its organization's")
+            "organization:NAME=MODE, tag:NAME=MODE, machine:AGENT_ID=MODE or "
+            "tenant:TENANT_ID=MODE entries (MODE off, on or notice); a machine's own entry "
+            "wins, then its tags' (the strongest), then its organization's, then its "
+            "tenant's")
     recording_keystrokes: str = option(
         "content", "what recordings keep of typing: content (every key event as relayed) "
                    "or timing (when keys went down and up, never which)")
@@ -75,9 +76,9 @@ class ServerSettings(PluginSettings):
         0, "days a recording is kept; older ones are purged (audited). 0 keeps them")
     recording_retention: tuple[str, ...] = option(
         (), "retentions other than RECORDINGS_KEEP_DAYS' for some machines: "
-            "organization:NAME=DAYS, tag:NAME=DAYS or machine:AGENT_ID=DAYS entries (0 "
-            "keeps them); a machine's own entry wins, then its tags' (the longest), then "
-            "its organization's")
+            "organization:NAME=DAYS, tag:NAME=DAYS, machine:AGENT_ID=DAYS or "
+            "tenant:TENANT_ID=DAYS entries (0 keeps them); a machine's own entry wins, then "
+            "its tags' (the longest), then its organization's, then its tenant's")
     heartbeat_interval: float = option(15.0, "seconds between heartbeats")
     heartbeat_timeout: float = option(45.0, "seconds of silence before a peer is dropped")
     first_message_timeout: float = option(10.0, "seconds to wait for session_request")

@@ -93,9 +93,15 @@ async def test_a_machine_the_policy_leaves_out_is_not_recorded(
 
 def test_the_most_specific_entry_wins() -> None:
     policy = RecordingPolicy.parse("on", ["organization:acme=off", "tag:finance=notice",
-                                          "tag:lab=off", "machine:m1=off"])
+                                          "tag:lab=off", "machine:m1=off", "tenant:t-2=notice",
+                                          "tenant:t-3=off"])
     mode = policy.mode
     assert mode(agent_id="m0", organization="other", tags=()) == "on"
+    # a tenant's entry refines the setting; its organizations', tags' and machines' win
+    assert mode(agent_id="m0", organization="other", tags=(), tenant_id="t-2") == "notice"
+    assert mode(agent_id="m0", organization="other", tags=(), tenant_id="t-3") == "off"
+    assert mode(agent_id="m0", organization="acme", tags=(), tenant_id="t-2") == "off"
+    assert mode(agent_id="m0", organization="x", tags=("finance",), tenant_id="t-3") == "notice"
     assert mode(agent_id="m0", organization="acme", tags=()) == "off"
     assert mode(agent_id="m0", organization="acme", tags=("lab",)) == "off"
     assert mode(agent_id="m0", organization="acme", tags=("lab", "finance")) == "notice"
@@ -129,6 +135,10 @@ def test_the_longest_retention_of_a_machines_tags_wins() -> None:
     assert days(agent_id="m1", organization="acme", tags=("legal",)) == 2
     assert retention.shortest == 1
     assert Retention.parse(0, ["tag:legal=0"]).shortest == 0  # nothing is ever purged
+    per_tenant = Retention.parse(30, ["tenant:t-2=90", "organization:acme=7"])
+    assert per_tenant.days(agent_id="m0", organization="x", tags=(), tenant_id="t-2") == 90
+    assert per_tenant.days(agent_id="m0", organization="acme", tags=(), tenant_id="t-2") == 7
+    assert per_tenant.days(agent_id="m0", organization="x", tags=()) == 30
     with pytest.raises(ConfigError, match=r"\(VALUE days, 0 keeping them\), got 'tag:x=-1'"):
         Retention.parse(0, ["tag:x=-1"])
     with pytest.raises(ConfigError, match="'recordings_keep_days' must be 0"):

@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import pytest
 from remote_server.relay.consent import Ask, ConsentBook, Standing
 from remote_server.relay.identity import clean_id
 from remote_server.relay.rules import (
     channel_consent_refusal,
-    channel_refusal,
     check_session_type,
     initial_consent_state,
     shows_session_panel,
     status_report,
-    viewing_refusal,
 )
+from remote_server.relay.rules import channel_refusal as channel_refusal_in
+from remote_server.relay.rules import viewing_refusal as viewing_refusal_in
 from remote_server.settings import ServerSettings
 
 from remote_core.errors import SessionRefused
 from remote_core.protocol import Channel, pb
-from remote_core.records import User
+from remote_core.records import DEFAULT_TENANT_ID, User
 from remote_core.types import ConsentDecision
 
 
@@ -37,6 +39,7 @@ def user(**fields) -> User:
 
 
 def test_who_may_view_what() -> None:
+    viewing_refusal = partial(viewing_refusal_in, tenant_id=DEFAULT_TENANT_ID)
     assert viewing_refusal(user(role="admin"), "acme") is None
     assert viewing_refusal(user(permissions=("view",), client_access=("*",)), "acme") is None
     assert viewing_refusal(user(permissions=("view",), client_access=("acme",)), "acme") is None
@@ -46,6 +49,7 @@ def test_who_may_view_what() -> None:
                                                   client_access=("*",)), "acme")
     assert "disabled" in viewing_refusal(user(role="admin", disabled=True), "acme")
     assert "disabled" in viewing_refusal(None, "acme")
+    assert "another tenant" in viewing_refusal(user(role="admin"), "acme", tenant_id="t-2")
 
 
 def test_session_types_and_identifiers() -> None:
@@ -103,6 +107,7 @@ def test_the_session_panel_shows_as_the_policy_for_the_organization_says() -> No
 
 @pytest.mark.parametrize("channel", list(Channel))
 def test_who_may_open_a_terminal_or_move_files(channel: Channel) -> None:
+    channel_refusal = partial(channel_refusal_in, tenant_id=DEFAULT_TENANT_ID)
     permission = channel.value
     assert channel_refusal(channel, user(role="admin"), "acme") is None
     assert channel_refusal(channel, user(permissions=(permission,), client_access=("acme",)),
@@ -117,6 +122,8 @@ def test_who_may_open_a_terminal_or_move_files(channel: Channel) -> None:
     assert "disabled" in str(channel_refusal(
         channel, user(role="admin", disabled=True), "acme"))
     assert "disabled" in str(channel_refusal(channel, None, "acme"))
+    assert "another tenant" in str(channel_refusal(channel, user(role="admin"), "acme",
+                                                   tenant_id="t-2"))
 
 
 def test_consent_to_view_and_consent_to_a_terminal_are_kept_apart() -> None:

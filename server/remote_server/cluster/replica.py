@@ -11,6 +11,8 @@ from collections.abc import Iterable, KeysView, Mapping
 from datetime import datetime
 from typing import Any
 
+from remote_core.records import DEFAULT_TENANT_ID
+
 from ..relay.session import SessionSnapshot
 
 __all__ = ["Replica", "from_wire", "to_wire"]
@@ -22,7 +24,7 @@ def to_wire(snapshot: SessionSnapshot) -> dict[str, Any]:
             "source": snapshot.source, "technician_id": snapshot.technician_id,
             "created_at": snapshot.created_at.isoformat(),
             "viewer_count": snapshot.viewer_count, "organization": snapshot.organization,
-            "technician_name": snapshot.technician_name}
+            "technician_name": snapshot.technician_name, "tenant_id": snapshot.tenant_id}
 
 
 def from_wire(item: Mapping[str, Any]) -> SessionSnapshot:
@@ -32,7 +34,8 @@ def from_wire(item: Mapping[str, Any]) -> SessionSnapshot:
         source=str(item["source"]), technician_id=item.get("technician_id"),
         created_at=datetime.fromisoformat(item["created_at"]),
         viewer_count=int(item["viewer_count"]), organization=str(item["organization"]),
-        technician_name=str(item.get("technician_name", "")))
+        technician_name=str(item.get("technician_name", "")),
+        tenant_id=str(item.get("tenant_id") or DEFAULT_TENANT_ID))
 
 
 class Replica:

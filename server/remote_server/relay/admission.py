@@ -33,6 +33,7 @@ from remote_core.records import (
     MachineReport,
     SessionRecord,
     User,
+    tenant_of,
     utcnow,
 )
 from remote_core.textrules import escaped
@@ -157,11 +158,16 @@ class Admission:
                     session_id: str) -> Session:
         if identity.authoritative:
             agent_id = identity.agent_id
-            if await self._store.get_machine_by_id(agent_id) is None:
+            keyed = await self._store.get_machine_by_id(agent_id)
+            if keyed is None:
                 raise SessionRefused("the machine this key belongs to no longer exists")
+            tenant_id = tenant_of(keyed.tenant_id)
             uid = None  # a keyed agent's claimed uid is dropped (SPEC 5.2)
         else:
-            agent_id, uid = await resolve_unkeyed(self._store, self._index.uids, identity)
+            tenant_id = await self._tenant_of_code(identity.support_code)
+            agent_id, uid = await resolve_unkeyed(self._store, self._index.uids, identity,
+                                                  tenant_id)
+        await self._check_tenant(tenant_id)
         if identity.support_code is not None:
             consumed = await self._store.consume_support_code(
                 identity.support_code, agent_id, session_id, utcnow())
@@ -170,7 +176,7 @@ class Admission:
         machine = await self._store.upsert_machine(MachineReport(
             agent_id=agent_id, machine_uid=uid, status="online",
             agent_version=reported_text(credential.client_version),
-            is_persistent=identity.persistent,
+            is_persistent=identity.persistent, tenant_id=tenant_id,
         ))
         agent_id = machine.agent_id
         if uid:
@@ -183,6 +189,17 @@ class Admission:
                                      f"{agent_id}", partial(write_offline, self._store, self._index,
                                                             agent_id, utcnow()))
             raise
+
+    async def _tenant_of_code(self, code: str | None) -> str:
+        """The tenant an unkeyed agent joins: its support code's (the technician's who
+        made it), else the default tenant."""
+        row = await self._store.get_support_code(code) if code is not None else None
+        return tenant_of(row.tenant_id if row is not None else None)
+
+    async def _check_tenant(self, tenant_id: str) -> None:
+        tenant = await self._store.get_tenant(tenant_id)
+        if tenant is None or tenant.disabled:
+            raise SessionRefused("this machine's tenant is disabled on this server")
 
     async def _register(self, identity: AgentIdentity, credential: AgentCredential,
                         session_id: str, machine: Machine, uid: str | None) -> Session:
@@ -201,18 +218,21 @@ class Admission:
             key_id=identity.key_id, machine_uid=uid, support_code=identity.support_code,
             session_panel=recording == "notice" or shows_session_panel(
                 self._settings, managed=not identity.attended, organization=machine.organization),
+            tenant_id=tenant_of(machine.tenant_id),
         )
         if self._recordings is not None and recording != "off":
             session.recorded = True  # the end user's dialog says so before consenting
             session.recorder = SessionRecorder(
                 self._recordings, session_id=session_id, agent_id=agent_id,
                 buffer_bytes=self._settings.recording_buffer_bytes,
-                keystrokes=self._settings.recording_keystrokes == "content")
+                keystrokes=self._settings.recording_keystrokes == "content",
+                tenant_id=session.tenant_id)
         if identity.attended:
             session.consent = ConsentBook(self._settings.consent_timeout + 2)  # the dialog first
         record = SessionRecord(id=session_id, agent_id=agent_id, is_managed=session.is_managed,
                                source=identity.method, consent_state=consent_state,
-                               technician=identity.technician_name or None, created_at=now)
+                               technician=identity.technician_name or None, created_at=now,
+                               tenant_id=session.tenant_id)
         await self._store.create_session(record)
         previous = self._index.add(session)  # no await between the read and the write
         if previous is not None:
@@ -235,7 +255,8 @@ class Admission:
         if self._recordings is None:
             return "off"
         return self._recording_policy.mode(agent_id=machine.agent_id,
-                                           organization=machine.organization, tags=machine.tags)
+                                           organization=machine.organization, tags=machine.tags,
+                                           tenant_id=tenant_of(machine.tenant_id))
 
     async def _decide_consent(self, identity: AgentIdentity, session_id: str,
                               agent_id: str, *, recorded: bool) -> tuple[str, bool]:
@@ -355,7 +376,8 @@ class Admission:
             organization).
         """
         user = await self._store.get_user(user_id)
-        refusal = channel_refusal(channel, user, session.organization)
+        refusal = channel_refusal(channel, user, session.organization,
+                                  tenant_id=session.tenant_id)
         if refusal is not None:
             raise SessionRefused(refusal)
         assert user is not None
@@ -414,7 +436,7 @@ class Admission:
         :raises SessionRefused: they may not (gone, disabled, no ``view``, another organization).
         """
         user = await self._store.get_user(user_id)
-        refusal = viewing_refusal(user, session.organization)
+        refusal = viewing_refusal(user, session.organization, tenant_id=session.tenant_id)
         if refusal is not None:
             raise SessionRefused(refusal)
         assert user is not None

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from remote_core.interfaces import Service, Store
 from remote_core.plugins import Plugins
-from remote_core.records import AuditEvent, utcnow
+from remote_core.records import DEFAULT_TENANT_ID, AuditEvent, tenant_of, utcnow
 
 from .writes import WriteQueue
 
@@ -23,7 +23,10 @@ AUDIT_KEY = "audit"
 
 class Audit:
     """Writes audit events; a failing write is retried by the write queue (the database is
-    away) or logged, never raised into the caller's path."""
+    away) or logged, never raised into the caller's path.
+
+    An event recorded without a tenant is its machine's tenant's (looked up as it is
+    written), else the default tenant's: relay events name their machine."""
 
     def __init__(self, store: Store, plugins: Plugins, writes: WriteQueue | None = None,
                  services: Sequence[Service] = ()) -> None:
@@ -37,7 +40,8 @@ class Audit:
             event = dataclasses.replace(event, created_at=utcnow())
 
         async def write() -> None:
-            await self._store.add_event(event)
+            tenant = event.tenant_id or await self._tenant(event)
+            await self._store.add_event(dataclasses.replace(event, tenant_id=tenant))
 
         await self.writes.submit(AUDIT_KEY, f"audit event {event.kind}", write)
         self._plugins.audit_event(event)
@@ -46,3 +50,9 @@ class Audit:
                 service.audit_event(event)
             except Exception:
                 log.exception("a plugin service failed to take audit event %s", event.kind)
+
+    async def _tenant(self, event: AuditEvent) -> str:
+        if event.agent_id is None:
+            return DEFAULT_TENANT_ID
+        machine = await self._store.get_machine_by_id(event.agent_id)
+        return tenant_of(machine.tenant_id) if machine is not None else DEFAULT_TENANT_ID

@@ -4,10 +4,12 @@ are found through the machine_uid index first, then by their agent_id."""
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Mapping
 
 from remote_core.errors import SessionRefused
 from remote_core.interfaces import Store
+from remote_core.records import DEFAULT_TENANT_ID, tenant_of
 from remote_core.types import AgentIdentity
 
 __all__ = ["MAX_ID", "clean_id", "is_keyed", "resolve_unkeyed"]
@@ -31,13 +33,16 @@ async def is_keyed(store: Store, agent_id: str) -> bool:
 
 
 async def resolve_unkeyed(store: Store, uid_index: Mapping[str, str],
-                          identity: AgentIdentity) -> tuple[str, str | None]:
-    """(agent_id, machine_uid) of an agent without a key.
+                          identity: AgentIdentity,
+                          tenant_id: str = DEFAULT_TENANT_ID) -> tuple[str, str | None]:
+    """(agent_id, machine_uid) of an agent without a key, joining ``tenant_id``.
 
     The uid index (then the database, for machines another process registered)
     is consulted before the claimed agent_id. A keyed machine is only ever
     reached with its key: its uid is no alias anyone may claim, and its
-    agent_id is refused to everyone else.
+    agent_id is refused to everyone else. A machine another tenant holds is
+    never joined: the agent becomes a machine of its own here (a new id, no uid),
+    so neither tenant sees the other's sessions.
     """
     claimed = clean_id(identity.agent_id, "agent_id")
     uid = clean_id(identity.machine_uid, "machine_uid") if identity.machine_uid else None
@@ -54,4 +59,7 @@ async def resolve_unkeyed(store: Store, uid_index: Mapping[str, str],
     agent_id = holder or claimed
     if await is_keyed(store, agent_id):
         raise SessionRefused("this machine has an agent key; it must connect with that key")
+    held = await store.get_machine_by_id(agent_id)
+    if held is not None and tenant_of(held.tenant_id) != tenant_id:
+        return str(uuid.uuid4()), None
     return agent_id, uid

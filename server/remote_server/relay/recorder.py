@@ -24,7 +24,7 @@ from remote_core.errors import StoreError
 from remote_core.interfaces import RecordingStore
 from remote_core.protocol import Channel, pb, wrap
 from remote_core.recording import SEGMENT_BYTES, Chain, RecordingWriter, first_link
-from remote_core.records import RecordingRecord, utcnow
+from remote_core.records import DEFAULT_TENANT_ID, RecordingRecord, utcnow
 
 __all__ = ["NOTE_NAME", "Finished", "SessionRecorder", "recording_detail", "typing_timing"]
 
@@ -108,8 +108,9 @@ class SessionRecorder:
 
     def __init__(self, store: RecordingStore, *, session_id: str, agent_id: str,
                  buffer_bytes: int, segment_bytes: int = SEGMENT_BYTES,
-                 keystrokes: bool = True) -> None:
+                 keystrokes: bool = True, tenant_id: str = DEFAULT_TENANT_ID) -> None:
         self.store = store
+        self.tenant_id = tenant_id
         self.keystrokes = keystrokes  # False: key events keep their timing, never their key
         self.session_id = session_id
         self.agent_id = agent_id
@@ -132,7 +133,7 @@ class SessionRecorder:
             return None
         record = RecordingRecord(str(uuid.uuid4()), session_id=self.session_id,
                                  agent_id=self.agent_id, started_at=utcnow(),
-                                 technicians=(technician,))
+                                 technicians=(technician,), tenant_id=self.tenant_id)
         self.current = _Recording(record, self.segment_bytes)
         return record
 

@@ -542,13 +542,15 @@ class Registry:
         for session in self.index.sessions():
             for own in [v for v in session.channels.values() if v.user_id == user_id]:
                 assert own.conn.channel is not None
-                refusal = voided or channel_refusal(own.conn.channel, user, session.organization)
+                refusal = voided or channel_refusal(own.conn.channel, user, session.organization,
+                                                     tenant_id=session.tenant_id)
                 if refusal is not None:
                     await self.leave_viewer(
                         session, own, f"access withdrawn: {refusal}",
                         code=CloseCode.POLICY_VIOLATION if voided else CloseCode.NORMAL)
             for viewer in [v for v in session.viewers.values() if v.user_id == user_id]:
-                refusal = voided or viewing_refusal(user, session.organization)
+                refusal = voided or viewing_refusal(user, session.organization,
+                                                     tenant_id=session.tenant_id)
                 if refusal is not None:
                     await self.leave_viewer(
                         session, viewer, f"access withdrawn: {refusal}",

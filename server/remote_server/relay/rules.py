@@ -18,6 +18,7 @@ from remote_core.records import (
     CONSENT_PENDING,
     MachineReport,
     User,
+    tenant_of,
 )
 from remote_core.textrules import MAX_TAGS, acceptable, escaped
 from remote_core.types import ConsentDecision
@@ -111,12 +112,15 @@ def can_use(channel: Channel, user: User) -> bool:
     return user.is_admin or channel.value in user.permissions
 
 
-def channel_refusal(channel: Channel, user: User | None, organization: str) -> str | None:
+def channel_refusal(channel: Channel, user: User | None, organization: str, *,
+                    tenant_id: str) -> str | None:
     """Why ``user`` may not open ``channel`` (a terminal, files) on a machine of
-    ``organization`` now, or None if it may (its own permission: viewing or control is
-    not enough)."""
+    ``organization`` in ``tenant_id`` now, or None if it may (its own permission: viewing
+    or control is not enough)."""
     if user is None or user.disabled:
         return "the user is disabled or no longer exists"
+    if tenant_of(user.tenant_id) != tenant_id:
+        return "the machine is another tenant's"
     if not can_use(channel, user):
         return (f"{_WHAT[channel]} needs the '{channel.value}' permission, which the user "
                 "lacks")
@@ -142,10 +146,13 @@ def channel_consent_refusal(channel: Channel, standing: Standing) -> str | None:
             "them asked")
 
 
-def viewing_refusal(user: User | None, organization: str) -> str | None:
-    """Why ``user`` may not view a machine of ``organization`` now, or None if it may."""
+def viewing_refusal(user: User | None, organization: str, *, tenant_id: str) -> str | None:
+    """Why ``user`` may not view a machine of ``organization`` in ``tenant_id`` now, or
+    None if it may."""
     if user is None or user.disabled:
         return "the user is disabled or no longer exists"
+    if tenant_of(user.tenant_id) != tenant_id:
+        return "the machine is another tenant's"
     if not (user.is_admin or {"view", "control"} & set(user.permissions)):
         return "the user may not view sessions"
     if not (user.is_admin or "*" in user.client_access or organization in user.client_access):

@@ -17,7 +17,7 @@ from datetime import datetime
 import anyio
 
 from remote_core.protocol import ROUTES, Channel, Inbound, Role, To, codec_of, is_keyframe, pb
-from remote_core.records import CONSENT_PENDING, MachineReport
+from remote_core.records import CONSENT_PENDING, DEFAULT_TENANT_ID, MachineReport
 
 from ..observe.counters import RELAY
 from .consent import Ask, ConsentBook, Standing
@@ -48,6 +48,7 @@ class SessionSnapshot:
     viewer_count: int
     organization: str
     technician_name: str = ""
+    tenant_id: str = DEFAULT_TENANT_ID
 
 
 class Session:
@@ -58,8 +59,11 @@ class Session:
                  organization: str = "", technician_id: str | None = None,
                  technician_name: str = "", control_consented: bool = True,
                  key_id: str | None = None, machine_uid: str | None = None,
-                 support_code: str | None = None, session_panel: bool = False) -> None:
+                 support_code: str | None = None, session_panel: bool = False,
+                 tenant_id: str = DEFAULT_TENANT_ID) -> None:
         self.session_id = session_id
+        self.tenant_id = tenant_id
+        """The machine's tenant: only its users see or join the session."""
         self.agent_id = agent_id
         self.agent = agent
         self.source = source
@@ -105,7 +109,7 @@ class Session:
             consent_state=self.consent_state, is_managed=self.is_managed, source=self.source,
             technician_id=self.technician_id, created_at=self.created_at,
             viewer_count=len(self.viewers), organization=self.organization,
-            technician_name=self.technician_name,
+            technician_name=self.technician_name, tenant_id=self.tenant_id,
         )
 
     @property

@@ -70,6 +70,7 @@ PROBLEM_TYPES: tuple[ProblemType, ...] = (
     ProblemType("body-timeout", 408, "Request body too slow",
                 "the request body did not arrive within the server's time for bodies"),
     ProblemType("username-taken", 409, "Username taken", "another account has this username"),
+    ProblemType("tenant-name-taken", 409, "Tenant name taken", "another tenant has this name"),
     ProblemType("release-exists", 409, "Release exists", "a release of this version exists"),
     ProblemType("machine-offline", 409, "Machine not connected",
                 "an update pushed to a machine that is not connected"),
@@ -79,7 +80,8 @@ PROBLEM_TYPES: tuple[ProblemType, ...] = (
                 "the end user has not yet admitted the session or this technician; ask "
                 "again after Retry-After"),
     ProblemType("self-lockout", 409, "Would lock the caller out",
-                "an administrator disabling, demoting or deleting their own account"),
+                "an administrator disabling, demoting or deleting their own account, or "
+                "disabling the default tenant, which holds the global administrators"),
     ProblemType("second-factor-enrolled", 409, "Second factor already enrolled",
                 "enrolling TOTP on an account that has it; reset it first"),
     ProblemType("passkey-registered", 409, "Passkey already registered",

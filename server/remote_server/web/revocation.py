@@ -4,7 +4,7 @@ sockets on every node (1008, with the reason)."""
 
 from __future__ import annotations
 
-from remote_core.records import AuditEvent, User
+from remote_core.records import AuditEvent, User, tenant_of
 
 from .context import ServerContext
 
@@ -19,5 +19,6 @@ async def revoke_tokens(ctx: ServerContext, user: User, reason: str, *,
     await ctx.directory.user_changed(user.id, revoked=reason)
     await ctx.audit.record(AuditEvent(kind="auth.tokens_revoked", actor=actor or user.username,
                                       target=user.id, client_ip=client_ip,
-                                      detail={"reason": reason}))
+                                      detail={"reason": reason},
+                                      tenant_id=tenant_of(user.tenant_id)))
     return generation

@@ -15,7 +15,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 from remote_core.errors import ConfigError, NotFoundError
 from remote_core.interfaces import Store
-from remote_core.records import PERMISSIONS, User, utcnow
+from remote_core.records import PERMISSIONS, User, tenant_of, utcnow
 
 __all__ = [
     "FIRST_ADMIN_NAME",
@@ -25,6 +25,7 @@ __all__ = [
     "ensure_first_admin",
     "hash_password",
     "set_password",
+    "tenant_disabled",
 ]
 
 _hasher = PasswordHasher()  # argon2-cffi's current defaults: Argon2id, RFC 9106 low-memory
@@ -108,6 +109,12 @@ async def authenticate(store: Store, username: str, password: str) -> User | Non
     if user is None or not ok or user.disabled:
         return None
     return user
+
+
+async def tenant_disabled(store: Store, user: User) -> bool:
+    """Whether ``user``'s tenant is disabled (or gone): no login opens for them."""
+    tenant = await store.get_tenant(tenant_of(user.tenant_id))
+    return tenant is None or tenant.disabled
 
 
 async def ensure_first_admin(store: Store, password: str | None) -> str | None:

@@ -27,6 +27,7 @@ from . import (
     releases,
     sessions,
     signin,
+    tenants,
     users,
     webhooks,
 )
@@ -43,6 +44,7 @@ ENDPOINTS: list[Endpoint] = [
     *passkeys.ENDPOINTS,
     *logins.ENDPOINTS,
     *users.ENDPOINTS,
+    *tenants.ENDPOINTS,
     *machines.ENDPOINTS,
     *keys.ENDPOINTS,
     *sessions.ENDPOINTS,

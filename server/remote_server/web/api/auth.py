@@ -3,7 +3,7 @@ and the per-account guard against distributed guessing (T06)."""
 
 from __future__ import annotations
 
-from remote_core.records import AuditEvent, Passkey, User
+from remote_core.records import AuditEvent, Passkey, User, tenant_of
 
 from ...observe.counters import auth_failed, rate_limited
 from ..logins import open_login
@@ -11,9 +11,10 @@ from ..passkeys import check_assertion, login_options, relying_party
 from ..problem import Problem
 from ..ratelimit import RateLimiter
 from ..secondfactor import check_code
-from ..users import authenticate, check_password, hash_password
+from ..users import authenticate, check_password, hash_password, tenant_disabled
 from . import schemas as s
 from .endpoint import Call, Endpoint
+from .views import user_out
 
 __all__ = ["ENDPOINTS"]
 
@@ -37,12 +38,12 @@ async def _guarded_out(call: Call, username: str) -> float | None:
 async def _failed(call: Call, username: str, kind: str) -> None:
     """Count a failed login toward the account's guard (the per-IP limit counted it)."""
     auth_failed(kind)
-    await call.ctx.audit.record(AuditEvent(kind="auth.login_failed", target=username,
+    await call.audit(AuditEvent(kind="auth.login_failed", target=username,
                                            client_ip=call.ip,
                                            detail={"factor": kind} if kind != "password"
                                            else {}))
     if await call.ctx.limiter.record_account_failure(username):
-        await call.ctx.audit.record(AuditEvent(
+        await call.audit(AuditEvent(
             kind="auth.account_guarded", target=username, client_ip=call.ip,
             detail={"failures": RateLimiter.ACCOUNT_FAILURES_BEFORE_GUARD,
                     "window_seconds": RateLimiter.ACCOUNT_FAILURE_WINDOW,
@@ -78,9 +79,10 @@ async def _second_factor(call: Call, user: User, body: s.LoginIn) -> list[str]:
         await _failed(call, body.username, "second_factor")
         raise Problem.unauthorized("wrong second factor", kind="bad-second-factor")
     if body.recovery_code is not None and body.otp is None:
-        await call.ctx.audit.record(AuditEvent(
+        await call.audit(AuditEvent(
             kind="auth.recovery_code_used", actor=user.username, target=user.id,
-            client_ip=call.ip, detail={"left": len(factors.recovery_hashes) - 1}))
+            client_ip=call.ip, detail={"left": len(factors.recovery_hashes) - 1},
+            tenant_id=tenant_of(user.tenant_id)))
     return ["pwd", method]
 
 
@@ -119,10 +121,12 @@ async def login(call: Call) -> s.TokenOut:
         await _failed(call, body.username, "password")
         raise Problem.unauthorized("wrong username or password", kind="bad-credentials")
     methods = await _second_factor(call, user, body)
+    if await tenant_disabled(call.ctx.store, user):
+        raise Problem.unauthorized("this account's tenant is disabled", kind="bad-credentials")
     await call.ctx.store.record_login_address(user.id, call.ip, KNOWN_ADDRESSES_PER_USER)
-    await call.ctx.audit.record(AuditEvent(kind="auth.login", actor=user.username,
-                                           target=user.id, client_ip=call.ip,
-                                           detail={"amr": methods}))
+    await call.audit(AuditEvent(kind="auth.login", actor=user.username, target=user.id,
+                                client_ip=call.ip, detail={"amr": methods},
+                                tenant_id=tenant_of(user.tenant_id)))
     token = await open_login(call.ctx, user, methods, client_ip=call.ip,
                              user_agent=call.request.headers.get("user-agent", ""))
     return s.TokenOut(access_token=token, expires_in=call.ctx.tokens.login_ttl)
@@ -134,21 +138,19 @@ async def change_password(call: Call) -> None:
     if wait is not None:
         raise Problem.rate_limited(wait, "too many password changes; try again later")
     if not await check_password(call.me.password_hash, body.current_password):
-        await call.ctx.audit.record(AuditEvent(kind="auth.change_password_failed",
+        await call.audit(AuditEvent(kind="auth.change_password_failed",
                                                actor=call.me.username, client_ip=call.ip))
         raise Problem(403, "the current password is wrong", kind="wrong-password")
     await call.ctx.store.update_user(call.me.id,
                                      password_hash=await hash_password(body.new_password))
-    await call.ctx.audit.record(AuditEvent(kind="auth.password_changed", actor=call.me.username,
+    await call.audit(AuditEvent(kind="auth.password_changed", actor=call.me.username,
                                            target=call.me.id, client_ip=call.ip))
     await call.ctx.directory.user_changed(call.me.id, password_changed=True)
 
 
 async def me(call: Call) -> s.MeOut:
-    user = call.me
-    return s.MeOut(id=user.id, username=user.username, role=s.Role(user.role),
-                   permissions=[s.Permission(p) for p in user.permissions],
-                   client_access=list(user.client_access))
+    out = user_out(call.me)
+    return s.MeOut(**out.model_dump(include=set(s.MeOut.model_fields)))
 
 
 ENDPOINTS = [

@@ -6,7 +6,7 @@ import time
 from datetime import timedelta
 
 from remote_core.errors import ConflictError
-from remote_core.records import AuditEvent, Keyset, SupportCode, utcnow
+from remote_core.records import AuditEvent, Keyset, SupportCode, tenant_of, utcnow
 from remote_core.supportcode import generate_support_code, masked, normalize_support_code
 
 from ...join_agent import join_agent_file
@@ -37,14 +37,16 @@ async def create_code(call: Call) -> s.CodeOut:
     for _ in range(ATTEMPTS):
         code = SupportCode(code=generate_support_code(), created_by=call.me.id,
                            technician_name=call.me.username, created_at=now,
-                           expires_at=now + timedelta(seconds=body.expires_in))
+                           expires_at=now + timedelta(seconds=body.expires_in),
+                           tenant_id=call.tenant)
         try:
             stored = await call.ctx.store.create_support_code(code)
         except ConflictError:
             continue
-        await call.ctx.audit.record(AuditEvent(
+        await call.audit(AuditEvent(
             kind="support_code.created", actor=call.me.username, target=masked(stored.code),
-            client_ip=call.ip, detail={"expires_at": stored.expires_at.isoformat()}))
+            client_ip=call.ip, detail={"expires_at": stored.expires_at.isoformat()},
+            tenant_id=call.tenant))
         return code_out(stored, time.time())
     raise Problem(503, "could not allocate a support code; try again")
 
@@ -53,7 +55,8 @@ async def list_codes(call: Call) -> Paged[s.CodeOut]:
     owner = None if call.me.is_admin else call.me.id
 
     async def fetch(after: Keyset | None, limit: int) -> list[SupportCode]:
-        return await call.ctx.store.list_support_codes(owner, after=after, limit=limit)
+        return await call.ctx.store.list_support_codes(owner, after=after, limit=limit,
+                                                       tenant_id=call.tenant)
 
     page = await collect(fetch, lambda c: Keyset(created(c.created_at), c.code), CURSORS,
                          call.query)
@@ -64,13 +67,15 @@ async def list_codes(call: Call) -> Paged[s.CodeOut]:
 async def cancel_code(call: Call) -> None:
     text = normalize_support_code(call.param("code"))
     code = await call.ctx.store.get_support_code(text) if text else None
-    if code is None or not (call.me.is_admin or code.created_by == call.me.id):
+    if code is None or tenant_of(code.tenant_id) != call.tenant or not (
+            call.me.is_admin or code.created_by == call.me.id):
         raise Problem(404, "no such support code")
     pending = code_status(code, time.time()) == "pending"
     if not pending or not await call.ctx.store.cancel_support_code(code.code):
         raise Problem(409, "only a pending code can be cancelled", kind="code-not-pending")
-    await call.ctx.audit.record(AuditEvent(kind="support_code.cancelled", actor=call.me.username,
-                                           target=masked(code.code), client_ip=call.ip))
+    await call.audit(AuditEvent(kind="support_code.cancelled", actor=call.me.username,
+                                           target=masked(code.code), client_ip=call.ip,
+                                           tenant_id=call.tenant))
 
 
 async def validate_code(call: Call) -> s.CodeValidOut:
@@ -92,7 +97,7 @@ async def pending_code(call: Call, given: str) -> SupportCode:
     code = await call.ctx.store.get_support_code(text) if text else None
     ok = code is not None and code_status(code, time.time()) == "pending"
     if await limiter.record_code_result(call.ip, ok):
-        await call.ctx.audit.record(AuditEvent(
+        await call.audit(AuditEvent(
             kind="support_code.lockout", client_ip=call.ip,
             detail={"seconds": limiter.CODE_LOCKOUT_SECONDS, "via": "rest"}))
     if not ok or code is None:

@@ -8,6 +8,7 @@ handler starts from a checked :class:`Call`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -17,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from remote_core.records import User
+from remote_core.records import AuditEvent, User, tenant_of
 
 from ...observe.counters import auth_failed
 from ..bodies import parse_json, read_body
@@ -30,7 +31,9 @@ from .paging import Paged, next_link
 
 __all__ = ["Call", "Endpoint", "route"]
 
-Access = Literal["public", "user", "admin"]
+Access = Literal["public", "user", "admin", "global"]
+"""Who may call: anyone; a logged-in user; an administrator (of their own tenant, whose
+records alone they see); a global administrator (the default tenant's: tenants too)."""
 Answer = tuple[int, str] | tuple[int, str, tuple[str, ...]]
 """A status an endpoint may answer besides its success: ``(status, meaning)``, and the
 problem types it carries when they are not the status's own (``("username-taken",)``)."""
@@ -59,6 +62,18 @@ class Call:
         """The caller, on endpoints that require one."""
         assert self.user is not None
         return self.user
+
+    @property
+    def tenant(self) -> str:
+        """The caller's tenant: everything they see and make is its."""
+        return tenant_of(self.me.tenant_id)
+
+    async def audit(self, event: AuditEvent) -> None:
+        """Record ``event``; one without a tenant is the caller's tenant's (on a public
+        endpoint: its machine's, else the default tenant's)."""
+        if event.tenant_id is None and self.user is not None:
+            event = dataclasses.replace(event, tenant_id=self.tenant)
+        await self.ctx.audit.record(event)
 
 
 Handler = Callable[[Call], Awaitable[Any]]
@@ -100,6 +115,9 @@ def route(endpoint: Endpoint) -> Route:
                         else (None, None))
         if endpoint.access == "admin" and not (user and user.is_admin):
             raise Problem(403, "this endpoint is for administrators only")
+        if endpoint.access == "global" and not (user and user.is_global_admin):
+            raise Problem(403, "this endpoint is for global administrators only (the "
+                               "default tenant's)")
         if (endpoint.second_factor and user is not None and claims is not None
                 and not claims.second_factor and required_for(ctx.settings, user)):
             raise Problem(403, "this server requires a second factor of this account: enrol "

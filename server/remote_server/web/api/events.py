@@ -19,13 +19,14 @@ async def list_events(call: Call) -> Paged[s.EventOut]:
 
     async def fetch(after: Keyset | None, limit: int) -> list[AuditEvent]:
         return await call.ctx.store.list_events(session_id=q.session_id, agent_id=q.agent_id,
-                                                limit=limit, after=after)
+                                                limit=limit, after=after, tenant_id=call.tenant)
 
     page = await collect(fetch, lambda e: Keyset(created(e.created_at), e.id or 0), CURSORS, q)
     return Paged([event_out(e) for e in page.items], page.cursor)
 
 
 ENDPOINTS = [
-    Endpoint("GET", "/api/events", list_events, "The audit log, newest first", access="admin",
+    Endpoint("GET", "/api/events", list_events, "The tenant's audit log, newest first",
+             access="admin",
              query=s.EventQuery, result=list[s.EventOut], tag="audit"),
 ]

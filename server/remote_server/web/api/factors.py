@@ -4,7 +4,7 @@ token of the account at once (:mod:`..revocation`)."""
 
 from __future__ import annotations
 
-from remote_core.records import AuditEvent
+from remote_core.records import AuditEvent, tenant_of
 
 from .. import totp
 from ..logins import open_login
@@ -14,6 +14,7 @@ from ..secondfactor import new_recovery_codes, required_for
 from ..users import check_password
 from . import schemas as s
 from .endpoint import Call, Endpoint
+from .users import find_user
 
 __all__ = ["ENDPOINTS"]
 
@@ -48,7 +49,7 @@ async def enrol(call: Call) -> s.TotpEnrolledOut:
     codes, hashes = await new_recovery_codes()
     await call.ctx.store.set_totp(call.me.id, body.secret, hashes)
     await call.ctx.store.use_totp_step(call.me.id, step)  # the code confirmed works no more
-    await call.ctx.audit.record(AuditEvent(kind="auth.totp_enrolled", actor=call.me.username,
+    await call.audit(AuditEvent(kind="auth.totp_enrolled", actor=call.me.username,
                                            target=call.me.id, client_ip=call.ip))
     # Every login of the account so far is password-only: they end, and a new one with
     # the second factor takes the enrolling login's place.
@@ -64,21 +65,20 @@ async def reset_own(call: Call) -> None:
     if not await check_password(call.me.password_hash, body.password):
         raise Problem(403, "the password is wrong", kind="wrong-password")
     await call.ctx.store.set_totp(call.me.id, None)
-    await call.ctx.audit.record(AuditEvent(kind="auth.totp_reset", actor=call.me.username,
+    await call.audit(AuditEvent(kind="auth.totp_reset", actor=call.me.username,
                                            target=call.me.id, client_ip=call.ip))
     await revoke_tokens(call.ctx, call.me, "the user's second factor was reset",
                         client_ip=call.ip)
 
 
 async def reset_other(call: Call) -> None:
-    user = await call.ctx.store.get_user(call.param("user_id"))
-    if user is None:
-        raise Problem(404, "no such user")
+    user = await find_user(call)
     await call.ctx.store.set_totp(user.id, None)
     passkeys = await call.ctx.store.delete_passkeys(user.id)
-    await call.ctx.audit.record(AuditEvent(kind="auth.totp_reset", actor=call.me.username,
-                                           target=user.id, client_ip=call.ip,
-                                           detail={"passkeys_removed": passkeys}))
+    await call.audit(AuditEvent(kind="auth.totp_reset", actor=call.me.username,
+                                target=user.id, client_ip=call.ip,
+                                detail={"passkeys_removed": passkeys},
+                                tenant_id=tenant_of(user.tenant_id)))
     await revoke_tokens(call.ctx, user, "the user's second factor was reset",
                         actor=call.me.username, client_ip=call.ip)
 

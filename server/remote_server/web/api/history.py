@@ -70,8 +70,10 @@ async def history_page(call: Call, agent_id: str, query: s.PageQuery) -> Paged[s
 
     async def fetch(after: Keyset | None, limit: int) -> list[Entry]:
         sessions_after, events_after = _resume(after)
-        sessions = await store.list_sessions(agent_id, limit, after=sessions_after)
-        events = await store.list_events(agent_id=agent_id, limit=limit, after=events_after)
+        sessions = await store.list_sessions(agent_id, limit, after=sessions_after,
+                                             tenant_id=call.tenant)
+        events = await store.list_events(agent_id=agent_id, limit=limit, after=events_after,
+                                         tenant_id=call.tenant)
         merged: list[Entry] = [(created(r.created_at), 1, r) for r in sessions]
         merged += [(created(e.created_at), 0, e) for e in events]
         return sorted(merged, key=_order, reverse=True)[:limit]

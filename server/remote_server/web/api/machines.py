@@ -7,7 +7,7 @@ import uuid
 from typing import Any
 
 from remote_core.protocol import pb
-from remote_core.records import AuditEvent, Keyset, Machine, MachineFilter
+from remote_core.records import AuditEvent, Keyset, Machine, MachineFilter, tenant_of
 
 from ...recordings import purge_recordings
 from ..problem import Problem
@@ -32,7 +32,7 @@ async def find_machine(call: Call) -> Machine:
     """The live machine of the path, if the caller may see it; else 404 (no existence leak)."""
     agent_id = path_id(call.param("agent_id"), "machine")
     machine = await call.ctx.store.get_machine(agent_id)
-    if machine is None or not can_see(call.me, machine.organization):
+    if machine is None or not can_see(call.me, machine.tenant_id, machine.organization):
         raise Problem(404, "no such machine")
     return machine
 
@@ -44,7 +44,7 @@ async def list_machines(call: Call) -> Paged[dict[str, Any]]:
     registry = call.ctx.directory
     where = MachineFilter(organization=q.organization, site=q.site, tag=q.tag,
                           status=q.status, text=q.q,
-                          organizations=visible_organizations(call.me))
+                          organizations=visible_organizations(call.me), tenant_id=call.tenant)
 
     async def fetch(after: Keyset | None, limit: int) -> list[Machine]:
         return await call.ctx.store.list_machines(
@@ -66,10 +66,11 @@ async def get_machine(call: Call) -> dict[str, Any]:
 async def create_machine(call: Call) -> dict[str, Any]:
     body: s.MachineCreateIn = call.body
     machine = await call.ctx.store.create_machine(
-        str(uuid.uuid4()), body.organization, body.site, tuple(body.tags))
-    await call.ctx.audit.record(AuditEvent(kind="machine.preregistered", agent_id=machine.agent_id,
+        str(uuid.uuid4()), body.organization, body.site, tuple(body.tags),
+        tenant_id=call.tenant)
+    await call.audit(AuditEvent(kind="machine.preregistered", agent_id=machine.agent_id,
                                            actor=call.me.username, target=machine.agent_id,
-                                           client_ip=call.ip))
+                                           client_ip=call.ip, tenant_id=call.tenant))
     return machine_out(machine, call.ctx.directory)
 
 
@@ -104,10 +105,10 @@ async def remove_machine(call: Call, agent_id: str, *, purge: bool, uninstall: b
     await purge_recordings(call.ctx.store, call.ctx.recordings, call.ctx.audit,
                            agent_id=agent_id, actor=call.me.username, client_ip=call.ip,
                            reason="its machine was removed")
-    await call.ctx.audit.record(AuditEvent(
+    await call.audit(AuditEvent(
         kind="machine.purged" if purge else "machine.deleted", agent_id=agent_id,
         actor=call.me.username, target=agent_id, client_ip=call.ip,
-        detail={"uninstall_sent": sent},
+        detail={"uninstall_sent": sent}, tenant_id=call.tenant,
     ))
     return sent
 
@@ -144,7 +145,8 @@ async def bulk_remove(call: Call) -> s.BulkRemovalOut:
     removed: list[str] = []
     missing: list[str] = []
     for agent_id in dict.fromkeys(body.agent_ids):
-        if await call.ctx.store.get_machine(agent_id) is None:
+        machine = await call.ctx.store.get_machine(agent_id)
+        if machine is None or tenant_of(machine.tenant_id) != call.tenant:
             missing.append(agent_id)
             continue
         await remove_machine(call, agent_id, purge=body.purge, uninstall=body.uninstall)

@@ -31,6 +31,7 @@ TAGS = {
     "health": "Liveness and readiness probes",
     "auth": "Logging in, the caller's account and password",
     "users": "Operator accounts, their permissions and client access (administrators)",
+    "tenants": "The customers one server keeps apart (global administrators)",
     "machines": "Managed and attended machines: listing, placement, history, removal, updates",
     "keys": "Per-machine agent keys (administrators)",
     "sessions": "Live and past sessions, their removal, and viewer tokens",
@@ -94,7 +95,8 @@ _LINK = {"Link": {"description": 'the next page, while more items exist: `<URL>;
                                  "(RFC 8288), URL relative to this server",
                   "schema": {"type": "string"}}}
 _ACCESS = {"public": "No authentication.", "user": "Any logged-in user.",
-           "admin": "Administrators only."}
+           "admin": "Administrators of the caller's tenant only.",
+           "global": "Global administrators only (the default tenant's)."}
 
 
 def _problem(status: int, meaning: str, kinds: Sequence[str]) -> dict[str, Any]:
@@ -153,6 +155,8 @@ def _errors(ep: Endpoint) -> dict[int, tuple[str, tuple[str, ...]]]:
         add(401, "missing, invalid, expired or wrong-kind token")
     if ep.access == "admin":
         add(403, "administrators only")
+    if ep.access == "global":
+        add(403, "global administrators only")
     add(431, "request headers too large")
     if ep.store:
         add(503, "the database is unavailable")

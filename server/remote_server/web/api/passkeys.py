@@ -59,7 +59,7 @@ async def enrol(call: Call) -> s.PasskeyEnrolledOut:
     except ConflictError:
         raise Problem(409, "this passkey is registered already",
                       kind="passkey-registered") from None
-    await call.ctx.audit.record(AuditEvent(
+    await call.audit(AuditEvent(
         kind="auth.passkey_added", actor=call.me.username, target=call.me.id,
         client_ip=call.ip, detail={"passkey": passkey.id, "name": passkey.name}))
     # The account's password-only logins end, the calling one included, and a login that
@@ -82,7 +82,7 @@ async def remove(call: Call) -> None:
     passkey_id = call.param("passkey_id")
     if not await call.ctx.store.delete_passkeys(call.me.id, passkey_id):
         raise Problem(404, "no such passkey of yours")
-    await call.ctx.audit.record(AuditEvent(
+    await call.audit(AuditEvent(
         kind="auth.passkey_removed", actor=call.me.username, target=call.me.id,
         client_ip=call.ip, detail={"passkey": passkey_id}))
 

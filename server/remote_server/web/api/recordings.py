@@ -38,7 +38,7 @@ async def _find(call: Call) -> RecordingRecord:
     _may_watch(call)
     recording_id = path_id(call.param("recording_id"), "recording")
     record = await call.ctx.store.get_recording(recording_id)
-    if record is None or not await visible_machine(call, record.agent_id):
+    if record is None or not await visible_machine(call, record.agent_id, record.tenant_id):
         raise Problem(404, "no such recording")
     return record
 
@@ -58,10 +58,11 @@ async def list_recordings(call: Call) -> Paged[s.RecordingOut]:
         return await call.ctx.store.list_recordings(session_id=q.session_id,
                                                     agent_id=q.agent_id,
                                                     technician=q.technician, since=q.since,
-                                                    limit=limit, after=after)
+                                                    limit=limit, after=after,
+                                                    tenant_id=call.tenant)
 
     async def keep(record: RecordingRecord) -> bool:
-        return await visible_machine(call, record.agent_id)
+        return await visible_machine(call, record.agent_id, record.tenant_id)
 
     page = await collect(fetch, lambda r: Keyset(r.started_at, r.id), CURSORS, q, keep=keep)
     return Paged([recording_out(r) for r in page.items], page.cursor)
@@ -109,9 +110,10 @@ async def _audit_view(call: Call, record: RecordingRecord) -> None:
     for stale in [k for k, at in _viewed.items() if now - at >= VIEW_AUDIT_EVERY]:
         del _viewed[stale]
     _viewed[key] = now
-    await call.ctx.audit.record(AuditEvent(
+    await call.audit(AuditEvent(
         "recording.viewed", session_id=record.session_id, agent_id=record.agent_id,
-        actor=call.me.username, client_ip=call.ip, detail={"recording_id": record.id}))
+        actor=call.me.username, client_ip=call.ip, detail={"recording_id": record.id},
+        tenant_id=call.tenant))
 
 
 _ONE = "/api/recordings/{recording_id}"

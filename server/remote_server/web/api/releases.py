@@ -53,7 +53,7 @@ async def create_release(call: Call) -> s.ReleaseOut:
         release = await call.ctx.store.create_release(release)
     except ConflictError:
         raise Problem(409, f"release {body.version} exists", kind="release-exists") from None
-    await call.ctx.audit.record(AuditEvent(kind="release.created", actor=call.me.username,
+    await call.audit(AuditEvent(kind="release.created", actor=call.me.username,
                                            target=release.version, client_ip=call.ip))
     return release_out(release)
 
@@ -67,7 +67,7 @@ async def patch_release(call: Call) -> s.ReleaseOut:
         mandatory=body.mandatory, notes=body.notes)
     if updated is None:
         raise Problem(404, "no such release")
-    await call.ctx.audit.record(AuditEvent(kind="release.updated", actor=call.me.username,
+    await call.audit(AuditEvent(kind="release.updated", actor=call.me.username,
                                            target=release.version, client_ip=call.ip))
     return release_out(updated)
 
@@ -76,7 +76,7 @@ async def delete_release(call: Call) -> None:
     release = await _release(call)
     if not await call.ctx.store.delete_release(release.version):
         raise Problem(404, "no such release")
-    await call.ctx.audit.record(AuditEvent(kind="release.deleted", actor=call.me.username,
+    await call.audit(AuditEvent(kind="release.deleted", actor=call.me.username,
                                            target=release.version, client_ip=call.ip))
 
 
@@ -106,7 +106,7 @@ async def push_update(call: Call) -> s.UpdatePushedOut:
             and await registry.send_to_agent(machine.agent_id, "update_info", info)
             and await registry.send_to_agent(machine.agent_id, "admin_command", command)):
         raise Problem(409, "the machine is not connected", kind="machine-offline")
-    await call.ctx.audit.record(AuditEvent(kind="machine.update_pushed", agent_id=machine.agent_id,
+    await call.audit(AuditEvent(kind="machine.update_pushed", agent_id=machine.agent_id,
                                            actor=call.me.username, target=machine.agent_id,
                                            client_ip=call.ip, detail={"version": release.version}))
     return s.UpdatePushedOut(agent_id=machine.agent_id, version=release.version)
@@ -122,14 +122,15 @@ ENDPOINTS = [
     Endpoint("GET", "/api/releases", list_releases, "List releases, the newest published "
              "first (GET /api/version names the newest by semantic version)",
              query=s.PageQuery, result=list[s.ReleaseOut], tag="releases"),
-    Endpoint("POST", "/api/releases", create_release, "Publish a release", access="admin",
+    Endpoint("POST", "/api/releases", create_release, "Publish a release (releases are "
+             "the whole server's: every tenant's machines update from them)", access="global",
              body=s.ReleaseIn, result=s.ReleaseOut, status=201, tag="releases",
              responses=((409, "the version exists", ("release-exists",)),)),
     Endpoint("GET", _ONE, get_release, "Get a release", result=s.ReleaseOut,
              tag="releases", responses=_404),
-    Endpoint("PATCH", _ONE, patch_release, "Edit a release", access="admin",
+    Endpoint("PATCH", _ONE, patch_release, "Edit a release", access="global",
              body=s.ReleasePatchIn, result=s.ReleaseOut, tag="releases", responses=_404),
-    Endpoint("DELETE", _ONE, delete_release, "Delete a release", access="admin",
+    Endpoint("DELETE", _ONE, delete_release, "Delete a release", access="global",
              status=204, tag="releases", responses=_404),
     Endpoint("POST", "/api/machines/{agent_id}/update", push_update,
              "Push an update to a connected machine (AdminCommand ADMIN_UPDATE and "

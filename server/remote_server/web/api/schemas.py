@@ -135,6 +135,8 @@ class EventKind(StrEnum):
     SUPPORT_CODE_CANCELLED = "support_code.cancelled"
     SUPPORT_CODE_CREATED = "support_code.created"
     SUPPORT_CODE_LOCKOUT = "support_code.lockout"
+    TENANT_CREATED = "tenant.created"
+    TENANT_UPDATED = "tenant.updated"
     USER_CLIENT_ACCESS = "user.client_access"
     USER_CREATED = "user.created"
     USER_DELETED = "user.deleted"
@@ -374,6 +376,9 @@ class MeOut(Out):
     role: Role
     permissions: list[Permission]
     client_access: list[str]
+    tenant_id: str = Field(description="The tenant the account belongs to: all it sees")
+    global_admin: bool = Field(
+        description="An administrator of the default tenant, who also manages the tenants")
 
 
 # -- users -------------------------------------------------------------------------
@@ -390,6 +395,32 @@ class UserCreateIn(Body):
     role: RoleIn = Role.TECHNICIAN
     permissions: Annotated[list[PermissionIn], Field(max_length=16)] = []
     client_access: Tags = []
+    tenant_id: str | None = Field(
+        None, max_length=36, description="The tenant of the new account (a global "
+        "administrator's choice; anyone else's accounts are of their own tenant)")
+
+
+# -- tenants -------------------------------------------------------------------------
+
+TenantName = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_printable)]
+
+
+class TenantOut(Out):
+    id: str
+    name: str
+    disabled: bool
+    created_at: datetime
+
+
+class TenantCreateIn(Body):
+    name: TenantName
+
+
+class TenantPatchIn(Body):
+    name: TenantName | None = None
+    disabled: bool | None = Field(
+        None, description="A disabled tenant's users cannot log in (their tokens stop "
+        "working) and its agents cannot connect; its live sessions end")
 
 
 class UserPatchIn(Body):

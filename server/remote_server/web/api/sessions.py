@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from remote_core.errors import SessionRefused
 from remote_core.protocol import Channel
-from remote_core.records import DEFAULT_TENANT_ID, AuditEvent, Keyset, SessionRecord
+from remote_core.records import AuditEvent, Keyset, SessionRecord
 
 from ...recordings import purge_recordings
 from ...relay import NotReady
@@ -36,8 +36,9 @@ async def _find(call: Call) -> tuple[str, SessionRecord | None]:
     live = call.ctx.directory.session(session_id)
     if record is None and live is None:
         raise Problem(404, "no such session")
-    agent_id = record.agent_id if record else live.agent_id  # type: ignore[union-attr]
-    if not await visible_machine(call, agent_id):
+    agent_id, tenant_id = ((record.agent_id, record.tenant_id) if record
+                           else (live.agent_id, live.tenant_id))  # type: ignore[union-attr]
+    if not await visible_machine(call, agent_id, tenant_id):
         raise Problem(404, "no such session")
     return session_id, record
 
@@ -48,23 +49,24 @@ async def list_sessions(call: Call) -> Paged[s.SessionOut]:
     the relay's live sessions alone, however old."""
     q: s.SessionQuery = call.query
     registry = call.ctx.directory
-    allowed: dict[str, bool] = {}
+    allowed: dict[tuple[str, str | None], bool] = {}
 
-    async def visible(agent_id: str) -> bool:
-        if agent_id not in allowed:
-            allowed[agent_id] = await visible_machine(call, agent_id)
-        return allowed[agent_id]
+    async def visible(agent_id: str, tenant_id: str | None) -> bool:
+        if (agent_id, tenant_id) not in allowed:
+            allowed[agent_id, tenant_id] = await visible_machine(call, agent_id, tenant_id)
+        return allowed[agent_id, tenant_id]
 
     if q.live:
         return await _live_sessions(call, q, visible)
 
     async def fetch(after: Keyset | None, limit: int) -> list[SessionRecord]:
-        return await call.ctx.store.list_sessions(limit=limit, after=after)
+        return await call.ctx.store.list_sessions(limit=limit, after=after,
+                                                  tenant_id=call.tenant)
 
     async def keep(record: SessionRecord) -> bool:
         if q.live is False and registry.session(record.id) is not None:
             return False
-        return await visible(record.agent_id)
+        return await visible(record.agent_id, record.tenant_id)
 
     page = await collect(fetch, lambda r: Keyset(created(r.created_at), r.id), CURSORS, q,
                          keep)
@@ -75,8 +77,12 @@ async def list_sessions(call: Call) -> Paged[s.SessionOut]:
     return Paged(out, page.cursor)
 
 
-async def _live_sessions(call: Call, q: s.SessionQuery,
-                         visible: Callable[[str], Awaitable[bool]]) -> Paged[s.SessionOut]:
+Visible = Callable[[str, str | None], Awaitable[bool]]
+"""Whether the caller sees a session of (machine, tenant)."""
+
+
+async def _live_sessions(call: Call, q: s.SessionQuery, visible: Visible
+                         ) -> Paged[s.SessionOut]:
     def key(live: SessionSnapshot) -> Keyset:
         return Keyset(live.created_at, live.session_id)
 
@@ -89,7 +95,7 @@ async def _live_sessions(call: Call, q: s.SessionQuery,
                 ][:limit]
 
     async def keep(live: SessionSnapshot) -> bool:
-        return await visible(live.agent_id)
+        return await visible(live.agent_id, live.tenant_id)
 
     page = await collect(fetch, key, LIVE_CURSORS, q, keep)
     return Paged([session_out(await call.ctx.store.get_session(ls.session_id), ls)
@@ -97,7 +103,7 @@ async def _live_sessions(call: Call, q: s.SessionQuery,
 
 
 async def _unwritten(call: Call, listed: list[SessionRecord],
-                     visible: Callable[[str], Awaitable[bool]]) -> list[SessionSnapshot]:
+                     visible: Visible) -> list[SessionSnapshot]:
     """Live sessions newer than the first page whose row the store does not hold yet (it
     is written behind the session's start, and retried through an outage)."""
     shown = {r.id for r in listed}
@@ -106,7 +112,7 @@ async def _unwritten(call: Call, listed: list[SessionRecord],
     for live in call.ctx.directory.live_sessions():
         if live.session_id in shown or (newest is not None and live.created_at < newest):
             continue
-        if (await visible(live.agent_id)
+        if (await visible(live.agent_id, live.tenant_id)
                 and await call.ctx.store.get_session(live.session_id) is None):
             found.append(live)
     return sorted(found, key=lambda ls: ls.created_at, reverse=True)
@@ -130,10 +136,11 @@ async def delete_session(call: Call) -> s.SessionRemovalOut:
                                actor=call.me.username, client_ip=call.ip)
     else:
         was_live = await registry.disconnect_session(session_id, "removed by an operator")
-    await call.ctx.audit.record(AuditEvent(
+    await call.audit(AuditEvent(
         kind="session.purged" if q.purge else "session.disconnected", session_id=session_id,
         agent_id=record.agent_id if record else None, actor=call.me.username,
         target=session_id, client_ip=call.ip, detail={"was_live": was_live},
+        tenant_id=call.tenant,
     ))
     action = s.SessionRemovalAction.PURGED if q.purge else s.SessionRemovalAction.DISCONNECTED
     return s.SessionRemovalOut(session_id=session_id, action=action, was_live=was_live)
@@ -150,7 +157,7 @@ async def viewer_token(call: Call) -> s.ViewerTokenOut:
                            f"needs the '{channel.value}' permission")
     if channel is None and not (call.me.is_admin or "view" in call.me.permissions):
         raise Problem(403, "viewing needs the 'view' permission")
-    session_id, record = await _find(call)
+    session_id, _record = await _find(call)
     live = call.ctx.directory.session(session_id)
     if live is None:
         raise Problem(409, "the session is not live", kind="session-not-live")
@@ -171,13 +178,13 @@ async def viewer_token(call: Call) -> s.ViewerTokenOut:
                       extra={"consent": standing.value})
     if refusal is not None:
         raise Problem(403, refusal, kind="consent-refused", extra={"consent": standing.value})
-    tenant = record.tenant_id if record else DEFAULT_TENANT_ID
     generation = (await call.ctx.store.get_second_factors(call.me.id)).token_generation
-    token = call.ctx.tokens.mint_viewer(session_id, call.me, tenant, generation)
-    await call.ctx.audit.record(AuditEvent(kind="viewer.token_issued", session_id=session_id,
+    token = call.ctx.tokens.mint_viewer(session_id, call.me, live.tenant_id, generation)
+    await call.audit(AuditEvent(kind="viewer.token_issued", session_id=session_id,
                                            agent_id=live.agent_id, actor=call.me.username,
                                            client_ip=call.ip,
-                                           detail={channel.value: True} if channel else {}))
+                                           detail={channel.value: True} if channel else {},
+                                           tenant_id=call.tenant))
     return s.ViewerTokenOut(token=token, expires_in=call.ctx.tokens.viewer_ttl,
                             session_id=session_id, node=call.ctx.directory.owner(session_id))
 

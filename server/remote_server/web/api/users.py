@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from remote_core.errors import ConflictError
-from remote_core.records import PERMISSIONS, AuditEvent, Keyset, User, utcnow
+from remote_core.records import PERMISSIONS, AuditEvent, Keyset, User, tenant_of, utcnow
 
 from ..problem import Problem
 from ..revocation import revoke_tokens
@@ -15,14 +15,15 @@ from .endpoint import Call, Endpoint
 from .paging import Cursors, Paged, collect
 from .views import created, path_id, user_out
 
-__all__ = ["ENDPOINTS"]
+__all__ = ["ENDPOINTS", "find_user"]
 
 CURSORS = Cursors("users")
 
 
-async def _user(call: Call) -> User:
+async def find_user(call: Call) -> User:
+    """The path's account: one of the caller's tenant (a global administrator's: any)."""
     user = await call.ctx.store.get_user(path_id(call.param("user_id"), "user"))
-    if user is None:
+    if user is None or not (call.me.is_global_admin or tenant_of(user.tenant_id) == call.tenant):
         raise Problem(404, "no such user")
     return user
 
@@ -34,13 +35,14 @@ def _not_self(call: Call, user: User, what: str) -> None:
 
 
 async def _audit(call: Call, kind: str, user: User) -> None:
-    await call.ctx.audit.record(AuditEvent(kind=kind, actor=call.me.username, target=user.username,
-                                           client_ip=call.ip))
+    await call.audit(AuditEvent(kind=kind, actor=call.me.username, target=user.username,
+                                           client_ip=call.ip, tenant_id=tenant_of(user.tenant_id)))
 
 
 async def list_users(call: Call) -> Paged[s.UserOut]:
     async def fetch(after: Keyset | None, limit: int) -> list[User]:
-        return await call.ctx.store.list_users(after=after, limit=limit)
+        return await call.ctx.store.list_users(
+            after=after, limit=limit, tenant_id=None if call.me.is_global_admin else call.tenant)
 
     page = await collect(fetch, lambda u: Keyset(created(u.created_at), u.id), CURSORS,
                          call.query)
@@ -49,6 +51,14 @@ async def list_users(call: Call) -> Paged[s.UserOut]:
 
 async def create_user(call: Call) -> s.UserOut:
     body: s.UserCreateIn = call.body
+    tenant_id = call.tenant
+    if body.tenant_id is not None and body.tenant_id != call.tenant:
+        tenant = (await call.ctx.store.get_tenant(body.tenant_id)
+                  if call.me.is_global_admin else None)
+        if tenant is None:
+            raise Problem(422, "body field 'tenant_id': no such tenant",
+                          extra={"errors": [{"field": "tenant_id", "message": "no such tenant"}]})
+        tenant_id = tenant.id
     is_admin = body.role == "admin"
     user = User(
         id=str(uuid.uuid4()), username=body.username,
@@ -56,7 +66,7 @@ async def create_user(call: Call) -> s.UserOut:
         role="admin" if is_admin else "technician",
         permissions=tuple(PERMISSIONS) if is_admin else tuple(dict.fromkeys(body.permissions)),
         client_access=("*",) if is_admin else tuple(dict.fromkeys(body.client_access)),
-        created_at=utcnow(),
+        created_at=utcnow(), tenant_id=tenant_id,
     )
     try:
         user = await call.ctx.store.create_user(user)
@@ -68,12 +78,12 @@ async def create_user(call: Call) -> s.UserOut:
 
 
 async def get_user(call: Call) -> s.UserOut:
-    return user_out(await _user(call))
+    return user_out(await find_user(call))
 
 
 async def patch_user(call: Call) -> s.UserOut:
     body: s.UserPatchIn = call.body
-    user = await _user(call)
+    user = await find_user(call)
     if body.disabled or body.role == "technician":
         _not_self(call, user, "disable or demote")
     updated = await call.ctx.store.update_user(
@@ -92,7 +102,7 @@ async def patch_user(call: Call) -> s.UserOut:
 
 
 async def delete_user(call: Call) -> None:
-    user = await _user(call)
+    user = await find_user(call)
     _not_self(call, user, "delete")
     if not await call.ctx.store.delete_user(user.id):
         raise Problem(404, "no such user")
@@ -102,7 +112,7 @@ async def delete_user(call: Call) -> None:
 
 async def put_permissions(call: Call) -> s.UserOut:
     body: s.PermissionsIn = call.body
-    user = await _user(call)
+    user = await find_user(call)
     updated = await call.ctx.store.update_user(
         user.id, permissions=tuple(dict.fromkeys(body.permissions)))
     if updated is None:
@@ -114,7 +124,7 @@ async def put_permissions(call: Call) -> s.UserOut:
 
 async def put_client_access(call: Call) -> s.UserOut:
     body: s.ClientAccessIn = call.body
-    user = await _user(call)
+    user = await find_user(call)
     updated = await call.ctx.store.update_user(
         user.id, client_access=tuple(dict.fromkeys(body.organizations)))
     if updated is None:
@@ -129,20 +139,24 @@ _404 = ((404, "no such user"),)
 _LOCKOUT = (409, "would lock the caller out", ("self-lockout",))
 
 async def unlock(call: Call) -> s.UnlockOut:
-    user = await _user(call)
+    user = await find_user(call)
     was_guarded = await call.ctx.limiter.clear_account_guard(user.username)
-    await call.ctx.audit.record(AuditEvent(
+    await call.audit(AuditEvent(
         kind="auth.account_unlocked", actor=call.me.username, target=user.username,
-        client_ip=call.ip, detail={"was_guarded": was_guarded}))
+        client_ip=call.ip, detail={"was_guarded": was_guarded},
+        tenant_id=tenant_of(user.tenant_id)))
     return s.UnlockOut(was_guarded=was_guarded)
 
 
 ENDPOINTS = [
-    Endpoint("GET", "/api/users", list_users, "List users, oldest first", access="admin",
+    Endpoint("GET", "/api/users", list_users, "List the tenant's users, oldest first (a "
+             "global administrator's list holds every tenant's)", access="admin",
              query=s.PageQuery, result=list[s.UserOut], tag="users"),
-    Endpoint("POST", "/api/users", create_user, "Create a user", access="admin",
-             body=s.UserCreateIn, result=s.UserOut, status=201, tag="users",
-             responses=((409, "username taken", ("username-taken",)),)),
+    Endpoint("POST", "/api/users", create_user, "Create a user of the caller's tenant (a "
+             "global administrator names any tenant: a new tenant's first administrator)",
+             access="admin", body=s.UserCreateIn, result=s.UserOut, status=201, tag="users",
+             responses=((409, "username taken (usernames are unique across tenants)",
+                         ("username-taken",)),)),
     Endpoint("GET", _ONE, get_user, "Get a user", access="admin", result=s.UserOut,
              tag="users", responses=_404),
     Endpoint("PATCH", _ONE, patch_user, "Change role, disabled flag or password",

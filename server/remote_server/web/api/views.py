@@ -14,7 +14,9 @@ from remote_core.records import (
     Release,
     SessionRecord,
     SupportCode,
+    Tenant,
     User,
+    tenant_of,
 )
 
 from ..problem import Problem
@@ -37,6 +39,7 @@ __all__ = [
     "recording_out",
     "release_out",
     "session_out",
+    "tenant_out",
     "user_out",
     "visible_machine",
     "visible_organizations",
@@ -50,16 +53,25 @@ def visible_organizations(user: User) -> tuple[str, ...] | None:
     return tuple(user.client_access)
 
 
-def can_see(user: User, organization: str) -> bool:
+def can_see(user: User, tenant_id: str | None, organization: str) -> bool:
+    """Whether ``user`` may see a record of ``tenant_id`` and ``organization``: one of
+    their own tenant, in an organization their client access covers."""
+    if tenant_of(tenant_id) != tenant_of(user.tenant_id):
+        return False
     allowed = visible_organizations(user)
     return allowed is None or organization in allowed
 
 
-async def visible_machine(call: Call, agent_id: str) -> bool:
-    """Whether the caller may see what belongs to machine ``agent_id``: its organization
-    (the live session's, else the stored machine's) is one the caller's client access
-    covers. A machine that is gone is visible to those who see every organization only."""
-    if visible_organizations(call.me) is None:
+async def visible_machine(call: Call, agent_id: str, tenant_id: str | None) -> bool:
+    """Whether the caller may see a record of ``tenant_id`` that belongs to machine
+    ``agent_id`` (a session, a recording): it is of the caller's tenant, and the machine's
+    organization (the live session's, else the stored machine's) is one the caller's
+    client access covers. A machine that is gone is visible to those who see every
+    organization only."""
+    if tenant_of(tenant_id) != tenant_of(call.me.tenant_id):
+        return False
+    allowed = visible_organizations(call.me)
+    if allowed is None:
         return True
     live = call.ctx.directory.session_for_agent(agent_id)
     if live is not None:
@@ -67,7 +79,7 @@ async def visible_machine(call: Call, agent_id: str) -> bool:
     else:
         machine = await call.ctx.store.get_machine_by_id(agent_id)
         organization = machine.organization if machine else None
-    return organization is not None and can_see(call.me, organization)
+    return organization is not None and organization in allowed
 
 
 def path_id(value: str, what: str) -> str:
@@ -165,7 +177,13 @@ def user_out(user: User) -> s.UserOut:
     return s.UserOut(id=user.id, username=user.username, role=s.Role(user.role),
                      permissions=[s.Permission(p) for p in user.permissions],
                      client_access=list(user.client_access), disabled=user.disabled,
-                     created_at=created(user.created_at))
+                     created_at=created(user.created_at), tenant_id=tenant_of(user.tenant_id),
+                     global_admin=user.is_global_admin)
+
+
+def tenant_out(tenant: Tenant) -> s.TenantOut:
+    return s.TenantOut(id=tenant.id, name=tenant.name, disabled=tenant.disabled,
+                       created_at=created(tenant.created_at))
 
 
 def release_out(release: Release) -> s.ReleaseOut:

@@ -36,6 +36,6 @@ async def list_deliveries(call: Call) -> Paged[s.WebhookDeliveryOut]:
 ENDPOINTS = [
     Endpoint("GET", "/api/webhooks/deliveries", list_deliveries,
              "The webhook delivery log, newest first: one item per attempt to deliver an "
-             "event to a target (the webhooks plugin)", access="admin",
+             "event to a target (the webhooks plugin; the whole server's)", access="global",
              query=s.WebhookDeliveryQuery, result=list[s.WebhookDeliveryOut], tag="webhooks"),
 ]

@@ -30,7 +30,7 @@ from ..clientip import client_ip
 from ..context import ServerContext
 from ..logins import open_login
 from ..problem import Problem
-from ..users import hash_password
+from ..users import hash_password, tenant_disabled
 from .config import START_PATH, OidcConfig
 from .mapping import Grant, grant_for
 from .pending import OneTime
@@ -189,6 +189,8 @@ class OidcLogin:
                                               detail={"method": "oidc", "role": user.role}))
         if user.disabled:
             raise _Refused("This account is disabled.", "disabled", username)
+        if await tenant_disabled(ctx.store, user):
+            raise _Refused("This account's tenant is disabled.", "tenant disabled", username)
         if user.is_admin and grant.role != "admin":
             # The provider's groups bound what a sign-in may reach: a user the mapping
             # makes a technician never signs in to an administrator's account that
