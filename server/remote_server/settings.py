@@ -170,6 +170,9 @@ class ServerSettings(PluginSettings):
         (), "single sign-on: group=permission entries for technicians")
     oidc_group_client_access: tuple[str, ...] = option(
         (), "single sign-on: group=organization entries for technicians")
+    oidc_group_tenants: tuple[str, ...] = option(
+        (), "single sign-on: group=TENANT_NAME entries: the tenant a sign-in belongs to "
+            "(groups naming none: the default tenant; two different ones: refused)")
     oidc_create_users: bool = option(
         False, "single sign-on: create unknown users on first sign-in (else refused)")
     oidc_allow_http_loopback: bool = option(

@@ -20,10 +20,15 @@ USERS = [
     {"sub": "erin", "preferred_username": "erin", "groups": ["techs", "acme-support"]},
     # A technician at the provider whose name is the local break-glass admin's.
     {"sub": "mallory", "preferred_username": "admin", "groups": ["techs"]},
+    # Technicians of the tenants the groups name: one tenant, and two at once.
+    {"sub": "frank", "preferred_username": "frank", "groups": ["techs", "globex-staff"]},
+    {"sub": "grace", "preferred_username": "grace",
+     "groups": ["techs", "globex-staff", "initech-staff"]},
 ]
 GROUP_ROLES = "ops-admins=admin,techs=technician,acme-support=technician"
 GROUP_PERMISSIONS = "techs=view,techs=control"
 GROUP_CLIENT_ACCESS = "acme-support=acme"
+GROUP_TENANTS = "globex-staff=Globex,initech-staff=Initech"
 
 
 @dataclass
@@ -46,6 +51,7 @@ def start_server(workdir: Path, provider: OpenIdProvider, *, create_users: bool)
         "REMOTE_SUPPORT_OIDC_GROUP_ROLES": GROUP_ROLES,
         "REMOTE_SUPPORT_OIDC_GROUP_PERMISSIONS": GROUP_PERMISSIONS,
         "REMOTE_SUPPORT_OIDC_GROUP_CLIENT_ACCESS": GROUP_CLIENT_ACCESS,
+        "REMOTE_SUPPORT_OIDC_GROUP_TENANTS": GROUP_TENANTS,
     }
     if create_users:
         server.env["REMOTE_SUPPORT_OIDC_CREATE_USERS"] = "true"

@@ -158,6 +158,24 @@ def test_just_in_time_accounts_take_the_mapped_role(jit: Sso) -> None:
     assert me["client_access"] == ["acme"]
 
 
+def test_groups_place_a_sign_in_in_their_tenant(jit: Sso) -> None:
+    """oidc_group_tenants: a just-in-time account joins the tenant its groups name (by
+    name); a tenant the server lacks, or two at once, is refused."""
+    _, landing = _sign_in(jit.server, "frank")
+    assert landing.status_code == 403 and "which this server does not have" in landing.text
+    created = _admin(jit.server).post("/api/tenants", json={"name": "Globex"})
+    assert created.status_code == 201, created.text
+    globex = created.json()["id"]
+    client, landing = _sign_in(jit.server, "frank")
+    me = _me(jit.server, _token(client, landing))
+    assert (me["username"], me["tenant_id"], me["global_admin"]) == ("frank", globex, False)
+    _, landing = _sign_in(jit.server, "grace")
+    assert landing.status_code == 403 and "more than one tenant" in landing.text
+    # the default tenant's technician stays the default tenant's
+    client, landing = _sign_in(jit.server, "bob")
+    assert _me(jit.server, _token(client, landing))["tenant_id"] != globex
+
+
 def test_a_callback_from_another_browser_is_refused(shipped: Sso) -> None:
     _sign_in(shipped.server, "alice")  # a real login under way elsewhere
     with _client(shipped.server) as stranger:

@@ -83,6 +83,10 @@ def test_groups_map_to_the_strongest_role_and_the_union_of_grants() -> None:
     assert tech is not None and tech.role == "technician"
     assert tech.permissions == ("view", "control")
     assert tech.client_access == ("acme",)
+    assert tech.tenants == frozenset()  # no group names a tenant: the default tenant
+    placed = config(group_tenants="acme=Acme Ltd,techs=Acme Ltd,admins=Hooli")
+    assert grant_for(placed, ["techs", "acme"]).tenants == frozenset({"Acme Ltd"})  # type: ignore[union-attr]
+    assert grant_for(placed, ["techs", "admins"]).tenants == {"Acme Ltd", "Hooli"}  # type: ignore[union-attr]
 
 
 def test_one_time_entries_are_taken_once_and_expire() -> None:

@@ -39,6 +39,7 @@ class OidcConfig:
     group_roles: Mapping[str, str] = field(default_factory=dict)
     group_permissions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     group_client_access: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    group_tenants: Mapping[str, str] = field(default_factory=dict)
     create_users: bool = False
     allow_http_loopback: bool = False
     ca_file: str | None = None
@@ -78,6 +79,8 @@ class OidcConfig:
             group_permissions=_pairs("oidc_group_permissions", settings.oidc_group_permissions),
             group_client_access=_pairs("oidc_group_client_access",
                                        settings.oidc_group_client_access),
+            group_tenants={group: names[-1] for group, names in _pairs(
+                "oidc_group_tenants", settings.oidc_group_tenants).items()},
             create_users=settings.oidc_create_users,
             allow_http_loopback=settings.oidc_allow_http_loopback,
             ca_file=settings.oidc_ca_file,

@@ -20,7 +20,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from remote_core.errors import ConflictError
-from remote_core.records import AuditEvent, User, utcnow
+from remote_core.records import DEFAULT_TENANT_ID, AuditEvent, User, tenant_of, utcnow
 
 from ...observe.counters import auth_failed
 from ...settings import ServerSettings
@@ -177,16 +177,20 @@ class OidcLogin:
             raise _Refused("Your account at the identity provider is in no group allowed "
                            "to use this console. Ask an administrator.",
                            "no mapped group", username)
+        tenant_id = await _tenant_of(ctx, grant, username)
         user = await ctx.store.get_user_by_username(username)
         if user is None:
             if not self.config.create_users:
                 raise _Refused(f"There is no account named {username!r} here, and accounts "
                                "are not created on first sign-in. Ask an administrator.",
                                "unknown user", username)
-            user = await _create(ctx, username, grant)
+            user = await _create(ctx, username, grant, tenant_id)
             await ctx.audit.record(AuditEvent(kind="user.created", actor=username,
-                                              target=user.id,
+                                              target=user.id, tenant_id=tenant_id,
                                               detail={"method": "oidc", "role": user.role}))
+        if tenant_of(user.tenant_id) != tenant_id:
+            raise _Refused("This account is another tenant's than your groups at the identity "
+                           "provider name. Ask an administrator.", "another tenant", username)
         if user.disabled:
             raise _Refused("This account is disabled.", "disabled", username)
         if await tenant_disabled(ctx.store, user):
@@ -213,13 +217,29 @@ def sign_in_methods(claims: dict[str, Any]) -> list[str]:
     return ["fed", "mfa"] if proved else ["fed"]
 
 
-async def _create(ctx: ServerContext, username: str, grant: Grant) -> User:
+async def _tenant_of(ctx: ServerContext, grant: Grant, username: str) -> str:
+    """The tenant the groups map to (``oidc_group_tenants``): the default tenant when
+    they name none; refused when they name two, or one that does not exist."""
+    if not grant.tenants:
+        return DEFAULT_TENANT_ID
+    if len(grant.tenants) > 1:
+        raise _Refused("Your groups at the identity provider place you in more than one "
+                       "tenant. Ask an administrator.", "several tenants", username)
+    (name,) = grant.tenants
+    found = next((t for t in await ctx.store.list_tenants() if t.name == name), None)
+    if found is None:
+        raise _Refused(f"Your groups place you in tenant {name!r}, which this server does "
+                       "not have. Ask an administrator.", "no such tenant", username)
+    return found.id
+
+
+async def _create(ctx: ServerContext, username: str, grant: Grant, tenant_id: str) -> User:
     """A just-in-time account; its password is random and never shown (SSO only)."""
     user = User(id=str(uuid.uuid4()), username=username,
                 password_hash=await hash_password(secrets.token_urlsafe(32)),
                 role="admin" if grant.role == "admin" else "technician",
                 permissions=grant.permissions, client_access=grant.client_access,
-                created_at=utcnow())
+                created_at=utcnow(), tenant_id=tenant_id)
     try:
         return await ctx.store.create_user(user)
     except ConflictError:  # created by a concurrent sign-in meanwhile
