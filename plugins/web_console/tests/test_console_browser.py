@@ -367,8 +367,8 @@ def test_every_view_renders_and_admin_forms_work(server: ServerProcess, browser:
     with watched_context(browser) as context:
         page = context.new_page()
         log_in(page, server.url, "admin", ADMIN_PASSWORD)
-        for title in ("Machines", "Support codes", "Sessions", "Releases", "Users", "Audit log",
-                      "Webhooks"):
+        for title in ("Machines", "Support codes", "Sessions", "Releases", "Users", "Tenants",
+                      "Audit log", "Webhooks"):
             page.click(f"nav >> text={title}")
             page.wait_for_selector(f"main h1:has-text('{title.split()[0]}')")
         # Releases: the form creates one, the table shows it.
@@ -390,6 +390,43 @@ def test_every_view_renders_and_admin_forms_work(server: ServerProcess, browser:
         page.click("nav >> text=Audit log")
         page.wait_for_selector("td:text-is('release.created')")
         page.wait_for_selector("td:text-is('auth.account_unlocked')")
+        assert [e.inner_text() for e in page.query_selector_all("main .error")] == [""]
+
+
+def test_a_global_administrator_adds_a_tenant_whose_administrator_sees_it_alone(
+        server: ServerProcess, browser: Any) -> None:
+    with watched_context(browser) as context:
+        page = context.new_page()
+        log_in(page, server.url, "admin", ADMIN_PASSWORD)
+        page.click("nav >> text=Tenants")
+        page.fill("#new-tenant input[name=name]", "Northwind")
+        page.click("#new-tenant >> text=Add tenant")
+        page.wait_for_selector("main .said >> text=Northwind is added")
+        wait_until(lambda: "Northwind" in page.eval_on_selector_all(
+            "input.tenant-name", "inputs => inputs.map((i) => i.value)"), what="its row")
+        # its first administrator, added on the Users page in that tenant
+        page.click("nav >> text=Users")
+        page.wait_for_selector("select[name=tenant] >> option:text-is('Northwind')",
+                               state="attached")
+        page.fill("input[name=username]", "northwind-admin")
+        page.fill("input[name=password]", "northwind-password")
+        page.select_option("select[name=role]", "admin")
+        page.select_option("select[name=tenant]", label="Northwind")
+        page.click("form >> text=Add user")
+        page.wait_for_selector("tr:has(td:text-is('northwind-admin')) >> td.tenant:text-is("
+                               "'Northwind')")
+        assert [e.inner_text() for e in page.query_selector_all("main .error")] == [""]
+    with watched_context(browser) as context:
+        page = context.new_page()
+        log_in(page, server.url, "northwind-admin", "northwind-password")
+        page.click("nav >> text=Users")
+        page.wait_for_selector("td:text-is('northwind-admin')")
+        names = {e.inner_text() for e in page.query_selector_all("main tbody tr > td:first-child")}
+        assert names == {"northwind-admin"}  # no other tenant's accounts
+        nav = page.inner_text("nav")
+        assert "Tenants" not in nav and "Webhooks" not in nav
+        page.click("nav >> text=Machines")
+        page.wait_for_selector("main h1:has-text('Machines')")
         assert [e.inner_text() for e in page.query_selector_all("main .error")] == [""]
 
 

@@ -5,6 +5,7 @@ import { qrSvg } from "./qr.js";
 import { accountView } from "./account.js";
 import { getPasskey } from "./passkey.js";
 import { recordingsView } from "./recordings.js";
+import { tenantsView } from "./tenants.js";
 import { webhooksView } from "./webhooks.js";
 
 const app = document.getElementById("app");
@@ -20,14 +21,20 @@ const VIEWS = {
   releases: { title: "Releases", render: releasesView },
   recordings: { title: "Recordings", render: (main) => recordingsView(main, { guarded, errorLine, every }), may: canWatchRecordings },
   users: { title: "Users", render: usersView, admin: true },
+  tenants: { title: "Tenants", render: (main) => tenantsView(main, { guarded, errorLine }), may: isGlobalAdmin },
   audit: { title: "Audit log", render: auditView, admin: true },
-  webhooks: { title: "Webhooks", render: (main) => webhooksView(main, { guarded, errorLine, every }), admin: true },
+  webhooks: { title: "Webhooks", render: (main) => webhooksView(main, { guarded, errorLine, every }), may: isGlobalAdmin },
   account: { title: "Account", render: (main) => accountView(main, { guarded, errorLine, loggedOut: showLogin, enrolled: start }) },
 };
 let mustEnrol = false; // the server requires a second factor this login lacks
 
 function isAdmin() {
   return me?.role === "admin";
+}
+
+/** An administrator of the default tenant: they manage the tenants and the releases. */
+function isGlobalAdmin() {
+  return Boolean(me?.global_admin);
 }
 
 function viewerLink(sessionId, label = "Open viewer") {
@@ -409,13 +416,13 @@ function releasesView(main) {
     body.replaceChildren(...releases.map((r) => h("tr", {},
       h("td", {}, r.version), h("td", {}, r.download_url), h("td", { className: "mono" }, (r.checksum_sha256 || "").slice(0, 16) + "…"),
       h("td", {}, r.mandatory ? "yes" : "no"), h("td", {}, r.notes || ""), h("td", {}, when(r.created_at)),
-      h("td", {}, isAdmin() ? h("button", { className: "danger", onclick: () => guarded(error, async () => {
+      h("td", {}, isGlobalAdmin() ? h("button", { className: "danger", onclick: () => guarded(error, async () => {
         await api("DELETE", `/api/releases/${encodeURIComponent(r.version)}`);
         load();
       }) }, "Delete") : ""))));
   });
   main.append(h("h1", {}, "Releases"));
-  if (isAdmin()) {
+  if (isGlobalAdmin()) {
     const form = h("form", { className: "card row" },
       h("input", { name: "version", placeholder: "Version (1.2.3)", required: true }),
       h("input", { name: "download_url", placeholder: "https://… download URL", required: true, size: 40 }),
@@ -448,7 +455,14 @@ function usersView(main) {
   const error = errorLine();
   const said = h("p", { className: "said", role: "status" });
   const body = h("tbody");
+  const tenantNames = new Map();
   const load = () => guarded(error, async () => {
+    if (isGlobalAdmin()) {
+      const tenants = await api("GET", "/api/tenants");
+      tenantNames.clear();
+      for (const t of tenants) tenantNames.set(t.id, t.name);
+      tenantChoice.replaceChildren(...tenants.map((t) => h("option", { value: t.id, selected: t.id === me.tenant_id }, t.name)));
+    }
     const users = await apiAll("/api/users?limit=1000");
     body.replaceChildren(...users.map(userRow));
   });
@@ -465,7 +479,8 @@ function usersView(main) {
       organizations: access.value.split(",").map((s) => s.trim()).filter(Boolean),
     }));
     return h("tr", {},
-      h("td", {}, u.username), h("td", {}, u.role), h("td", {}, h("div", { className: "row" }, ...boxes)), h("td", {}, access),
+      h("td", {}, u.username), ...(isGlobalAdmin() ? [h("td", { className: "tenant" }, tenantNames.get(u.tenant_id) || u.tenant_id)] : []),
+      h("td", {}, u.role), h("td", {}, h("div", { className: "row" }, ...boxes)), h("td", {}, access),
       h("td", {}, u.disabled ? badge("disabled", "offline") : badge("active", "online")),
       h("td", {}, h("div", { className: "row" },
         h("button", { onclick: () => guarded(error, async () => {
@@ -487,10 +502,12 @@ function usersView(main) {
           load();
         }) }, "Delete"))));
   }
+  const tenantChoice = h("select", { name: "tenant", "aria-label": "Tenant" });
   const form = h("form", { className: "card row" },
     h("input", { name: "username", placeholder: "Username", required: true }),
     h("input", { name: "password", type: "password", placeholder: "Password (8+ characters)", required: true, autocomplete: "new-password" }),
     h("select", { name: "role" }, h("option", { value: "technician" }, "Technician"), h("option", { value: "admin" }, "Admin")),
+    ...(isGlobalAdmin() ? [tenantChoice] : []),
     h("button", { className: "primary" }, "Add user"));
   form.onsubmit = (event) => {
     event.preventDefault();
@@ -498,14 +515,14 @@ function usersView(main) {
     guarded(error, async () => {
       await api("POST", "/api/users", {
         username: data.get("username"), password: data.get("password"), role: data.get("role"),
-        permissions: ["view"], client_access: [],
+        permissions: ["view"], client_access: [], ...(isGlobalAdmin() ? { tenant_id: data.get("tenant") } : {}),
       });
       form.reset();
       load();
     });
   };
   main.append(h("h1", {}, "Users and permissions"), form, error, said,
-    h("table", {}, h("thead", {}, h("tr", {}, ...["User", "Role", "Permissions", "Client access", "State", ""].map((t) => h("th", {}, t)))), body));
+    h("table", {}, h("thead", {}, h("tr", {}, ...["User", ...(isGlobalAdmin() ? ["Tenant"] : []), "Role", "Permissions", "Client access", "State", ""].map((t) => h("th", {}, t)))), body));
   load();
 }
 
