@@ -39,9 +39,9 @@ async def _failed(call: Call, username: str, kind: str) -> None:
     """Count a failed login toward the account's guard (the per-IP limit counted it)."""
     auth_failed(kind)
     await call.audit(AuditEvent(kind="auth.login_failed", target=username,
-                                           client_ip=call.ip,
-                                           detail={"factor": kind} if kind != "password"
-                                           else {}))
+                                client_ip=call.ip,
+                                detail={"factor": kind} if kind != "password"
+                                else {}))
     if await call.ctx.limiter.record_account_failure(username):
         await call.audit(AuditEvent(
             kind="auth.account_guarded", target=username, client_ip=call.ip,
@@ -139,12 +139,12 @@ async def change_password(call: Call) -> None:
         raise Problem.rate_limited(wait, "too many password changes; try again later")
     if not await check_password(call.me.password_hash, body.current_password):
         await call.audit(AuditEvent(kind="auth.change_password_failed",
-                                               actor=call.me.username, client_ip=call.ip))
+                                    actor=call.me.username, client_ip=call.ip))
         raise Problem(403, "the current password is wrong", kind="wrong-password")
     await call.ctx.store.update_user(call.me.id,
                                      password_hash=await hash_password(body.new_password))
     await call.audit(AuditEvent(kind="auth.password_changed", actor=call.me.username,
-                                           target=call.me.id, client_ip=call.ip))
+                                target=call.me.id, client_ip=call.ip))
     await call.ctx.directory.user_changed(call.me.id, password_changed=True)
 
 

@@ -74,8 +74,8 @@ async def cancel_code(call: Call) -> None:
     if not pending or not await call.ctx.store.cancel_support_code(code.code):
         raise Problem(409, "only a pending code can be cancelled", kind="code-not-pending")
     await call.audit(AuditEvent(kind="support_code.cancelled", actor=call.me.username,
-                                           target=masked(code.code), client_ip=call.ip,
-                                           tenant_id=call.tenant))
+                                target=masked(code.code), client_ip=call.ip,
+                                tenant_id=call.tenant))
 
 
 async def validate_code(call: Call) -> s.CodeValidOut:

@@ -50,7 +50,7 @@ async def enrol(call: Call) -> s.TotpEnrolledOut:
     await call.ctx.store.set_totp(call.me.id, body.secret, hashes)
     await call.ctx.store.use_totp_step(call.me.id, step)  # the code confirmed works no more
     await call.audit(AuditEvent(kind="auth.totp_enrolled", actor=call.me.username,
-                                           target=call.me.id, client_ip=call.ip))
+                                target=call.me.id, client_ip=call.ip))
     # Every login of the account so far is password-only: they end, and a new one with
     # the second factor takes the enrolling login's place.
     await call.ctx.store.end_login_sessions(call.me.id)
@@ -66,7 +66,7 @@ async def reset_own(call: Call) -> None:
         raise Problem(403, "the password is wrong", kind="wrong-password")
     await call.ctx.store.set_totp(call.me.id, None)
     await call.audit(AuditEvent(kind="auth.totp_reset", actor=call.me.username,
-                                           target=call.me.id, client_ip=call.ip))
+                                target=call.me.id, client_ip=call.ip))
     await revoke_tokens(call.ctx, call.me, "the user's second factor was reset",
                         client_ip=call.ip)
 

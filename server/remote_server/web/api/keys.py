@@ -28,9 +28,9 @@ async def issue_key(call: Call) -> s.IssuedKeyOut:
     plain, key_hash = issuer()
     key = await call.ctx.store.add_agent_key(machine.agent_id, key_hash, body.label)
     await call.audit(AuditEvent(kind="agent_key.issued", agent_id=machine.agent_id,
-                                           actor=call.me.username, target=key.id,
-                                           client_ip=call.ip, detail={"label": body.label},
-                                           tenant_id=call.tenant))
+                                actor=call.me.username, target=key.id,
+                                client_ip=call.ip, detail={"label": body.label},
+                                tenant_id=call.tenant))
     return s.IssuedKeyOut(**key_out(key).model_dump(), key=plain)
 
 
@@ -53,9 +53,9 @@ async def revoke_key(call: Call) -> None:
         raise Problem(404, "this machine has no such key")
     closed = await call.ctx.directory.close_agents_with_key(key.id, "agent key revoked")
     await call.audit(AuditEvent(kind="agent_key.revoked", agent_id=machine.agent_id,
-                                           actor=call.me.username, target=key.id,
-                                           client_ip=call.ip, detail={"sockets_closed": closed},
-                                           tenant_id=call.tenant))
+                                actor=call.me.username, target=key.id,
+                                client_ip=call.ip, detail={"sockets_closed": closed},
+                                tenant_id=call.tenant))
 
 
 _KEYS = "/api/machines/{agent_id}/keys"

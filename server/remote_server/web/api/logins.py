@@ -27,8 +27,8 @@ async def end_login(call: Call) -> None:
     if not await call.ctx.store.end_login_sessions(call.me.id, session_id):
         raise Problem(404, "no such login session of yours")
     await call.audit(AuditEvent(kind="auth.login_ended", actor=call.me.username,
-                                           target=call.me.id, client_ip=call.ip,
-                                           detail={"login_session": session_id}))
+                                target=call.me.id, client_ip=call.ip,
+                                detail={"login_session": session_id}))
 
 
 ENDPOINTS = [

@@ -69,8 +69,8 @@ async def create_machine(call: Call) -> dict[str, Any]:
         str(uuid.uuid4()), body.organization, body.site, tuple(body.tags),
         tenant_id=call.tenant)
     await call.audit(AuditEvent(kind="machine.preregistered", agent_id=machine.agent_id,
-                                           actor=call.me.username, target=machine.agent_id,
-                                           client_ip=call.ip, tenant_id=call.tenant))
+                                actor=call.me.username, target=machine.agent_id,
+                                client_ip=call.ip, tenant_id=call.tenant))
     return machine_out(machine, call.ctx.directory)
 
 

@@ -54,7 +54,7 @@ async def create_release(call: Call) -> s.ReleaseOut:
     except ConflictError:
         raise Problem(409, f"release {body.version} exists", kind="release-exists") from None
     await call.audit(AuditEvent(kind="release.created", actor=call.me.username,
-                                           target=release.version, client_ip=call.ip))
+                                target=release.version, client_ip=call.ip))
     return release_out(release)
 
 
@@ -68,7 +68,7 @@ async def patch_release(call: Call) -> s.ReleaseOut:
     if updated is None:
         raise Problem(404, "no such release")
     await call.audit(AuditEvent(kind="release.updated", actor=call.me.username,
-                                           target=release.version, client_ip=call.ip))
+                                target=release.version, client_ip=call.ip))
     return release_out(updated)
 
 
@@ -77,7 +77,7 @@ async def delete_release(call: Call) -> None:
     if not await call.ctx.store.delete_release(release.version):
         raise Problem(404, "no such release")
     await call.audit(AuditEvent(kind="release.deleted", actor=call.me.username,
-                                           target=release.version, client_ip=call.ip))
+                                target=release.version, client_ip=call.ip))
 
 
 async def version(call: Call) -> s.VersionOut:
@@ -107,8 +107,8 @@ async def push_update(call: Call) -> s.UpdatePushedOut:
             and await registry.send_to_agent(machine.agent_id, "admin_command", command)):
         raise Problem(409, "the machine is not connected", kind="machine-offline")
     await call.audit(AuditEvent(kind="machine.update_pushed", agent_id=machine.agent_id,
-                                           actor=call.me.username, target=machine.agent_id,
-                                           client_ip=call.ip, detail={"version": release.version}))
+                                actor=call.me.username, target=machine.agent_id,
+                                client_ip=call.ip, detail={"version": release.version}))
     return s.UpdatePushedOut(agent_id=machine.agent_id, version=release.version)
 
 

@@ -181,10 +181,10 @@ async def viewer_token(call: Call) -> s.ViewerTokenOut:
     generation = (await call.ctx.store.get_second_factors(call.me.id)).token_generation
     token = call.ctx.tokens.mint_viewer(session_id, call.me, live.tenant_id, generation)
     await call.audit(AuditEvent(kind="viewer.token_issued", session_id=session_id,
-                                           agent_id=live.agent_id, actor=call.me.username,
-                                           client_ip=call.ip,
-                                           detail={channel.value: True} if channel else {},
-                                           tenant_id=call.tenant))
+                                agent_id=live.agent_id, actor=call.me.username,
+                                client_ip=call.ip,
+                                detail={channel.value: True} if channel else {},
+                                tenant_id=call.tenant))
     return s.ViewerTokenOut(token=token, expires_in=call.ctx.tokens.viewer_ttl,
                             session_id=session_id, node=call.ctx.directory.owner(session_id))
 

@@ -36,7 +36,7 @@ def _not_self(call: Call, user: User, what: str) -> None:
 
 async def _audit(call: Call, kind: str, user: User) -> None:
     await call.audit(AuditEvent(kind=kind, actor=call.me.username, target=user.username,
-                                           client_ip=call.ip, tenant_id=tenant_of(user.tenant_id)))
+                                client_ip=call.ip, tenant_id=tenant_of(user.tenant_id)))
 
 
 async def list_users(call: Call) -> Paged[s.UserOut]:
