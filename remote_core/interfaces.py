@@ -516,10 +516,12 @@ class Store(ABC):
     async def get_release(self, version: str) -> Release | None: ...
 
     @abstractmethod
-    async def list_releases(self, *, after: Keyset | None = None,
-                            limit: int | None = None) -> list[Release]:
+    async def list_releases(self, *, after: Keyset | None = None, limit: int | None = None,
+                            tenant_id: str | None = None) -> list[Release]:
         """Releases, newest first (creation time, then version, both descending): up to
-        ``limit`` (``None``: all) of those past ``after``."""
+        ``limit`` (``None``: all) of those past ``after``. With ``tenant_id``, the
+        releases that tenant's machines may install: the default tenant's (the whole
+        server's channel) and its own."""
 
     @abstractmethod
     async def update_release(self, version: str, *, download_url: str | None = None,

@@ -137,12 +137,13 @@ class Updater:
 
     # -- the poll ------------------------------------------------------------------------------
     async def check(self) -> Offer | None:
-        """Ask the server's ``GET /api/version``; a release newer than ours, not failed before."""
+        """Ask the server's ``GET /api/version`` (with the agent's key, which names its
+        tenant's release channel); a release newer than ours, not failed before."""
         url = urljoin(self.config.server.rstrip("/") + "/", "api/version")
         try:
             context = tls_context(self.config.ca_bundle)
             body = await anyio.to_thread.run_sync(
-                lambda: fetch_small(url, context, allow_http=True))
+                lambda: fetch_small(url, context, allow_http=True, bearer=self.config.key))
             data = json.loads(body)
             offer = Offer(version=str(data["version"]), download_url=str(data["download_url"]),
                           checksum_sha256=str(data["checksum_sha256"]).lower(),

@@ -73,16 +73,22 @@ class _HttpsOnlyRedirects(urllib.request.HTTPRedirectHandler):
         return super().redirect_request(req, fp, code, msg, headers, newurl)
 
 
-def _open(url: str, context: ssl.SSLContext) -> Any:
+def _request(url: str, bearer: str = "") -> urllib.request.Request:
+    request = urllib.request.Request(  # noqa: S310 - callers check the scheme
+        url, headers={"User-Agent": "remote-agent"})
+    if bearer:  # to this URL only: a redirect never carries it on
+        request.add_unredirected_header("Authorization", f"Bearer {bearer}")
+    return request
+
+
+def _open(url: str, context: ssl.SSLContext, bearer: str = "") -> Any:
     require_https(url)
     opener = urllib.request.OpenerDirector()
     for handler in (urllib.request.HTTPSHandler(context=context), _HttpsOnlyRedirects(),
                     urllib.request.HTTPErrorProcessor(), urllib.request.HTTPDefaultErrorHandler()):
         opener.add_handler(handler)
-    request = urllib.request.Request(  # noqa: S310 - https checked just above
-        url, headers={"User-Agent": "remote-agent"})
     try:
-        return opener.open(request, timeout=_TIMEOUT)
+        return opener.open(_request(url, bearer), timeout=_TIMEOUT)
     except urllib.error.HTTPError as exc:
         error = Transient if exc.code >= 500 else DownloadError
         raise error(f"download failed: HTTP {exc.code} {exc.reason}", exc.code) from None
@@ -138,21 +144,22 @@ def download(url: str, target: Path, context: ssl.SSLContext,
 
 
 def fetch_small(url: str, context: ssl.SSLContext, limit: int = 64 * 1024,
-                allow_http: bool = False) -> bytes:
+                allow_http: bool = False, bearer: str = "") -> bytes:
     """A small document (a signature, the version poll); larger than ``limit`` is an error.
 
-    ``allow_http`` admits the server's own plain-http base URL, for the poll only.
+    ``allow_http`` admits the server's own plain-http base URL, for the poll only;
+    ``bearer`` is sent as ``Authorization`` to that URL alone, never after a redirect.
     """
     if allow_http and urlsplit(url).scheme.lower() == "http":
         opener = urllib.request.build_opener(urllib.request.HTTPSHandler(context=context))
         try:
-            response = opener.open(url, timeout=_TIMEOUT)
+            response = opener.open(_request(url, bearer), timeout=_TIMEOUT)
         except urllib.error.HTTPError as exc:
             raise DownloadError(f"HTTP {exc.code} {exc.reason}", exc.code) from None
         except (OSError, http.client.HTTPException) as exc:
             raise Transient(str(exc)) from None
     else:
-        response = _open(url, context)
+        response = _open(url, context, bearer)
     try:
         with response:
             data: bytes = response.read(limit + 1)

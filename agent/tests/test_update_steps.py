@@ -322,6 +322,28 @@ async def test_a_failed_poll_is_a_warning_and_no_release_is_not(artifact, releas
         (logging.WARNING, "update check failed: download failed: HTTP 503 Service Unavailable")]
 
 
+@pytest.mark.anyio
+async def test_the_poll_names_the_agents_channel_with_its_key_and_no_redirect_carries_it(
+        artifact, releases):
+    """The key goes to the server's own /api/version (it picks the tenant's release
+    channel), never on to where a redirect points."""
+    answer = json.dumps({"version": "1.0.1", "download_url": releases.url("a.pyz"),
+                         "checksum_sha256": NEW_SHA, "mandatory": False}).encode()
+    releases.publish("api/version", Route(answer, content_type="application/json"))
+    keyed = Updater(AgentConfig(server=releases.url(""), ca_bundle=str(releases.ca_bundle),
+                                key="cak_the-agents-own-key"), artifact, current="1.0.0")
+    assert (await keyed.check()).version == "1.0.1"
+    assert releases.authorizations["/api/version"] == ["Bearer cak_the-agents-own-key"]
+    releases.publish("api/version", Route(b"", status=302, location=releases.url("elsewhere")))
+    releases.publish("elsewhere", Route(answer, content_type="application/json"))
+    assert (await keyed.check()).version == "1.0.1"
+    assert releases.authorizations["/elsewhere"] == [""]
+    unkeyed = Updater(AgentConfig(server=releases.url(""), ca_bundle=str(releases.ca_bundle)),
+                      artifact, current="1.0.0")
+    await unkeyed.check()
+    assert releases.authorizations["/api/version"][-1] == ""
+
+
 def test_ca_bundle_adds_to_the_system_roots(tmp_path, releases, monkeypatch):
     """A host certified by the system's roots and one by the bundle's are both trusted;
     a host certified by neither is not. ``SSL_CERT_FILE`` stands for the system's roots."""

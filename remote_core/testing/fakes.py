@@ -751,9 +751,11 @@ class MemoryStore(Store):
         return copy.deepcopy(self._releases.get(version))
 
     @_operation
-    async def list_releases(self, *, after: Keyset | None = None,
-                            limit: int | None = None) -> list[Release]:
-        return _page(self._releases.values(), lambda r: (r.created_at or _EPOCH, r.version),
+    async def list_releases(self, *, after: Keyset | None = None, limit: int | None = None,
+                            tenant_id: str | None = None) -> list[Release]:
+        found = (r for r in self._releases.values() if tenant_id is None
+                 or tenant_of(r.tenant_id) in (DEFAULT_TENANT_ID, tenant_id))
+        return _page(found, lambda r: (r.created_at or _EPOCH, r.version),
                      after=after, limit=limit, newest_first=True)
 
     @_operation

@@ -45,6 +45,9 @@ class ReleaseServer:
         self.ca.cert_pem.write_to_path(str(self.ca_bundle))
         self.routes: dict[str, Route] = {}
         self.hits: collections.Counter[str] = collections.Counter()
+        self.authorizations: collections.defaultdict[str, list[str]] = (
+            collections.defaultdict(list))
+        """Each request's ``Authorization`` header by path ("" when it had none)."""
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self.ca.issue_cert("127.0.0.1", "localhost").configure_cert(context)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -82,6 +85,7 @@ class ReleaseServer:
 
             def do_GET(self) -> None:
                 server.hits[self.path] += 1
+                server.authorizations[self.path].append(self.headers.get("Authorization", ""))
                 route = server.routes.get(self.path)
                 if route is None:
                     route = Route(b"<html><body>Not Found</body></html>", status=404,

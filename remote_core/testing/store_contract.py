@@ -243,6 +243,16 @@ class StoreContract:
                                                   tenant_id=other))
         assert len(await store.list_recordings(tenant_id=other)) == 1
         assert await store.list_recordings(tenant_id=DEFAULT_TENANT_ID) == []
+        # releases: the default tenant's are every tenant's channel; a tenant's own are its
+        await store.create_release(Release(version="1.0.0", download_url="https://x/1",
+                                           checksum_sha256="a" * 64))
+        await store.create_release(Release(version="1.1.0", download_url="https://x/2",
+                                           checksum_sha256="b" * 64, tenant_id=other))
+        assert {r.version for r in await store.list_releases(tenant_id=other)} == {
+            "1.0.0", "1.1.0"}
+        assert [r.version for r in await store.list_releases(tenant_id=DEFAULT_TENANT_ID)
+                ] == ["1.0.0"]
+        assert len(await store.list_releases()) == 2
 
     # -- machines: registration and deduplication (SPEC 5.4) ------------------------------
     async def test_upsert_creates_with_defaults(self, store: Store) -> None:

@@ -60,9 +60,7 @@ async def test_tenants_are_managed_by_global_administrators_alone(admin: Admin) 
     for method, path, body in (("GET", "/api/tenants", None),
                                ("POST", "/api/tenants", {"name": "Mine"}),
                                ("PATCH", f"/api/tenants/{tenant['id']}", {"name": "Mine"}),
-                               ("POST", "/api/releases", {"version": "9.9.9",
-                                "download_url": "https://example.test/a",
-                                "checksum_sha256": "a" * 64})):
+                               ("GET", "/api/webhooks/deliveries", None)):
         assert globex.http.request(method, path, json=body).status_code == 403, path
     default_id = admin.ok("GET", "/api/auth/me")["tenant_id"]
     elsewhere = globex.http.post("/api/users", json={
@@ -268,3 +266,45 @@ async def test_a_disabled_tenant_is_shut_out_at_once(server: LiveServer, admin: 
     assert back.ok("GET", f"/api/machines/{agent_id}")["status"] == "online"
     await agent.close()
 
+
+
+def release(version: str) -> dict[str, Any]:
+    return {"version": version, "download_url": f"https://updates.example/{version}.pyz",
+            "checksum_sha256": "c" * 64}
+
+
+async def test_each_tenant_has_a_release_channel_beside_the_whole_servers(
+        server: LiveServer, admin: Admin) -> None:
+    """The default tenant's releases are every tenant's; a tenant's own are its machines'
+    alone, and an agent's poll names its channel with its key."""
+    _, wayne = new_tenant(admin, "Wayne")
+    admin.ok("POST", "/api/releases", 201, json=release("3.1.0"))
+    wayne.ok("POST", "/api/releases", 201, json=release("3.2.0-wayne.1"))
+    assert {r["version"] for r in wayne.ok("GET", "/api/releases")} >= {"3.1.0",
+                                                                         "3.2.0-wayne.1"}
+    assert "3.2.0-wayne.1" not in {r["version"] for r in admin.ok("GET", "/api/releases")}
+    admin.ok("GET", "/api/releases/3.2.0-wayne.1", 404)
+    # the whole server's releases are the global administrators' to change
+    whole = wayne.http.patch("/api/releases/3.1.0", json={"notes": "mine now"})
+    assert whole.status_code == 403 and "whole server" in whole.text
+    assert wayne.http.delete("/api/releases/3.1.0").status_code == 403
+    # the poll: no credential reads the whole server's channel, a key its tenant's too
+    theirs = wayne.key(wayne.machine())[1]
+    ours = admin.key(admin.machine())[1]
+    poll = admin.http.get("/api/version", headers={"Authorization": ""})
+    assert poll.json()["version"] == "3.1.0"
+    for key, newest in ((theirs, "3.2.0-wayne.1"), (ours, "3.1.0")):
+        poll = admin.http.get("/api/version", headers={"Authorization": f"Bearer {key}"})
+        assert poll.json()["version"] == newest, poll.text
+    for bad in ("Bearer cak_no-such-key", "Bearer ABC-DEF-GHJ", "Basic eDp5"):
+        assert admin.http.get("/api/version", headers={"Authorization": bad}
+                              ).status_code == 401, bad
+    # an update push names a release of the machine's channel, never another tenant's
+    agent_id = admin.machine()
+    agent = await Peer.agent(server, admin.key(agent_id)[1])
+    await agent.accepted()
+    refused = admin.http.post(f"/api/machines/{agent_id}/update",
+                              json={"version": "3.2.0-wayne.1"})
+    assert refused.status_code == 404 and "no such release" in refused.text
+    wayne.ok("DELETE", "/api/releases/3.2.0-wayne.1", 204)
+    await agent.close()

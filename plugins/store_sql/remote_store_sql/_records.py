@@ -176,8 +176,13 @@ def get_release(conn: Connection, version: str) -> Release | None:
     return release_from_row(row) if row else None
 
 
-def list_releases(conn: Connection, after: Keyset | None, limit: int | None) -> list[Release]:
-    query = keyset_page(sa.select(releases), releases.c.created_at, releases.c.version,
+def list_releases(conn: Connection, after: Keyset | None, limit: int | None,
+                  tenant_id: str | None) -> list[Release]:
+    query = sa.select(releases)
+    if tenant_id is not None:
+        query = query.where(sa.or_(in_tenant(releases.c.tenant_id, DEFAULT_TENANT_ID),
+                                   releases.c.tenant_id == tenant_id))
+    query = keyset_page(query, releases.c.created_at, releases.c.version,
                         after=after, limit=limit, newest_first=True)
     return [release_from_row(row) for row in conn.execute(query)]
 

@@ -338,9 +338,9 @@ class SqlStore(Store):
     async def get_release(self, version: str) -> Release | None:
         return await self._runner.read(_records.get_release, version)
 
-    async def list_releases(self, *, after: Keyset | None = None,
-                            limit: int | None = None) -> list[Release]:
-        return await self._runner.read(_records.list_releases, after, limit)
+    async def list_releases(self, *, after: Keyset | None = None, limit: int | None = None,
+                            tenant_id: str | None = None) -> list[Release]:
+        return await self._runner.read(_records.list_releases, after, limit, tenant_id)
 
     async def update_release(self, version: str, *, download_url: str | None = None,
                              checksum_sha256: str | None = None, mandatory: bool | None = None,

@@ -425,6 +425,14 @@ def test_a_global_administrator_adds_a_tenant_whose_administrator_sees_it_alone(
         assert names == {"northwind-admin"}  # no other tenant's accounts
         nav = page.inner_text("nav")
         assert "Tenants" not in nav and "Webhooks" not in nav
+        # their own release channel: a release they add is theirs to delete
+        page.click("nav >> text=Releases")
+        page.wait_for_selector("main p:has-text('your tenant')")
+        page.fill("input[name=version]", "7.7.7")
+        page.fill("input[name=download_url]", "https://updates.example/northwind-7.7.7.pyz")
+        page.fill("input[name=checksum_sha256]", "cd" * 32)
+        page.click("form >> text=Add release")
+        page.wait_for_selector("tr:has(td:text-is('7.7.7')) >> button:text-is('Delete')")
         page.click("nav >> text=Machines")
         page.wait_for_selector("main h1:has-text('Machines')")
         assert [e.inner_text() for e in page.query_selector_all("main .error")] == [""]

@@ -40,14 +40,13 @@ from remote_core.textrules import escaped
 from remote_core.types import (
     AgentCredential,
     AgentIdentity,
-    AuthContext,
     ConsentAsk,
     ConsentDecision,
 )
 
 from ..settings import ServerSettings
 from .audit import Audit
-from .auth import NotReady, Unavailable, authenticate
+from .auth import NotReady, Unavailable, authenticate, authenticators
 from .consent import Ask, ConsentBook, Standing
 from .identity import MAX_ID, resolve_unkeyed
 from .index import SessionIndex
@@ -96,9 +95,7 @@ class Admission:
         self._writes = audit.writes
         self._index = index
         self._end = end
-        self._authenticators = [
-            m.factory(AuthContext(options=plugins.options(m), store=store))
-            for m in plugins.auth_methods() if m.factory is not None]
+        self._authenticators = authenticators(plugins, store)
 
     async def open_agent(self, request: Any, *, client_ip: str | None = None,
                          machine_uid: str | None = None) -> Session:

@@ -11,10 +11,11 @@ import re
 from collections.abc import Sequence
 
 from remote_core.errors import SessionRefused
-from remote_core.interfaces import Authenticator
-from remote_core.types import AgentCredential, AgentIdentity, AuthRejected
+from remote_core.interfaces import Authenticator, Store
+from remote_core.plugins import Plugins
+from remote_core.types import AgentCredential, AgentIdentity, AuthContext, AuthRejected
 
-__all__ = ["NotReady", "Unavailable", "authenticate", "looks_like_jwt",
+__all__ = ["NotReady", "Unavailable", "authenticate", "authenticators", "looks_like_jwt",
            "looks_like_support_code"]
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,12 @@ class NotReady(SessionRefused):
 class Unavailable(SessionRefused):
     """Not the peer's fault: the database is away. The agent retries with its backoff, and
     the attempt does not count against the support-code limit."""
+
+
+def authenticators(plugins: Plugins, store: Store) -> list[Authenticator]:
+    """The loaded authentication methods' authenticators, in their order."""
+    return [m.factory(AuthContext(options=plugins.options(m), store=store))
+            for m in plugins.auth_methods() if m.factory is not None]
 
 
 def looks_like_jwt(token: str) -> bool:

@@ -416,13 +416,15 @@ function releasesView(main) {
     body.replaceChildren(...releases.map((r) => h("tr", {},
       h("td", {}, r.version), h("td", {}, r.download_url), h("td", { className: "mono" }, (r.checksum_sha256 || "").slice(0, 16) + "…"),
       h("td", {}, r.mandatory ? "yes" : "no"), h("td", {}, r.notes || ""), h("td", {}, when(r.created_at)),
-      h("td", {}, isGlobalAdmin() ? h("button", { className: "danger", onclick: () => guarded(error, async () => {
+      h("td", {}, isAdmin() && r.tenant_id === me.tenant_id ? h("button", { className: "danger", onclick: () => guarded(error, async () => {
         await api("DELETE", `/api/releases/${encodeURIComponent(r.version)}`);
         load();
       }) }, "Delete") : ""))));
   });
-  main.append(h("h1", {}, "Releases"));
-  if (isGlobalAdmin()) {
+  main.append(h("h1", {}, "Releases"),
+    h("p", { className: "muted" }, isGlobalAdmin() ? "Releases added here are every tenant's machines'."
+      : "Releases added here are your tenant's machines' alone; the whole server's are listed too."));
+  if (isAdmin()) {
     const form = h("form", { className: "card row" },
       h("input", { name: "version", placeholder: "Version (1.2.3)", required: true }),
       h("input", { name: "download_url", placeholder: "https://… download URL", required: true, size: 40 }),

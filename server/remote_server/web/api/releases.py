@@ -1,12 +1,18 @@
-"""Releases, the agents' version poll and update pushes (SPEC 4, 9; CONTRACT 2)."""
+"""Releases, the agents' version poll and update pushes (SPEC 4, 9; CONTRACT 2).
+
+Releases come in channels, one a tenant: the default tenant's (published by global
+administrators) is every tenant's; a tenant's administrators publish to their own, which
+only their machines see. An agent's poll names its channel with its key."""
 
 from __future__ import annotations
 
-from remote_core.errors import ConflictError
+from remote_core.errors import ConflictError, SessionRefused
 from remote_core.protocol import pb
-from remote_core.records import AuditEvent, Keyset, Release, utcnow
+from remote_core.records import DEFAULT_TENANT_ID, AuditEvent, Keyset, Release, tenant_of, utcnow
 from remote_core.semver import is_semver, semver_key
+from remote_core.types import AgentCredential
 
+from ...relay.auth import authenticate, authenticators, looks_like_support_code
 from ..problem import Problem
 from . import schemas as s
 from .endpoint import Call, Endpoint
@@ -19,21 +25,55 @@ __all__ = ["ENDPOINTS", "newest_release"]
 CURSORS = Cursors("releases")
 
 
-async def newest_release(call: Call) -> Release | None:
-    releases = [r for r in await call.ctx.store.list_releases() if is_semver(r.version)]
+async def newest_release(call: Call, tenant_id: str) -> Release | None:
+    """The newest release by semantic version that ``tenant_id``'s machines may install."""
+    releases = [r for r in await call.ctx.store.list_releases(tenant_id=tenant_id)
+                if is_semver(r.version)]
     return max(releases, key=lambda r: semver_key(r.version), default=None)
 
 
 async def _release(call: Call) -> Release:
+    """The path's release, if it is in a channel the caller's tenant reads (else 404)."""
     release = await call.ctx.store.get_release(path_id(call.param("version"), "release"))
-    if release is None:
+    if release is None or tenant_of(release.tenant_id) not in (DEFAULT_TENANT_ID, call.tenant):
         raise Problem(404, "no such release")
     return release
 
 
+async def _own_release(call: Call) -> Release:
+    """The path's release, if it is the caller's tenant's to change."""
+    release = await _release(call)
+    if tenant_of(release.tenant_id) != call.tenant:
+        raise Problem(403, "this release is the whole server's: only global administrators "
+                           "change it")
+    return release
+
+
+async def _agent_tenant(call: Call) -> str:
+    """Whose channel an agent's poll reads: its key's machine's tenant (``Authorization:
+    Bearer <agent key>``), else the default tenant's. A support code is no credential
+    here: it would be a guessing oracle beside the code limit."""
+    scheme, _, token = call.request.headers.get("authorization", "").partition(" ")
+    token = token.strip()
+    if not scheme and not token:
+        return DEFAULT_TENANT_ID
+    if scheme.lower() != "bearer" or not token or looks_like_support_code(token):
+        raise Problem.unauthorized("the version poll takes an agent key as a bearer token, "
+                                   "or no credential")
+    try:
+        identity = await authenticate(authenticators(call.ctx.plugins, call.ctx.store),
+                                      AgentCredential(token=token, agent_id=""))
+    except SessionRefused as exc:
+        raise Problem.unauthorized(f"agent credential refused: {exc}") from None
+    machine = (await call.ctx.store.get_machine_by_id(identity.agent_id)
+               if identity.authoritative else None)
+    return tenant_of(machine.tenant_id) if machine is not None else DEFAULT_TENANT_ID
+
+
 async def list_releases(call: Call) -> Paged[s.ReleaseOut]:
     async def fetch(after: Keyset | None, limit: int) -> list[Release]:
-        return await call.ctx.store.list_releases(after=after, limit=limit)
+        return await call.ctx.store.list_releases(after=after, limit=limit,
+                                                  tenant_id=call.tenant)
 
     page = await collect(fetch, lambda r: Keyset(created(r.created_at), r.version), CURSORS,
                          call.query)
@@ -48,7 +88,7 @@ async def create_release(call: Call) -> s.ReleaseOut:
     body: s.ReleaseIn = call.body
     release = Release(version=body.version, download_url=body.download_url,
                       checksum_sha256=body.checksum_sha256.lower(), mandatory=body.mandatory,
-                      notes=body.notes, created_at=utcnow())
+                      notes=body.notes, created_at=utcnow(), tenant_id=call.tenant)
     try:
         release = await call.ctx.store.create_release(release)
     except ConflictError:
@@ -60,7 +100,7 @@ async def create_release(call: Call) -> s.ReleaseOut:
 
 async def patch_release(call: Call) -> s.ReleaseOut:
     body: s.ReleasePatchIn = call.body
-    release = await _release(call)
+    release = await _own_release(call)
     updated = await call.ctx.store.update_release(
         release.version, download_url=body.download_url,
         checksum_sha256=body.checksum_sha256.lower() if body.checksum_sha256 else None,
@@ -73,7 +113,7 @@ async def patch_release(call: Call) -> s.ReleaseOut:
 
 
 async def delete_release(call: Call) -> None:
-    release = await _release(call)
+    release = await _own_release(call)
     if not await call.ctx.store.delete_release(release.version):
         raise Problem(404, "no such release")
     await call.audit(AuditEvent(kind="release.deleted", actor=call.me.username,
@@ -81,7 +121,7 @@ async def delete_release(call: Call) -> None:
 
 
 async def version(call: Call) -> s.VersionOut:
-    release = await newest_release(call)
+    release = await newest_release(call, await _agent_tenant(call))
     if release is None:
         raise Problem(404, "no release is published")
     return s.VersionOut(version=release.version, download_url=release.download_url,
@@ -93,8 +133,11 @@ async def push_update(call: Call) -> s.UpdatePushedOut:
     machine = await find_machine(call)
     if body.version:
         release = await call.ctx.store.get_release(body.version)
+        if release is not None and tenant_of(release.tenant_id) not in (DEFAULT_TENANT_ID,
+                                                                         call.tenant):
+            release = None
     else:
-        release = await newest_release(call)
+        release = await newest_release(call, call.tenant)
     if release is None:
         raise Problem(404, "no such release")
     registry = call.ctx.directory
@@ -114,24 +157,30 @@ async def push_update(call: Call) -> s.UpdatePushedOut:
 
 _ONE = "/api/releases/{version}"
 _404 = ((404, "no such release"),)
+_WHOLE_SERVER = (403, "a release of the whole server, for global administrators only")
 
 ENDPOINTS = [
     Endpoint("GET", "/api/version", version, "The newest release by semantic version "
-             "(agents poll this)", access="public", result=s.VersionOut, tag="releases",
-             responses=((404, "no release is published"),)),
-    Endpoint("GET", "/api/releases", list_releases, "List releases, the newest published "
-             "first (GET /api/version names the newest by semantic version)",
+             "(agents poll this): of the whole server's channel, and of the tenant's own "
+             "when the agent sends its key as Authorization: Bearer", access="public",
+             result=s.VersionOut, tag="releases",
+             responses=((401, "a credential that is no agent key, or a refused one"),
+                        (404, "no release is published"))),
+    Endpoint("GET", "/api/releases", list_releases, "List the releases the caller's tenant "
+             "reads: the whole server's (the default tenant's) and its own, the newest "
+             "published first (GET /api/version names the newest by semantic version)",
              query=s.PageQuery, result=list[s.ReleaseOut], tag="releases"),
-    Endpoint("POST", "/api/releases", create_release, "Publish a release (releases are "
-             "the whole server's: every tenant's machines update from them)", access="global",
+    Endpoint("POST", "/api/releases", create_release, "Publish a release to the caller's "
+             "tenant's channel (a global administrator's: every tenant's)", access="admin",
              body=s.ReleaseIn, result=s.ReleaseOut, status=201, tag="releases",
              responses=((409, "the version exists", ("release-exists",)),)),
     Endpoint("GET", _ONE, get_release, "Get a release", result=s.ReleaseOut,
              tag="releases", responses=_404),
-    Endpoint("PATCH", _ONE, patch_release, "Edit a release", access="global",
-             body=s.ReleasePatchIn, result=s.ReleaseOut, tag="releases", responses=_404),
-    Endpoint("DELETE", _ONE, delete_release, "Delete a release", access="global",
-             status=204, tag="releases", responses=_404),
+    Endpoint("PATCH", _ONE, patch_release, "Edit a release of the caller's tenant",
+             access="admin", body=s.ReleasePatchIn, result=s.ReleaseOut, tag="releases",
+             responses=(*_404, _WHOLE_SERVER)),
+    Endpoint("DELETE", _ONE, delete_release, "Delete a release of the caller's tenant",
+             access="admin", status=204, tag="releases", responses=(*_404, _WHOLE_SERVER)),
     Endpoint("POST", "/api/machines/{agent_id}/update", push_update,
              "Push an update to a connected machine (AdminCommand ADMIN_UPDATE and "
              "UpdateInfo)", access="admin", body=s.UpdatePushIn, body_optional=True,

@@ -708,6 +708,8 @@ class ReleaseOut(Out):
     mandatory: bool
     notes: str
     created_at: datetime
+    tenant_id: str = Field(description="The channel: the default tenant's is the whole "
+                                       "server's, any other that tenant's alone")
 
 
 class VersionOut(Out):

@@ -189,7 +189,8 @@ def tenant_out(tenant: Tenant) -> s.TenantOut:
 def release_out(release: Release) -> s.ReleaseOut:
     return s.ReleaseOut(version=release.version, download_url=release.download_url,
                         checksum_sha256=release.checksum_sha256, mandatory=release.mandatory,
-                        notes=release.notes, created_at=created(release.created_at))
+                        notes=release.notes, created_at=created(release.created_at),
+                        tenant_id=tenant_of(release.tenant_id))
 
 
 def code_status(code: SupportCode, now_ts: float) -> s.CodeStatus:
