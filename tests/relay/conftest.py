@@ -41,6 +41,12 @@ def relay_settings(path: Path, **changes: Any) -> ServerSettings:
     return test_settings(**{**values, **changes})
 
 
+def recording_settings(path: Path, **changes: Any) -> ServerSettings:
+    """:func:`relay_settings` recording every session into ``path / "store"``."""
+    return relay_settings(path, **{"recordings": "on",
+                                   "recordings_url": f"file://{path / 'store'}", **changes})
+
+
 IMPATIENT = shortened_timeouts(1 / 30)
 """Heartbeat 0.5 s, silence 1.5 s, first message 0.33 s, consent 2 s: the shipped ratios."""
 

@@ -13,7 +13,7 @@ from remote_server.testing.liveserver import LiveServer, eventually, live_server
 
 from remote_core.protocol import pb
 
-from .conftest import IMPATIENT, Admin, Peer, relay_settings
+from .conftest import IMPATIENT, Admin, Peer, recording_settings, relay_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -415,8 +415,7 @@ async def test_managed_agents_are_never_asked_nor_told(server, admin: Admin) -> 
 def recording(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """A server that records sessions."""
     path = tmp_path_factory.mktemp("recording")
-    with live_server(relay_settings(path, recordings="on",
-                                    recordings_url=f"file://{path / 'recordings'}")) as live:
+    with live_server(recording_settings(path)) as live:
         yield live
 
 

@@ -17,7 +17,7 @@ from remote_server.testing.liveserver import LiveServer, eventually, live_server
 from remote_core.protocol import pb
 from remote_core.recording import HEADER, read_segment
 
-from .conftest import Admin, Peer, relay_settings
+from .conftest import Admin, Peer, recording_settings
 from .test_backstage import terminal
 from .test_files import file_viewer
 
@@ -33,8 +33,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(folder: Path) -> Iterator[LiveServer]:
-    with live_server(relay_settings(folder, recordings="on",
-                                    recordings_url=f"file://{folder / 'store'}")) as live:
+    with live_server(recording_settings(folder)) as live:
         yield live
 
 
@@ -163,9 +162,8 @@ async def test_recordings_past_their_retention_are_purged(tmp_path: Path) -> Non
 
     from remote_core.records import RecordingRecord, utcnow
 
-    settings = relay_settings(tmp_path, recordings="on", recordings_keep_days=1,
-                              recording_retention=("machine:a-kept=30",),
-                              recordings_url=f"file://{tmp_path / 'store'}")
+    settings = recording_settings(tmp_path, recordings_keep_days=1,
+                                  recording_retention=("machine:a-kept=30",))
     seeded = SqlStore(settings.database_url)
     await seeded.open()
     old = RecordingRecord("old-one", session_id="s-old", agent_id="a-old",

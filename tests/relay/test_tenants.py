@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from remote_server.testing.liveserver import LiveServer, eventually, live_server
 
-from .conftest import Admin, Peer, relay_settings
+from .conftest import Admin, Peer, recording_settings
 from .test_consent import attended
 
 pytestmark = pytest.mark.anyio
@@ -24,9 +24,7 @@ TENANT_ADMIN_PASSWORD = "tenant-admin-password"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    folder = tmp_path_factory.mktemp("tenants")
-    with live_server(relay_settings(folder, recordings="on",
-                                    recordings_url=f"file://{folder / 'store'}")) as live:
+    with live_server(recording_settings(tmp_path_factory.mktemp("tenants"))) as live:
         yield live
 
 
