@@ -127,8 +127,8 @@ async def a_tenants_records(admin: Admin, server: LiveServer) -> dict[str, str]:
 
 OWN_OR_SHARED = {
     "/api/problems/{slug}": "public descriptions of the problem types",
-    "/api/releases/{version}": "releases are the whole server's (global administrators "
-                               "publish them; every tenant's machines update from them)",
+    "/api/releases/{version}": "the default tenant's releases are every tenant's channel "
+                               "(a tenant's own: test_each_tenant_has_a_release_channel...)",
     "/api/auth/passkeys/{passkey_id}": "an account's own passkeys: tests/api/"
                                        "test_passkeys.py holds another account's to 404",
 }
