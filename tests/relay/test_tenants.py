@@ -294,7 +294,9 @@ async def test_each_tenant_has_a_release_channel_beside_the_whole_servers(
     for key, newest in ((theirs, "3.2.0-wayne.1"), (ours, "3.1.0")):
         poll = admin.http.get("/api/version", headers={"Authorization": f"Bearer {key}"})
         assert poll.json()["version"] == newest, poll.text
-    for bad in ("Bearer cak_no-such-key", "Bearer ABC-DEF-GHJ", "Basic eDp5"):
+    assert wayne.ok("GET", "/api/version")["version"] == "3.2.0-wayne.1"  # login token
+    for bad in ("Bearer cak_no-such-key", "Bearer ABC-DEF-GHJ", "Basic eDp5",
+                "Bearer eyJhbGciOiJIUzI1NiJ9.e30.c2ln"):
         assert admin.http.get("/api/version", headers={"Authorization": bad}
                               ).status_code == 401, bad
     # an update push names a release of the machine's channel, never another tenant's

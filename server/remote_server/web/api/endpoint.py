@@ -29,7 +29,7 @@ from ..secondfactor import required_for
 from ..tokens import LoginClaims, TokenError
 from .paging import Paged, next_link
 
-__all__ = ["Call", "Endpoint", "route"]
+__all__ = ["Call", "Endpoint", "caller", "route"]
 
 Access = Literal["public", "user", "admin", "global"]
 """Who may call: anyone; a logged-in user; an administrator (of their own tenant, whose
@@ -111,7 +111,7 @@ class Endpoint:
 def route(endpoint: Endpoint) -> Route:
     async def handle(request: Request) -> Response:
         ctx: ServerContext = request.app.state.ctx
-        user, claims = (await _caller(request, ctx) if endpoint.access != "public"
+        user, claims = (await caller(request, ctx) if endpoint.access != "public"
                         else (None, None))
         if endpoint.access == "admin" and not (user and user.is_admin):
             raise Problem(403, "this endpoint is for administrators only")
@@ -135,7 +135,7 @@ def route(endpoint: Endpoint) -> Route:
                  name=f"{endpoint.handler.__module__}.{endpoint.handler.__name__}")
 
 
-async def _caller(request: Request, ctx: ServerContext) -> tuple[User, LoginClaims]:
+async def caller(request: Request, ctx: ServerContext) -> tuple[User, LoginClaims]:
     """The user behind ``Authorization: Bearer``; 401 unless it is a live login token (of
     the user's current password and token generation, read from the store on each request
     so a revocation holds on every node at once)."""

@@ -12,10 +12,10 @@ from remote_core.records import DEFAULT_TENANT_ID, AuditEvent, Keyset, Release, 
 from remote_core.semver import is_semver, semver_key
 from remote_core.types import AgentCredential
 
-from ...relay.auth import authenticate, authenticators, looks_like_support_code
+from ...relay.auth import authenticate, authenticators, looks_like_jwt, looks_like_support_code
 from ..problem import Problem
 from . import schemas as s
-from .endpoint import Call, Endpoint
+from .endpoint import Call, Endpoint, caller
 from .machines import find_machine
 from .paging import Cursors, Paged, collect
 from .views import created, path_id, release_out
@@ -51,15 +51,19 @@ async def _own_release(call: Call) -> Release:
 
 async def _agent_tenant(call: Call) -> str:
     """Whose channel an agent's poll reads: its key's machine's tenant (``Authorization:
-    Bearer <agent key>``), else the default tenant's. A support code is no credential
-    here: it would be a guessing oracle beside the code limit."""
+    Bearer <agent key>``), an operator's own tenant (their login token), else the default
+    tenant's. A support code is no credential here: it would be a guessing oracle beside
+    the code limit."""
     scheme, _, token = call.request.headers.get("authorization", "").partition(" ")
     token = token.strip()
     if not scheme and not token:
         return DEFAULT_TENANT_ID
     if scheme.lower() != "bearer" or not token or looks_like_support_code(token):
-        raise Problem.unauthorized("the version poll takes an agent key as a bearer token, "
-                                   "or no credential")
+        raise Problem.unauthorized("the version poll takes an agent key or a login token "
+                                   "as a bearer token, or no credential")
+    if looks_like_jwt(token):
+        user, _claims = await caller(call.request, call.ctx)
+        return tenant_of(user.tenant_id)
     try:
         identity = await authenticate(authenticators(call.ctx.plugins, call.ctx.store),
                                       AgentCredential(token=token, agent_id=""))
@@ -162,7 +166,8 @@ _WHOLE_SERVER = (403, "a release of the whole server, for global administrators 
 ENDPOINTS = [
     Endpoint("GET", "/api/version", version, "The newest release by semantic version "
              "(agents poll this): of the whole server's channel, and of the tenant's own "
-             "when the agent sends its key as Authorization: Bearer", access="public",
+             "when the agent sends its key (or an operator their login token) as "
+             "Authorization: Bearer", access="public",
              result=s.VersionOut, tag="releases",
              responses=((401, "a credential that is no agent key, or a refused one"),
                         (404, "no release is published"))),
