@@ -393,51 +393,6 @@ def test_every_view_renders_and_admin_forms_work(server: ServerProcess, browser:
         assert [e.inner_text() for e in page.query_selector_all("main .error")] == [""]
 
 
-def test_a_global_administrator_adds_a_tenant_whose_administrator_sees_it_alone(
-        server: ServerProcess, browser: Any) -> None:
-    with watched_context(browser) as context:
-        page = context.new_page()
-        log_in(page, server.url, "admin", ADMIN_PASSWORD)
-        page.click("nav >> text=Tenants")
-        page.fill("#new-tenant input[name=name]", "Northwind")
-        page.click("#new-tenant >> text=Add tenant")
-        page.wait_for_selector("main .said >> text=Northwind is added")
-        wait_until(lambda: "Northwind" in page.eval_on_selector_all(
-            "input.tenant-name", "inputs => inputs.map((i) => i.value)"), what="its row")
-        # its first administrator, added on the Users page in that tenant
-        page.click("nav >> text=Users")
-        page.wait_for_selector("select[name=tenant] >> option:text-is('Northwind')",
-                               state="attached")
-        page.fill("input[name=username]", "northwind-admin")
-        page.fill("input[name=password]", "northwind-password")
-        page.select_option("select[name=role]", "admin")
-        page.select_option("select[name=tenant]", label="Northwind")
-        page.click("form >> text=Add user")
-        page.wait_for_selector("tr:has(td:text-is('northwind-admin')) >> td.tenant:text-is("
-                               "'Northwind')")
-        assert [e.inner_text() for e in page.query_selector_all("main .error")] == [""]
-    with watched_context(browser) as context:
-        page = context.new_page()
-        log_in(page, server.url, "northwind-admin", "northwind-password")
-        page.click("nav >> text=Users")
-        page.wait_for_selector("td:text-is('northwind-admin')")
-        names = {e.inner_text() for e in page.query_selector_all("main tbody tr > td:first-child")}
-        assert names == {"northwind-admin"}  # no other tenant's accounts
-        nav = page.inner_text("nav")
-        assert "Tenants" not in nav and "Webhooks" not in nav
-        # their own release channel: a release they add is theirs to delete
-        page.click("nav >> text=Releases")
-        page.wait_for_selector("main p:has-text('your tenant')")
-        page.fill("input[name=version]", "7.7.7")
-        page.fill("input[name=download_url]", "https://updates.example/northwind-7.7.7.pyz")
-        page.fill("input[name=checksum_sha256]", "cd" * 32)
-        page.click("form >> text=Add release")
-        page.wait_for_selector("tr:has(td:text-is('7.7.7')) >> button:text-is('Delete')")
-        page.click("nav >> text=Machines")
-        page.wait_for_selector("main h1:has-text('Machines')")
-        assert [e.inner_text() for e in page.query_selector_all("main .error")] == [""]
-
-
 def test_a_refused_origin_is_said_plainly_not_retried_forever(
         tmp_path: Path, display: Xvfb, browser: Any) -> None:
     """A console served from an origin the server does not list: the viewer's socket is
