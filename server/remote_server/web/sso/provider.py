@@ -1,4 +1,5 @@
-"""Talking to the identity provider: discovery, the code exchange, the ID token check.
+"""Talking to the identity provider: discovery, the code exchange, the ID token check,
+and the userinfo endpoint for claims a provider keeps out of the ID token.
 
 The signature check is PyJWT's (:class:`jwt.PyJWKClient` on the provider's JWKS);
 nothing here does cryptography by hand.
@@ -22,7 +23,7 @@ from remote_core.errors import RemoteSupportError
 
 from .config import OidcConfig
 
-__all__ = ["OidcError", "Provider", "pkce_pair"]
+__all__ = ["OidcError", "Provider", "Tokens", "pkce_pair"]
 
 ALGORITHMS = ["RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "PS256", "PS384", "PS512",
               "EdDSA"]
@@ -46,6 +47,19 @@ class _Metadata:
     authorization_endpoint: str
     token_endpoint: str
     jwks_uri: str
+    userinfo_endpoint: str | None
+
+
+@dataclass(frozen=True, repr=False)
+class Tokens:
+    """What the token endpoint answered: the ID token, and the access token that reads
+    the userinfo endpoint (``None`` when the provider sent none)."""
+
+    id_token: str
+    access_token: str | None
+
+    def __repr__(self) -> str:  # tokens never reach a log line
+        return "Tokens(...)"
 
 
 class Provider:
@@ -65,8 +79,10 @@ class Provider:
             if str(data.get("issuer", "")).rstrip("/") != self.config.issuer:
                 raise OidcError("the provider's discovery document names another issuer")
             try:
+                userinfo = data.get("userinfo_endpoint")
                 self._metadata = _Metadata(str(data["authorization_endpoint"]),
-                                           str(data["token_endpoint"]), str(data["jwks_uri"]))
+                                           str(data["token_endpoint"]), str(data["jwks_uri"]),
+                                           str(userinfo) if userinfo else None)
             except KeyError as exc:
                 raise OidcError(f"the provider's discovery document lacks {exc}") from None
             self._jwks = jwt.PyJWKClient(self._metadata.jwks_uri, ssl_context=self._ssl,
@@ -83,8 +99,8 @@ class Provider:
         separator = "&" if "?" in meta.authorization_endpoint else "?"
         return meta.authorization_endpoint + separator + query
 
-    async def exchange(self, code: str, verifier: str) -> str:
-        """The ID token for an authorization code (client secret in HTTP Basic auth)."""
+    async def exchange(self, code: str, verifier: str) -> Tokens:
+        """The tokens for an authorization code (client secret in HTTP Basic auth)."""
         meta = await self.metadata()
         form = {"grant_type": "authorization_code", "code": code,
                 "redirect_uri": self.config.redirect_url, "code_verifier": verifier}
@@ -99,10 +115,28 @@ class Provider:
         if answer.status_code != 200:
             raise OidcError(f"the provider refused the authorization code "
                             f"(HTTP {answer.status_code})")
-        token = _json(answer).get("id_token")
+        data = _json(answer)
+        token, access = data.get("id_token"), data.get("access_token")
         if not isinstance(token, str):
             raise OidcError("the provider's token answer has no id_token")
-        return token
+        return Tokens(token, access if isinstance(access, str) and access else None)
+
+    async def claims(self, tokens: Tokens, nonce: str) -> dict[str, Any]:
+        """The verified ID token's claims, completed from the userinfo endpoint when the
+        username or groups claim is missing from it: a provider may keep the claims a
+        scope asks for out of the ID token (OIDC Core 5.4), as certified ones do by
+        default. The ID token's own claims win; userinfo must name the same ``sub``."""
+        claims = await self.verify(tokens.id_token, nonce)
+        wanted = (self.config.username_claim, self.config.groups_claim)
+        meta = await self.metadata()
+        if all(name in claims for name in wanted) or tokens.access_token is None \
+                or meta.userinfo_endpoint is None:
+            return claims
+        info = await self._get_json(meta.userinfo_endpoint,
+                                    {"Authorization": f"Bearer {tokens.access_token}"})
+        if info.get("sub") != claims["sub"]:
+            raise OidcError("the provider's userinfo names another subject than the ID token")
+        return {**info, **claims}
 
     async def verify(self, id_token: str, nonce: str) -> dict[str, Any]:
         """The ID token's claims once signature, issuer, audience, expiry and nonce hold."""
@@ -121,10 +155,11 @@ class Provider:
             raise OidcError("the ID token's nonce is not this login's")
         return claims
 
-    async def _get_json(self, url: str) -> dict[str, Any]:
+    async def _get_json(self, url: str,
+                        headers: dict[str, str] | None = None) -> dict[str, Any]:
         async with httpx.AsyncClient(verify=self._ssl, timeout=TIMEOUT) as client:
             try:
-                answer = await client.get(url)
+                answer = await client.get(url, headers=headers)
             except httpx.HTTPError as exc:
                 raise OidcError(f"the provider is unreachable at {url} "
                                 f"({type(exc).__name__})") from None

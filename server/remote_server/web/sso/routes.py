@@ -156,8 +156,8 @@ class OidcLogin:
         if not code:
             raise _Refused("The identity provider sent no authorization code.", "no code")
         try:
-            id_token = await self.provider.exchange(code, started.verifier)
-            claims = await self.provider.verify(id_token, started.nonce)
+            tokens = await self.provider.exchange(code, started.verifier)
+            claims = await self.provider.claims(tokens, started.nonce)
         except OidcError as exc:
             log.warning("single sign-on refused: %s", exc)
             raise _Refused("The identity provider's answer could not be verified.",
