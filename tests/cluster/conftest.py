@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from remote_server.testing.loadbalancer import LoadBalancer
-from remote_server.testing.processes import Api, ServerProcess
+from remote_server.testing.processes import Api, ServerProcess, start_all
 from remote_store_sql.testing import postgres_database
 
 from remote_core.testing.services import require_service, unique_name
@@ -72,7 +72,8 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
         try:
             for node in ("a", "b", "c"):
                 nodes[node] = ServerProcess(tmp_path / node,
-                                            **cluster_settings(name, database.url, node)).start()
+                                            **cluster_settings(name, database.url, node))
+            start_all(*nodes.values())
             running = Cluster(nodes, name, tmp_path)
             yield running
             running.close()

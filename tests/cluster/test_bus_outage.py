@@ -11,7 +11,13 @@ import time
 import anyio
 import pytest
 from remote_server.testing.liveserver import eventually
-from remote_server.testing.processes import AgentProcess, ServerProcess, free_port, stop_process
+from remote_server.testing.processes import (
+    AgentProcess,
+    ServerProcess,
+    free_port,
+    start_all,
+    stop_process,
+)
 from remote_store_sql.testing import postgres_database
 
 from remote_core.testing.services import require_service, unavailable, unique_name
@@ -52,7 +58,8 @@ def private_bus(tmp_path):
                 nodes[node] = ServerProcess(
                     tmp_path / node, database_url=database.url,
                     bus_url=f"nats://127.0.0.1:{port}", limits_url=REDIS_URL,
-                    cluster_name=name, node_id=node, node_lease=LEASE).start()
+                    cluster_name=name, node_id=node, node_lease=LEASE)
+            start_all(*nodes.values())
             yield Cluster(nodes, name, tmp_path), port, process
         finally:
             for server in nodes.values():

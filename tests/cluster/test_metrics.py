@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from remote_server.testing.processes import Api, ServerProcess
+from remote_server.testing.processes import Api, ServerProcess, start_all
 from remote_store_sql.testing import postgres_database
 from websockets.sync.client import connect
 
@@ -42,7 +42,8 @@ def test_each_node_serves_its_own_metrics(tmp_path: Path) -> None:
             for node in ("a", "b"):
                 nodes[node] = ServerProcess(
                     tmp_path / node, metrics="on", metrics_token=TOKEN,
-                    **cluster_settings(name, database.url, node)).start()
+                    **cluster_settings(name, database.url, node))
+            start_all(*nodes.values())
             api = Api(nodes["a"])
             agent_id, key = api.machine_with_key()
             with connect(nodes["a"].ws_url("/ws/agent")) as agent:

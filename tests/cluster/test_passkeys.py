@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from remote_server.testing.liveserver import fresh_ip
-from remote_server.testing.processes import ADMIN_PASSWORD, ServerProcess
+from remote_server.testing.processes import ADMIN_PASSWORD, ServerProcess, start_all
 from remote_server.testing.softkey import SoftAuthenticator
 from remote_server.web.ratelimit import RateLimiter
 from remote_store_sql.testing import postgres_database
@@ -42,7 +42,8 @@ def nodes(tmp_path: Path) -> Iterator[dict[str, ServerProcess]]:
             for node in ("a", "b"):
                 running[node] = ServerProcess(
                     tmp_path / node, **cluster_settings(name, database.url, node),
-                    public_origins=PUBLIC).start()
+                    public_origins=PUBLIC)
+            start_all(*running.values())
             yield running
         finally:
             for process in running.values():

@@ -92,10 +92,20 @@ class ServerProcess:
         return self.url.replace("http", "ws", 1) + path  # https -> wss
 
     def start(self) -> ServerProcess:
+        self.launch()
+        return self.wait_ready()
+
+    def launch(self) -> ServerProcess:
+        """Start the process without waiting for it (see :func:`start_all`)."""
         self.env["REMOTE_SUPPORT_HOST"] = self.listen
         with self.log.open("ab") as log:
             self.process = subprocess.Popen([str(self.bin_dir / "remote-support"), "serve"],
                                             env=self.env, stdout=log, stderr=log)
+        return self
+
+    def wait_ready(self) -> ServerProcess:
+        """Wait until the launched process answers ``/healthz``."""
+        assert self.process is not None, "launch() first"
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -120,6 +130,15 @@ class ServerProcess:
             self.process.kill()
             self.process.wait()
         self.process = None
+
+
+def start_all(*processes: ServerProcess) -> None:
+    """Start several servers at once, as a cluster's nodes come up: their start-ups
+    overlap instead of queueing (a node's start is mostly its own imports)."""
+    for process in processes:
+        process.launch()
+    for process in processes:
+        process.wait_ready()
 
 
 class Api(httpx.Client):
