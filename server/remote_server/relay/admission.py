@@ -242,6 +242,7 @@ class Admission:
         await self._audit.record(AuditEvent(
             "session.opened", session_id=session_id, agent_id=agent_id,
             actor=identity.technician_id, client_ip=credential.client_ip,
+            tenant_id=session.tenant_id,
             detail={"source": identity.method, "consent_state": consent_state}))
         log.info("agent %s connected (%s), session %s, consent %s", agent_id, identity.method,
                  session_id, consent_state)
@@ -332,6 +333,7 @@ class Admission:
         await self._audit.record(AuditEvent(
             "viewer.joined", session_id=session_id, agent_id=session.agent_id,
             actor=user.username, client_ip=client_ip,
+            tenant_id=session.tenant_id,
             detail={"viewer_id": viewer_id, "view_only": view_only}))
         return session, link
 

@@ -616,6 +616,7 @@ class Registry:
             await self.audit.record(AuditEvent(
                 "viewer.left", session_id=session.session_id, agent_id=session.agent_id,
                 actor=viewer.actor, client_ip=viewer.client_ip,
+                tenant_id=session.tenant_id,
                 detail={"viewer_id": viewer.id, "reason": reason,
                         "dropped_frames": viewer.outbox.dropped_frames,
                         "dropped_lossy": viewer.outbox.dropped_lossy,
@@ -746,6 +747,7 @@ class Registry:
             self.plugins.session_closed(record, reason)
             await self.audit.record(AuditEvent("session.closed", session_id=session.session_id,
                                                agent_id=session.agent_id,
+                                               tenant_id=session.tenant_id,
                                                detail={"reason": reason,
                                                        "viewers": len(session.viewers)}))
         log.info("session %s of agent %s ended: %s", session.session_id, session.agent_id, reason)
