@@ -235,6 +235,9 @@ async def _handshake(stream: anyio.abc.ByteStream, protocol: ClientProtocol) -> 
             data = await stream.receive(_READ_SIZE)
         except anyio.EndOfStream:
             raise HandshakeError(502) from None
+        except anyio.BrokenResourceError:  # reset: a lost connection, not a refusal
+            raise ConnectionResetError("the connection was reset during the WebSocket "
+                                       "upgrade") from None
         protocol.receive_data(data)
         events = protocol.events_received()
         for event in events:

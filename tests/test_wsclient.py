@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import http
+import socket
+import struct
 
 import anyio
 import pytest
@@ -112,3 +114,22 @@ async def test_concurrent_senders_do_not_interleave_frames(server_url):
 async def test_connection_refused_raises_oserror():
     with pytest.raises(OSError):
         await connect("ws://127.0.0.1:9/ws")
+
+
+@pytest.mark.anyio
+async def test_a_reset_during_the_upgrade_is_a_lost_connection():
+    """A server that resets the connection instead of answering (overloaded, or a proxy
+    giving up) is a connection lost, which agents retry quietly: not an error of anyio's."""
+    async def reset(client: anyio.abc.SocketStream) -> None:
+        await client.receive()  # the upgrade request
+        raw = client.extra(anyio.abc.SocketAttribute.raw_socket)
+        raw.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        await client.aclose()
+
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1")
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+    async with listener, anyio.create_task_group() as group:
+        group.start_soon(listener.serve, reset)
+        with pytest.raises(ConnectionResetError, match="reset during the WebSocket upgrade"):
+            await connect(f"ws://127.0.0.1:{port}/ws")
+        group.cancel_scope.cancel()

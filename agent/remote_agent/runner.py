@@ -56,7 +56,8 @@ async def run_agent(make_session: Callable[[], AgentSession], *, attended: bool,
             connected = session.connected_at is not None
             if attended and not (served or connected or _busy(exc)):
                 raise
-            log.warning("connection %s: %s", "lost" if connected else "failed", exc)
+            log.warning("connection %s: %s", "lost" if connected else "failed",
+                        str(exc) or type(exc).__name__)
         except SessionRefused as exc:
             if attended:
                 raise

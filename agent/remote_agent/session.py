@@ -502,7 +502,7 @@ class AgentSession:
         try:
             await anyio.to_thread.run_sync(board.set, text)
         except Exception as exc:  # the clipboard is a courtesy: never end the session
-            log.warning("clipboard not set: %s", exc or type(exc).__name__)
+            log.warning("clipboard not set: %s", str(exc) or type(exc).__name__)
 
     async def _send_clipboard(self, *, force: bool = False) -> None:
         board = self.devices.clipboard
@@ -536,7 +536,7 @@ class AgentSession:
             try:
                 text = await anyio.to_thread.run_sync(board.get, abandon_on_cancel=True)
             except Exception as exc:
-                log.debug("clipboard not read: %s", exc or type(exc).__name__)
+                log.debug("clipboard not read: %s", str(exc) or type(exc).__name__)
         return text
 
     async def _clipboard_watch(self) -> None:
