@@ -125,7 +125,8 @@ class Provider:
         """The verified ID token's claims, completed from the userinfo endpoint when the
         username or groups claim is missing from it: a provider may keep the claims a
         scope asks for out of the ID token (OIDC Core 5.4), as certified ones do by
-        default. The ID token's own claims win; userinfo must name the same ``sub``."""
+        default. Userinfo must name the same ``sub`` and gives those two claims only
+        (never ``amr``, which says how the user signed in: the ID token's alone)."""
         claims = await self.verify(tokens.id_token, nonce)
         wanted = (self.config.username_claim, self.config.groups_claim)
         meta = await self.metadata()
@@ -136,7 +137,8 @@ class Provider:
                                     {"Authorization": f"Bearer {tokens.access_token}"})
         if info.get("sub") != claims["sub"]:
             raise OidcError("the provider's userinfo names another subject than the ID token")
-        return {**info, **claims}
+        return {**claims, **{name: info[name] for name in wanted
+                             if name not in claims and name in info}}
 
     async def verify(self, id_token: str, nonce: str) -> dict[str, Any]:
         """The ID token's claims once signature, issuer, audience, expiry and nonce hold."""
