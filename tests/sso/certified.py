@@ -15,12 +15,11 @@ import json
 import secrets
 import shutil
 import subprocess
-import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import httpx
+from remote_server.testing.oidc_provider import start_provider
 from remote_server.testing.processes import free_port, stop_process
 from remote_server.testing.tls_terminator import HOSTNAME, TestCA
 
@@ -61,22 +60,9 @@ class CertifiedProvider:
         return f"https://{HOSTNAME}:{self.port}"
 
     def __enter__(self) -> CertifiedProvider:
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(self.args, stdout=log, stderr=log,
-                                            stdin=subprocess.DEVNULL)
-        discovery = self.issuer + "/.well-known/openid-configuration"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the provider exited: {self.log.read_text()[-2000:]}")
-            try:
-                if httpx.get(discovery, verify=self.ca.client_context(),
-                             timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError(f"the provider did not start: {self.log.read_text()[-2000:]}")
+        self.process = start_provider(self.args, self.log, self.issuer,
+                                      self.ca.client_context())
+        return self
 
     def __exit__(self, *_exc: object) -> None:
         if self.process is not None:

@@ -11,6 +11,7 @@ the users and their claims (``groups`` ...) are fixed when it starts.
 from __future__ import annotations
 
 import json
+import ssl
 import subprocess
 import sys
 import time
@@ -22,7 +23,29 @@ import httpx
 
 from .processes import free_port, stop_process
 
-__all__ = ["OpenIdProvider"]
+__all__ = ["OpenIdProvider", "start_provider"]
+
+
+def start_provider(args: list[str], log: Path, issuer: str,
+                   verify: ssl.SSLContext | bool = True) -> subprocess.Popen[bytes]:
+    """Run a provider's command, output to ``log``; return once it serves its discovery
+    document at ``issuer`` (checked with ``verify``)."""
+    with log.open("ab") as out:
+        process = subprocess.Popen(args, stdout=out, stderr=out, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the provider exited: {log.read_text()[-2000:]}")
+        try:
+            answer = httpx.get(issuer + "/.well-known/openid-configuration", timeout=1,
+                               verify=verify)
+            if answer.status_code == 200:
+                return process
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    stop_process(process)
+    raise RuntimeError(f"the provider did not start: {log.read_text()[-2000:]}")
 
 
 class OpenIdProvider:
@@ -43,20 +66,8 @@ class OpenIdProvider:
         return f"http://127.0.0.1:{self.port}"
 
     def __enter__(self) -> OpenIdProvider:
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(self.args, stdout=log, stderr=log)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the provider exited: {self.log.read_text()[-2000:]}")
-            try:
-                answer = httpx.get(self.issuer + "/.well-known/openid-configuration", timeout=1)
-                if answer.status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise RuntimeError("the provider did not start")
+        self.process = start_provider(self.args, self.log, self.issuer)
+        return self
 
     def __exit__(self, *_exc: object) -> None:
         if self.process is not None:
