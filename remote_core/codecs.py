@@ -39,6 +39,7 @@ __all__ = [
     "encoder_config",
     "motion_codec",
     "profile_for",
+    "shared_extensions",
     "usable_codecs",
     "zstd_level",
 ]
@@ -170,6 +171,14 @@ def check_codecs(specs: Sequence[CodecSpec]) -> list[CodecSpec]:
             raise PluginError(f"codecs {other.name!r} and {spec.name!r} both claim {what}; "
                               "block one (REMOTE_SUPPORT_BLOCK_PLUGINS)")
         by_wire[spec.wire_name] = spec
+        for extension in spec.extensions:
+            if not extension.startswith(spec.wire_name + "_"):
+                raise PluginError(f"codec {spec.name!r} names its extension {extension!r}; "
+                                  f"an extension's name begins with {spec.wire_name + '_'!r}")
+            if extension in by_wire:
+                raise PluginError(f"codec {spec.name!r}'s extension {extension!r} is named "
+                                  f"like codec {by_wire[extension].name!r} on the wire")
+            by_wire[extension] = spec
         if spec.preference:
             other = by_preference.get(spec.preference)
             if other is not None:
@@ -183,8 +192,10 @@ def check_codecs(specs: Sequence[CodecSpec]) -> list[CodecSpec]:
 
 def decodable(specs: Iterable[CodecSpec]) -> list[str]:
     """What a viewer with these codecs lists in ``SessionRequest.codecs``: the wire names
-    of the codecs it can decode here, in registration order."""
-    return [spec.wire_name for spec in usable_codecs(specs, decode=True)]
+    of the codecs it can decode here, in registration order, each followed by the
+    extensions its decoder understands (:attr:`CodecSpec.extensions`)."""
+    return [name for spec in usable_codecs(specs, decode=True)
+            for name in (spec.wire_name, *spec.extensions)]
 
 
 Viewers = Iterable[Collection[str] | None]
@@ -197,6 +208,14 @@ def decoded_by(spec: CodecSpec, codecs: Collection[str] | None) -> bool:
     if not codecs:
         return bool(spec.frame_field)
     return spec.wire_name in codecs
+
+
+def shared_extensions(spec: CodecSpec, viewers: Viewers) -> frozenset[str]:
+    """The extensions of ``spec`` that every viewer lists: what its encoder may use
+    (:attr:`EncoderConfig.extensions`). A viewer that listed no codecs knows none."""
+    lists = list(viewers)
+    return frozenset(name for name in spec.extensions
+                     if lists and all(codecs and name in codecs for codecs in lists))
 
 
 def choose_codec(specs: Iterable[CodecSpec], preference: int = pb.CODEC_AUTO, *,

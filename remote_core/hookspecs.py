@@ -85,6 +85,14 @@ def register_codecs() -> list[CodecSpec]:
     at least every 10 s on a still screen (CONTRACT 1;
     :class:`remote_core.codecs.KeyframeClock` does the timing).
 
+    **Extensions.** A feature of a codec's frames that older viewers cannot draw (the
+    raw codec's moves, ``raw_copy``) is named in ``extensions`` (each name begins with
+    the codec's wire name). Viewers list the ones they draw after the codec, and the
+    encoder is built with those every viewer lists (``EncoderConfig.extensions``). An
+    encoder that sends moves of what the viewers have also answers
+    ``Encoder.find_moves(image, dirty)``, which the agent asks before it decides that a
+    large change is motion, and takes the answer back in ``encode(..., moves=)``.
+
     **Slot and name.** Leave ``frame_field`` empty: the frames travel as plugin frames
     (``VideoFrame.plugin``) carrying the codec's ``name``, which is also how viewers
     list it (``CodecSpec.wire_name``). Only a codec that produces a format the wire

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         ConsentAsk,
         DisplayDesc,
         EncodedFrame,
+        Moves,
         Rect,
     )
 
@@ -72,7 +73,8 @@ class Encoder(ABC):
 
     @abstractmethod
     def encode(self, image: Image, *, keyframe: bool = False,
-               dirty: Sequence[Rect] | None = None) -> EncodedFrame | None:
+               dirty: Sequence[Rect] | None = None,
+               moves: Moves | None = None) -> EncodedFrame | None:
         """Encode one image.
 
         :param keyframe: force a self-contained frame (StartStream, SwitchDisplay ...).
@@ -80,10 +82,22 @@ class Encoder(ABC):
             every 10 s (CONTRACT 1; :class:`remote_core.codecs.KeyframeClock`).
         :param dirty: rectangles the capture source knows changed, or ``None``
             when unknown (the encoder then finds them itself, if it cares).
+        :param moves: what :meth:`find_moves` found for this same image, handed back to
+            be sent; only an encoder that finds moves is ever given any.
         :returns: the frame, or ``None`` when nothing changed and nothing need be sent.
         :raises ValueError: an image it cannot take (wrong shape, a size the codec
             cannot code); the agent then restarts the stream.
         """
+
+    def find_moves(self, image: Image,
+                   dirty: Sequence[Rect] | None = None) -> Moves | None:
+        """The part of the change to ``image`` that is a move of what the viewers already
+        have (a scrolled page), which this encoder can send as copies instead of pixels;
+        ``None`` when nothing moved, or the encoder sends no moves (this default).
+
+        Nothing changes until :meth:`encode` is given the result; the agent asks before it
+        decides whether a large change is motion, so a scroll stays a small change."""
+        return None
 
     @property
     def pending(self) -> bool:

@@ -40,10 +40,12 @@ __all__ = [
     "ConsentAsk",
     "ConsentDecision",
     "ConsentPromptSpec",
+    "CopyRect",
     "DisplayDesc",
     "EncodedFrame",
     "EncoderConfig",
     "InputSpec",
+    "Moves",
     "RecordingStoreSpec",
     "Rect",
     "Registration",
@@ -82,6 +84,37 @@ class Rect:
 
 
 @dataclass(frozen=True, slots=True)
+class CopyRect:
+    """A move of pixels the viewers already have: the ``width`` x ``height`` rectangle at
+    ``(src_x, src_y)`` is copied to ``(x, y)`` (a scrolled page, as VNC's CopyRect)."""
+
+    x: int
+    y: int
+    width: int
+    height: int
+    src_x: int
+    src_y: int
+
+    @property
+    def source(self) -> Rect:
+        return Rect(self.src_x, self.src_y, self.width, self.height)
+
+    @property
+    def target(self) -> Rect:
+        return Rect(self.x, self.y, self.width, self.height)
+
+
+@dataclass(frozen=True, slots=True)
+class Moves:
+    """What an encoder found of a change that it can send as moves (:meth:`Encoder.find_moves
+    <remote_core.interfaces.Encoder.find_moves>`): the copies, and the rectangles whose
+    pixels are still to be sent once they are done."""
+
+    copies: tuple[CopyRect, ...]
+    rest: tuple[Rect, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class DisplayDesc:
     """One display as the agent reports it (ids 1-based, CONTRACT 1)."""
 
@@ -111,6 +144,8 @@ class EncodedFrame:
     :param rects: for an incremental frame of a codec that sends only what changed, the
         rectangles ``data`` covers, in order (``raw`` and plugin frames); empty otherwise.
     :param compressed: ``raw`` slot only: ``data`` is one Zstandard frame (CONTRACT 1).
+    :param copies: ``raw`` slot only, incremental frames: moves done before ``rects`` are
+        drawn (a scroll), sent only to viewers that decode the ``raw_copy`` extension.
     :param pts: presentation time in microseconds from the stream's start (VP9, H.264,
         H.265 and plugin frames).
     :param dts: decode time, likewise (VP9, H.264, H.265); equal to ``pts`` when the
@@ -125,6 +160,7 @@ class EncodedFrame:
     compressed: bool = False
     pts: int = 0
     dts: int = 0
+    copies: tuple[CopyRect, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +172,9 @@ class EncoderConfig:
     fps: int = 30
     bitrate_kbps: int = 0
     preset: int = 0  # QualityPreset value
+    extensions: frozenset[str] = frozenset()
+    """The codec's :attr:`CodecSpec.extensions` every viewer decodes: the encoder may use
+    these, and no others."""
 
     def __post_init__(self) -> None:
         if self.width < 1 or self.height < 1:
@@ -253,6 +292,10 @@ class CodecSpec(Registration):
         (``CODEC_AUTO``), the agent streams small changes in a lossless codec and switches
         to a lossy one while the screen moves (``remote_agent.adaptive``).
     :param available: cheap check that the native library is usable here.
+    :param extensions: optional features of its frames that its decoder understands, by
+        wire name (``raw_copy``: raw frames that move pixels). A viewer lists them beside
+        the codec in ``SessionRequest.codecs``, and the encoder is built with those every
+        viewer lists (:attr:`EncoderConfig.extensions`), so older viewers never get them.
     :param browser_decoder: an ES module file (shipped in the plugin's package) that
         decodes this codec's frames in the browser viewer; the server serves it at
         ``/codecs/<wire_name>.js``, from its own origin, so the console's CSP stays
@@ -267,6 +310,7 @@ class CodecSpec(Registration):
     lossless: bool = False
     available: Callable[[], bool] = field(default=lambda: True)
     browser_decoder: Path | None = None
+    extensions: tuple[str, ...] = ()
 
     @property
     def wire_name(self) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from google.protobuf.message import Message
 
 from .protocol import SLOT_NAMES, pb
-from .types import CodecSpec, EncodedFrame, Rect
+from .types import CodecSpec, CopyRect, EncodedFrame, Rect
 
 __all__ = ["CODEC_SLOTS", "NAMED_SLOT", "SLOTS", "from_wire", "slot_for", "to_wire"]
 
@@ -24,6 +24,7 @@ SLOTS: tuple[str, ...] = tuple(SLOT_NAMES.values())
 
 _KEYFRAME_FIELDS = ("keyframe", "is_keyframe")
 _RECTS = "dirty_rects"
+_COPIES = "copies"
 _DATA = "data"
 _CODEC = "codec"
 
@@ -88,6 +89,13 @@ def to_wire(frame: EncodedFrame, spec: CodecSpec) -> pb.VideoFrame:
             rects.add(x=r.x, y=r.y, width=r.width, height=r.height)
     elif frame.rects:
         raise ValueError(f"a {slot!r} frame carries no dirty rectangles")
+    if _COPIES in names:
+        copies = getattr(payload, _COPIES)
+        for c in frame.copies:
+            copies.add(x=c.x, y=c.y, width=c.width, height=c.height, src_x=c.src_x,
+                       src_y=c.src_y)
+    elif frame.copies:
+        raise ValueError(f"a {slot!r} frame carries no copies")
     return video
 
 
@@ -112,8 +120,13 @@ def from_wire(video: pb.VideoFrame) -> tuple[str, EncodedFrame]:
     rects: tuple[Rect, ...] = ()
     if _RECTS in names:
         rects = tuple(Rect(r.x, r.y, r.width, r.height) for r in getattr(payload, _RECTS))
+    copies: tuple[CopyRect, ...] = ()
+    if _COPIES in names:
+        copies = tuple(CopyRect(c.x, c.y, c.width, c.height, c.src_x, c.src_y)
+                       for c in getattr(payload, _COPIES))
     data: bytes = getattr(payload, _DATA)
     return codec, EncodedFrame(
         data=data, keyframe=bool(value(_keyframe_field(payload))),
         width=value("width"), height=value("height"), rects=rects,
-        compressed=bool(value("compressed")), pts=value("pts"), dts=value("dts"))
+        compressed=bool(value("compressed")), pts=value("pts"), dts=value("dts"),
+        copies=copies)

@@ -109,12 +109,15 @@ CONTRACT_MESSAGES: dict[str, list[tuple[str, int, str, str]]] = {
     "FileClose": [("viewer_id", 1, S, ""), ("reason", 2, S, "")],
     "RecordingNote": [("kind", 1, S, ""), ("technician", 2, S, ""), ("viewer_id", 3, S, ""),
                       ("data", 4, BY, ""), ("text", 5, S, "")],
+    "CopyRect": [("x", 1, I32, ""), ("y", 2, I32, ""), ("width", 3, I32, ""),
+                 ("height", 4, I32, ""), ("src_x", 5, I32, ""), ("src_y", 6, I32, "")],
 }
 
 # Fields beyond SPEC in SPEC's messages (CONTRACT 1: numbers 100 and up).
 CONTRACT_FIELDS: dict[str, list[tuple[str, int, str, str]]] = {
     "SessionRequest": [("codecs", 100, S, REP)],
     "VideoFrame": [("plugin", 100, "PluginFrame", "")],
+    "RawFrame": [("copies", 100, "CopyRect", REP)],
     "QualitySettings": [("codec_name", 100, S, "")],
     "StartStream": [("codecs", 100, S, REP), ("session_panel", 101, B, "")],
     "AgentStatus": [("plugins", 100, S, REP)],

@@ -22,6 +22,7 @@ from remote_core.codecs import (
     encoder_config,
     motion_codec,
     profile_for,
+    shared_extensions,
 )
 from remote_core.protocol import pb
 from remote_core.types import CodecSpec
@@ -48,6 +49,9 @@ class StreamState:
     motion: CodecSpec | None = None
     """Left to the agent (``CODEC_AUTO``) with a lossless :attr:`codec`: the lossy codec
     the stream moves to while the screen moves (:mod:`remote_agent.adaptive`)."""
+    extensions: frozenset[str] = frozenset()
+    """The :attr:`codec`'s extensions every viewer decodes (``raw_copy``): the encoder is
+    built again when they change, so a viewer never gets a frame it cannot draw."""
     keyframe_wanted: bool = False
     generation: int = 0
     """Bumped whenever the encoder must be rebuilt (display, codec or quality changed)."""
@@ -113,8 +117,10 @@ class StreamState:
         if (codec is not None and codec.lossless and not self.quality.codec_name
                 and self.codec_preference == pb.CODEC_AUTO):
             motion = motion_codec(self.codecs, self.viewers.values())
-        if codec != self.codec or motion != self.motion:
-            self.codec, self.motion = codec, motion
+        extensions = (frozenset() if codec is None
+                      else shared_extensions(codec, self.viewers.values()))
+        if codec != self.codec or motion != self.motion or extensions != self.extensions:
+            self.codec, self.motion, self.extensions = codec, motion, extensions
             self.generation += 1
             self.keyframe_wanted = True
 

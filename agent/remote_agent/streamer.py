@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from remote_core.codecs import KEYFRAME_INTERVAL_S, encoder_config
+from remote_core.codecs import KEYFRAME_INTERVAL_S, encoder_config, shared_extensions
 from remote_core.interfaces import Encoder
 from remote_core.protocol import NUMBER_BY_FIELD, pb
 from remote_core.types import CodecSpec, DisplayDesc, EncodedFrame
@@ -175,7 +175,9 @@ class Streamer:
                  cap_kbps: int | None = None) -> Encoder:
         if spec.encoder_factory is None:
             raise ValueError(f"codec {spec.name} cannot encode")
-        config = encoder_config(display.width, display.height, self.state.quality)
+        config = dataclasses.replace(
+            encoder_config(display.width, display.height, self.state.quality),
+            extensions=shared_extensions(spec, self.state.viewers.values()))
         if cap_kbps is not None and cap_kbps < config.bitrate_kbps:
             config = dataclasses.replace(config, bitrate_kbps=cap_kbps)
         log.info("streaming display %d (%dx%d) with %s at %d fps, %d kbps", display.id,
@@ -320,13 +322,16 @@ class Streamer:
         started = self._clock()
         timestamp = time.time_ns() // 1000
         image, dirty = self.devices.capture.grab(display.id)
-        share = changed_share(dirty, display.width, display.height)
+        # A scroll the encoder sends as a move is a small change, not the start of motion.
+        moves = None if keyframe else encoder.find_moves(image, dirty)
+        share = changed_share(dirty if moves is None else moves.rest, display.width,
+                              display.height)
         changed = (1.0 if keyframe or share is None else share) * display.width * display.height
         moving = video is not None and _begins_motion(share, motion_from)
         hopeless = (video is not None and budget is not None
                     and changed * 4 / BEST_LOSSLESS_RATIO > budget)
         frame = (None if moving or hopeless
-                 else encoder.encode(image, keyframe=keyframe, dirty=dirty))
+                 else encoder.encode(image, keyframe=keyframe, dirty=dirty, moves=moves))
         too_big = budget is not None and (
             hopeless or (frame is not None and (len(frame.data) > budget or encoder.pending)))
         if video is not None and (moving or too_big):

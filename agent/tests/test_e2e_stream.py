@@ -15,6 +15,7 @@ from remote_server.testing.processes import AgentProcess
 from remote_viewer.client import open_viewer
 
 from remote_core.protocol import MAX_CLIPBOARD_BYTES, pb
+from remote_core.testing.codec_contract import LINE_H, Desktop
 from remote_core.testing.xvfb import blank_painter, pointer_location
 
 pytestmark = [pytest.mark.xvfb, pytest.mark.slow]
@@ -87,6 +88,41 @@ async def test_the_automatic_codec_follows_the_content(managed, painter, api, se
         calm = await viewer.wait_for_image(
             lambda image: np.array_equal(image[:, :, :3], still[:, :, :3]), 15)
         assert calm.codec == "raw" and calm.keyframe  # the exact picture, restored
+
+
+@pytest.mark.anyio
+async def test_a_scrolling_page_goes_as_moves_and_stays_lossless(managed, painter, api,
+                                                                 server):
+    """Left to the agent, a page scrolling 30 times a second (X CopyArea, then the new
+    line drawn) is no motion: each scroll is a move of what the viewer shows plus the
+    uncovered line, so the stream stays lossless, small, and exact."""
+    _, session, _ = managed
+    desktop = Desktop(800, 600, seed=13)
+    x0, y0, x1, _ = desktop.page
+    lines = desktop._lines * LINE_H
+    painter.put_bgra(0, 0, 800, 600, desktop.image.tobytes())
+    painter.sync()
+    async with open_viewer(server.url, api.viewer_token(session["id"])) as viewer:
+        await viewer.wait_for_image(lambda image: np.array_equal(image, desktop.image), 15)
+        seen = viewer.frames_received
+        codecs, moves, largest = set(), 0, 0
+        for _ in range(45):
+            desktop.scroll(LINE_H)
+            painter.scroll(x0, y0, x1 - x0, lines, LINE_H)
+            strip = desktop.image[y0 + lines - LINE_H:y0 + lines, x0:x1]
+            painter.put_bgra(x0, y0 + lines - LINE_H, x1 - x0, LINE_H, strip.tobytes())
+            painter.sync()
+            await anyio.sleep(1 / 30)
+            frame = viewer.latest
+            if frame is not None and viewer.frames_received > seen:
+                codecs.add(frame.codec)
+                moves += frame.moves
+                largest = max(largest, 0 if frame.keyframe else frame.size)
+        final = await viewer.wait_for_image(
+            lambda image: np.array_equal(image, desktop.image), 10)
+    assert codecs == {"raw"} and final.codec == "raw"
+    assert moves >= 10, moves
+    assert largest < 64 * 1024, largest  # a line and a move, not a page (about 200 KB)
 
 
 @pytest.mark.anyio

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from remote_agent.adaptive import MAX_CALM_SECONDS, ContentSwitch, changed_share
 from remote_agent.backoff import Backoff
@@ -123,6 +125,21 @@ def test_the_codec_is_chosen_again_as_viewers_come_and_go():
     s.stop("browser")
     s.stop("gone already")
     assert not s.active and s.codec.name == "png"
+
+
+def test_a_codec_extension_is_on_only_while_every_viewer_lists_it():
+    raw = dataclasses.replace(CODECS[0], extensions=("raw_copy",))
+    s = StreamState(codecs=[raw])
+    s.start("browser", 0, ["raw", "raw_copy"])
+    assert s.extensions == {"raw_copy"}
+    generation = s.generation
+    s.take_keyframe()
+    s.start("old viewer", 0, ["raw"])  # the encoder is rebuilt without it, from a keyframe
+    assert s.extensions == frozenset() and s.generation == generation + 1 and s.take_keyframe()
+    s.stop("old viewer")
+    assert s.extensions == {"raw_copy"} and s.generation == generation + 2
+    s.start("script", 0, [])  # SPEC's viewer lists nothing, so knows no extension
+    assert s.extensions == frozenset()
 
 
 def test_bad_quality_is_refused_and_changes_nothing():

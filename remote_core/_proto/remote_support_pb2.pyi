@@ -211,20 +211,38 @@ class VideoFrame(_message.Message):
     def __init__(self, timestamp: _Optional[int] = ..., display_id: _Optional[int] = ..., sequence: _Optional[int] = ..., raw: _Optional[_Union[RawFrame, _Mapping]] = ..., vp9: _Optional[_Union[EncodedFrame, _Mapping]] = ..., h264: _Optional[_Union[EncodedFrame, _Mapping]] = ..., h265: _Optional[_Union[EncodedFrame, _Mapping]] = ..., plugin: _Optional[_Union[PluginFrame, _Mapping]] = ...) -> None: ...
 
 class RawFrame(_message.Message):
-    __slots__ = ("width", "height", "data", "compressed", "dirty_rects", "is_keyframe")
+    __slots__ = ("width", "height", "data", "compressed", "dirty_rects", "is_keyframe", "copies")
     WIDTH_FIELD_NUMBER: _ClassVar[int]
     HEIGHT_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
     COMPRESSED_FIELD_NUMBER: _ClassVar[int]
     DIRTY_RECTS_FIELD_NUMBER: _ClassVar[int]
     IS_KEYFRAME_FIELD_NUMBER: _ClassVar[int]
+    COPIES_FIELD_NUMBER: _ClassVar[int]
     width: int
     height: int
     data: bytes
     compressed: bool
     dirty_rects: _containers.RepeatedCompositeFieldContainer[DirtyRect]
     is_keyframe: bool
-    def __init__(self, width: _Optional[int] = ..., height: _Optional[int] = ..., data: _Optional[bytes] = ..., compressed: bool = ..., dirty_rects: _Optional[_Iterable[_Union[DirtyRect, _Mapping]]] = ..., is_keyframe: bool = ...) -> None: ...
+    copies: _containers.RepeatedCompositeFieldContainer[CopyRect]
+    def __init__(self, width: _Optional[int] = ..., height: _Optional[int] = ..., data: _Optional[bytes] = ..., compressed: bool = ..., dirty_rects: _Optional[_Iterable[_Union[DirtyRect, _Mapping]]] = ..., is_keyframe: bool = ..., copies: _Optional[_Iterable[_Union[CopyRect, _Mapping]]] = ...) -> None: ...
+
+class CopyRect(_message.Message):
+    __slots__ = ("x", "y", "width", "height", "src_x", "src_y")
+    X_FIELD_NUMBER: _ClassVar[int]
+    Y_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_FIELD_NUMBER: _ClassVar[int]
+    HEIGHT_FIELD_NUMBER: _ClassVar[int]
+    SRC_X_FIELD_NUMBER: _ClassVar[int]
+    SRC_Y_FIELD_NUMBER: _ClassVar[int]
+    x: int
+    y: int
+    width: int
+    height: int
+    src_x: int
+    src_y: int
+    def __init__(self, x: _Optional[int] = ..., y: _Optional[int] = ..., width: _Optional[int] = ..., height: _Optional[int] = ..., src_x: _Optional[int] = ..., src_y: _Optional[int] = ...) -> None: ...
 
 class DirtyRect(_message.Message):
     __slots__ = ("x", "y", "width", "height")

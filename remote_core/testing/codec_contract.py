@@ -345,6 +345,22 @@ class CodecContract:
         enc.close()
         dec.close()
 
+    def test_round_trip_with_its_extensions_and_moves(self) -> None:
+        """Built with every extension it has (as when every viewer lists them), and given
+        back the moves it finds as the agent does, the codec's stream still decodes."""
+        desktop = Desktop(640, 400, seed=5)
+        assert self.spec.encoder_factory is not None
+        enc = self.spec.encoder_factory(dataclasses.replace(
+            encoder_config(640, 400), extensions=frozenset(self.spec.extensions)))
+        dec = self.decoder()
+        for i, image in enumerate(desktop.frames(12)):
+            moves = None if i == 0 else enc.find_moves(image)
+            frame = enc.encode(image, keyframe=i == 0, moves=moves)
+            if frame is not None:
+                self.assert_close(dec.decode(self.wire(frame)), image)
+        enc.close()
+        dec.close()
+
     def test_first_frame_and_requested_frames_are_keyframes(self) -> None:
         desktop = Desktop(160, 120, seed=2)
         enc = self.encoder(160, 120)

@@ -46,7 +46,8 @@ INLINE_DECODE_BYTES = 64 * 1024
 @dataclass(frozen=True)
 class Frame:
     """One decoded frame: the full image (a ``(height, width, 4)`` BGRA numpy array) and
-    when it arrived and was decoded."""
+    when it arrived and was decoded; ``moves``: how many moves of the picture it carried
+    (a scroll, ``RawFrame.copies``)."""
 
     image: npt.NDArray[np.uint8]
     sequence: int
@@ -57,6 +58,7 @@ class Frame:
     size: int
     received_ns: int
     decoded_ns: int
+    moves: int = 0
 
 
 class ViewerClient:
@@ -160,7 +162,8 @@ class ViewerClient:
         self.latest = Frame(image=np.asarray(image), sequence=video.sequence,
                             timestamp_us=video.timestamp, display_id=video.display_id,
                             keyframe=frame.keyframe, codec=codec, size=size,
-                            received_ns=received, decoded_ns=time.perf_counter_ns())
+                            received_ns=received, decoded_ns=time.perf_counter_ns(),
+                            moves=len(frame.copies))
         self._frame_ready.set()
         if self._ack:
             # The server's close may already be in, behind what it said last (a Disconnect):

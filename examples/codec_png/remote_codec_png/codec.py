@@ -22,7 +22,7 @@ from PIL import Image
 
 from remote_core.codecs import MAX_PIXELS, MAX_SIDE, KeyframeClock, as_image, profile_for
 from remote_core.interfaces import Decoder, Encoder
-from remote_core.types import EncodedFrame, EncoderConfig, Rect
+from remote_core.types import EncodedFrame, EncoderConfig, Moves, Rect
 
 __all__ = ["BAND", "PngDecoder", "PngEncoder", "pack", "unpack"]
 
@@ -114,7 +114,8 @@ class PngEncoder(Encoder):
         self._previous: Picture | None = None
 
     def encode(self, image: Any, *, keyframe: bool = False,
-               dirty: Sequence[Rect] | None = None) -> EncodedFrame | None:
+               dirty: Sequence[Rect] | None = None,
+               moves: Moves | None = None) -> EncodedFrame | None:
         current = np.asarray(as_image(image))
         h, w = current.shape[:2]
         previous = self._previous

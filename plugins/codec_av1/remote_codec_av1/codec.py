@@ -16,7 +16,7 @@ import numpy.typing as npt
 from remote_codec_pyav.base import PyAVDecoder, PyAVEncoder, vbv_cap
 
 from remote_core.codecs import profile_for
-from remote_core.types import EncodedFrame, EncoderConfig, Rect
+from remote_core.types import EncodedFrame, EncoderConfig, Moves, Rect
 
 from .scheduling import normal_scheduling
 
@@ -52,7 +52,8 @@ class AV1Encoder(PyAVEncoder):
             super()._open(width, height)
 
     def encode(self, image: Any, *, keyframe: bool = False,
-               dirty: Sequence[Rect] | None = None) -> EncodedFrame | None:
+               dirty: Sequence[Rect] | None = None,
+               moves: Moves | None = None) -> EncodedFrame | None:
         frame = super().encode(image, keyframe=keyframe, dirty=dirty)
         if frame is None:
             return None

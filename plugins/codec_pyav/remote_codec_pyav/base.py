@@ -31,7 +31,7 @@ from av.video.reformatter import VideoReformatter
 
 from remote_core.codecs import KEYFRAME_INTERVAL_S, MAX_PIXELS, KeyframeClock, as_image
 from remote_core.interfaces import Decoder, Encoder
-from remote_core.types import EncodedFrame, EncoderConfig, Rect
+from remote_core.types import EncodedFrame, EncoderConfig, Moves, Rect
 
 from .annexb import find_size, size_sei
 
@@ -120,7 +120,8 @@ class PyAVEncoder(Encoder):
         return np.pad(image, ((0, ph - h), (0, pw - w), (0, 0)), mode="edge")
 
     def encode(self, image: Any, *, keyframe: bool = False,
-               dirty: Sequence[Rect] | None = None) -> EncodedFrame | None:
+               dirty: Sequence[Rect] | None = None,
+               moves: Moves | None = None) -> EncodedFrame | None:
         current = np.asarray(as_image(image))
         h, w = current.shape[:2]
         if self._size != (w, h):

@@ -1,8 +1,9 @@
 """Built-in plugin ``codec_raw_zstd``: raw BGRA plus Zstandard, with dirty rectangles.
 
 Lossless and cheap on CPU, heavy on bandwidth when much changes: the codec for
-a LAN (``CODEC_RAW``). It needs zstandard alone (no numpy), loaded only when a
-codec is built.
+a LAN (``CODEC_RAW``). Viewers that list its extension ``raw_copy`` get a scroll as a
+move of what they have (``RawFrame.copies``) and the rows it uncovers. It needs
+zstandard alone (no numpy), loaded only when a codec is built.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from remote_core import hookimpl
 from remote_core.interfaces import Decoder, Encoder
 from remote_core.protocol import pb
 from remote_core.types import CodecSpec, EncoderConfig
+
+from .scroll import COPY_EXTENSION
 
 __all__ = ["SPEC", "register_codecs"]
 
@@ -35,7 +38,7 @@ def _available() -> bool:
 
 SPEC = CodecSpec(name="raw_zstd", preference=pb.CODEC_RAW, frame_field="raw",
                  encoder_factory=_encoder, decoder_factory=_decoder, auto_rank=10,
-                 lossless=True, available=_available)
+                 lossless=True, available=_available, extensions=(COPY_EXTENSION,))
 
 
 @hookimpl

@@ -8,15 +8,19 @@ from remote_core.codecs import MAX_PIXELS, MAX_SIDE
 from remote_core.interfaces import Decoder
 from remote_core.types import EncodedFrame
 
-from .pixels import put_rect
+from .pixels import move_rect, put_rect
 
 __all__ = ["RawZstdDecoder"]
 
 _READ_SIZE = 1 << 20  # compressed bytes fed per step; larger steps decompress faster
 
+MAX_COPIES = 64
+"""Most moves one frame may carry (the encoder sends one): bounds a frame's work."""
+
 
 class RawZstdDecoder(Decoder):
-    """Keeps the framebuffer; a keyframe replaces it, an incremental frame patches it.
+    """Keeps the framebuffer; a keyframe replaces it, an incremental frame moves parts of it
+    (``copies``, in order) and then patches it.
 
     Sizes are checked before anything is decompressed, and decompression stops
     at the size the header promises, so a small message cannot expand into a
@@ -35,26 +39,33 @@ class RawZstdDecoder(Decoder):
             raise ValueError(f"frame size {w}x{h} is outside 1..{MAX_SIDE} per side "
                              f"and {MAX_PIXELS} pixels")
         if frame.keyframe:
-            if frame.rects:
-                raise ValueError("a raw keyframe must not carry dirty rectangles")
+            if frame.rects or frame.copies:
+                raise ValueError("a raw keyframe must not carry dirty rectangles or copies")
             image = bytearray(w * h * 4)
             self._fill(frame, memoryview(image))
             self._framebuffer, self._size = image, (w, h)
             return _picture(image, w, h)
         if self._size != (w, h):
             return None  # an incremental frame needs the keyframe it builds on
-        if not frame.rects:
-            raise ValueError("an incremental raw frame must carry dirty rectangles")
-        for r in frame.rects:
+        if not frame.rects and not frame.copies:
+            raise ValueError("an incremental raw frame must carry dirty rectangles or copies")
+        if len(frame.copies) > MAX_COPIES:
+            raise ValueError(f"a raw frame carries {len(frame.copies)} copies; at most "
+                             f"{MAX_COPIES} are accepted")
+        for what, r in [*(("dirty rectangle", r) for r in frame.rects),
+                        *(("copy target", c.target) for c in frame.copies),
+                        *(("copy source", c.source) for c in frame.copies)]:
             if r.width < 1 or r.height < 1 or r.x < 0 or r.y < 0 or r.x + r.width > w \
                     or r.y + r.height > h:
-                raise ValueError(f"dirty rectangle {r.width}x{r.height}+{r.x}+{r.y} is outside "
+                raise ValueError(f"{what} {r.width}x{r.height}+{r.x}+{r.y} is outside "
                                  f"the {w}x{h} frame")
         area = sum(r.width * r.height for r in frame.rects)
         if area > w * h:
             raise ValueError(f"dirty rectangles cover {area} pixels, more than the frame's {w * h}")
         payload = bytearray(area * 4)
         self._fill(frame, memoryview(payload))
+        for c in frame.copies:
+            move_rect(self._framebuffer, w, c)
         offset = 0
         for r in frame.rects:
             offset = put_rect(self._framebuffer, w, r, payload, offset)

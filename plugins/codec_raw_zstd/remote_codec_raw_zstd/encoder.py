@@ -9,13 +9,17 @@ import zstandard
 
 from remote_core.codecs import KeyframeClock, zstd_level
 from remote_core.interfaces import Encoder
-from remote_core.types import EncodedFrame, EncoderConfig, Rect
+from remote_core.types import CopyRect, EncodedFrame, EncoderConfig, Moves, Rect
 
 from .dirty import clip_rects, find_dirty
 from .parts import MESSAGE_LIMIT, PART_BYTES, PLACEHOLDER, fits, keyframe_part, pack_rects, rotate
-from .pixels import copy_rect, flat, rect_bytes
+from .pixels import copy_rect, flat, move_rect, rect_bytes
+from .scroll import COPY_EXTENSION, find_scroll
 
 __all__ = ["FULL_FRAME_SHARE", "RawZstdEncoder"]
+
+_SCROLL_TRIES = 3
+"""Largest changed rectangles checked for a scroll, each frame."""
 
 FULL_FRAME_SHARE = 0.6
 """When this share of the frame changed, a whole frame is cheaper than gathering rectangles."""
@@ -25,7 +29,9 @@ class RawZstdEncoder(Encoder):
     """Keeps the picture the viewers have and sends the dirty rectangles against it.
 
     A whole frame (``is_keyframe``) goes out first, on request, on a size
-    change, when most of the screen changed, and at least every 10 s. A frame
+    change, when most of the screen changed, and at least every 10 s. When every
+    viewer draws moves (:data:`COPY_EXTENSION`), a scroll goes as a move of what they
+    have plus the rows it uncovers (:meth:`find_moves`, :mod:`.scroll`). A frame
     that would not fit one message under ``message_limit`` goes in parts
     (:mod:`.parts`); :attr:`pending` then stays true until the rest is sent.
 
@@ -43,27 +49,52 @@ class RawZstdEncoder(Encoder):
         self._part_bytes = part_bytes
         self._owing = False
         self._next_y = 0  # where the next part starts, so parts sweep the screen
+        self._moves = COPY_EXTENSION in config.extensions
 
     @property
     def pending(self) -> bool:
         """True while the viewers lack part of the last picture (it came in parts)."""
         return self._owing
 
+    def find_moves(self, image: Any, dirty: Sequence[Rect] | None = None) -> Moves | None:
+        """A scroll in one of the largest changed rectangles, as one move and the rows
+        left to send; ``None`` while the viewers do not all draw moves, while parts are
+        owed, when a keyframe is due, or when nothing scrolled."""
+        if not self._moves or self._owing or self._clock.due():
+            return None
+        current, w, h = flat(image)
+        if self._size != (w, h):
+            return None
+        rects = (clip_rects(dirty, w, h) if dirty is not None
+                 else find_dirty(self._previous, current, w, h))
+        largest = sorted(range(len(rects)), key=lambda i: -rects[i].width * rects[i].height)
+        for index in largest[:_SCROLL_TRIES]:
+            scroll = find_scroll(self._previous, current, w, rects[index])
+            if scroll is not None:
+                rest = (*rects[:index], *scroll.rest, *rects[index + 1:])
+                return Moves(copies=(scroll.copy,), rest=rest)
+        return None
+
     def encode(self, image: Any, *, keyframe: bool = False,
-               dirty: Sequence[Rect] | None = None) -> EncodedFrame | None:
+               dirty: Sequence[Rect] | None = None,
+               moves: Moves | None = None) -> EncodedFrame | None:
         current, w, h = flat(image)
         full = keyframe or self._size != (w, h) or self._clock.due()
         if not full:
-            # While parts are owed, only a comparison knows everything the viewers lack.
-            rects = (clip_rects(dirty, w, h) if dirty is not None and not self._owing
-                     else find_dirty(self._previous, current, w, h))
-            if not rects:
+            copies: tuple[CopyRect, ...] = ()
+            if moves is not None and not self._owing:
+                copies, rects = moves.copies, list(moves.rest)
+            else:
+                # While parts are owed, only a comparison knows everything the viewers lack.
+                rects = (clip_rects(dirty, w, h) if dirty is not None and not self._owing
+                         else find_dirty(self._previous, current, w, h))
+            if not rects and not copies:
                 self._owing = False
                 return None
             full = (not self._owing
                     and sum(r.width * r.height for r in rects) >= FULL_FRAME_SHARE * w * h)
             if not full:
-                return self._delta(current, w, h, rects)
+                return self._delta(current, w, h, rects, copies)
         return self._keyframe(current, w, h)
 
     def _keyframe(self, current: memoryview, w: int, h: int) -> EncodedFrame:
@@ -78,8 +109,11 @@ class RawZstdEncoder(Encoder):
         self._owing, self._next_y = True, rows
         return _frame(w, h, data, True, keyframe=True, rects=[])
 
-    def _delta(self, current: memoryview, w: int, h: int, rects: list[Rect]) -> EncodedFrame:
+    def _delta(self, current: memoryview, w: int, h: int, rects: list[Rect],
+               copies: tuple[CopyRect, ...] = ()) -> EncodedFrame:
         previous = self._previous
+        for c in copies:  # the viewers move their picture first, then draw the rest
+            move_rect(previous, w, c)
         if not self._owing:  # the rest of a picture in parts goes in parts too
             payload = b"".join(rect_bytes(current, w, r) for r in rects)
             whole = self._squeeze(payload, len(rects))
@@ -87,14 +121,15 @@ class RawZstdEncoder(Encoder):
                 for r in rects:
                     copy_rect(previous, current, w, r)
                 self._owing = False
-                return _frame(w, h, *whole, keyframe=False, rects=rects)
+                return _frame(w, h, *whole, keyframe=False, rects=rects, copies=copies)
         packed = pack_rects(current, w, rotate(rects, self._next_y), self._compressor,
                             self._part_bytes)
         for r in packed.rects:
             copy_rect(previous, current, w, r)
         self._owing = bool(packed.rest)
         self._next_y = packed.rest[0].y if packed.rest else 0
-        return _frame(w, h, packed.data, packed.compressed, keyframe=False, rects=packed.rects)
+        return _frame(w, h, packed.data, packed.compressed, keyframe=False, rects=packed.rects,
+                      copies=copies)
 
     def _squeeze(self, payload: bytes | bytearray | memoryview,
                  rect_count: int) -> tuple[bytes, bool] | None:
@@ -119,6 +154,6 @@ class RawZstdEncoder(Encoder):
 
 
 def _frame(w: int, h: int, data: bytes, compressed: bool, *, keyframe: bool,
-           rects: list[Rect]) -> EncodedFrame:
+           rects: list[Rect], copies: tuple[CopyRect, ...] = ()) -> EncodedFrame:
     return EncodedFrame(data=data, keyframe=keyframe, width=w, height=h, rects=tuple(rects),
-                        compressed=compressed)
+                        compressed=compressed, copies=copies)

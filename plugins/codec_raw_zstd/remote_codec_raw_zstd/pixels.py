@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from remote_core.codecs import as_image
-from remote_core.types import Rect
+from remote_core.types import CopyRect, Rect
 
-__all__ = ["Flat", "copy_rect", "flat", "put_rect", "rect_bytes", "rect_rows"]
+__all__ = ["Flat", "copy_rect", "flat", "move_rect", "put_rect", "rect_bytes", "rect_rows"]
 
 Flat = bytearray | memoryview
 """A frame as ``width * height * 4`` bytes, rows top to bottom."""
@@ -61,3 +61,10 @@ def put_rect(target: Flat, width: int, rect: Rect, pixels: Flat, offset: int = 0
         target[a:b] = pixels[offset:offset + length]
         offset += length
     return offset
+
+
+def move_rect(frame: bytearray, width: int, copy: CopyRect) -> None:
+    """Do ``copy`` within ``frame``: its source, as it was before, lands on its target
+    (they may overlap)."""
+    pixels = bytearray(rect_bytes(frame, width, copy.source))
+    put_rect(frame, width, copy.target, pixels)

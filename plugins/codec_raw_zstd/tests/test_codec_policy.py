@@ -16,6 +16,7 @@ from remote_core.codecs import (
     decodable,
     encoder_config,
     motion_codec,
+    shared_extensions,
 )
 from remote_core.errors import PluginError
 from remote_core.plugins import get_plugin_manager
@@ -83,9 +84,22 @@ def test_a_codec_missing_on_the_agent_falls_back_to_its_best() -> None:
 
 
 def test_a_viewer_lists_what_it_decodes_by_wire_name() -> None:
-    assert decodable(codecs(*ALL)) == ["raw", "vp9", "h264", "h265"]
-    assert decodable(codecs("codec_raw_zstd")) == ["raw"]
+    """Each codec by wire name, followed by the extensions its decoder draws."""
+    assert decodable(codecs(*ALL)) == ["raw", "raw_copy", "vp9", "h264", "h265"]
+    assert decodable(codecs("codec_raw_zstd")) == ["raw", "raw_copy"]
     assert decodable([PNG]) == ["png"]
+
+
+def test_an_extension_is_used_only_when_every_viewer_lists_it() -> None:
+    raw = codecs("codec_raw_zstd")[0]
+    assert shared_extensions(raw, [["raw", "raw_copy"], ["raw", "raw_copy", "h264"]]) == {
+        "raw_copy"}
+    assert shared_extensions(raw, [["raw", "raw_copy"], ["raw"]]) == frozenset()
+    assert shared_extensions(raw, [["raw", "raw_copy"], ()]) == frozenset()  # SPEC's viewer
+    assert shared_extensions(raw, []) == frozenset()
+    # A viewer that lists an extension but not its codec is served in another codec;
+    # the extension alone chooses nothing.
+    assert choose_codec([raw, PNG], viewers=[["png", "raw_copy"]]).name == "png"
 
 
 PNG = CodecSpec(name="png", encoder_factory=lambda config: None,  # type: ignore[arg-type,return-value]
@@ -138,6 +152,10 @@ def test_codecs_that_collide_stop_start_up() -> None:
             check_codecs([raw, clash])
     with pytest.raises(PluginError, match="both claim the name 'png'"):
         check_codecs([PNG, dataclasses.replace(PNG, name="png")])
+    with pytest.raises(PluginError, match="an extension's name begins with 'png_'"):
+        check_codecs([dataclasses.replace(PNG, extensions=("copy",))])
+    with pytest.raises(PluginError, match="is named like codec 'raw_copy' on the wire"):
+        check_codecs([dataclasses.replace(PNG, name="raw_copy"), raw])
     assert check_codecs([raw, PNG, dataclasses.replace(PNG, name="jpeg")])
 
 

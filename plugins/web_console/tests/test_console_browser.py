@@ -13,8 +13,10 @@ Python or by locators on the ``data-state`` the page keeps current.
 
 from __future__ import annotations
 
+import base64
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,7 @@ import pytest
 from remote_server.testing.processes import ADMIN_PASSWORD, AgentProcess, Api, ServerProcess
 
 from remote_core.testing.browser import log_in, wait_until, watched_context
+from remote_core.testing.codec_contract import LINE_H, Desktop
 from remote_core.testing.xvfb import Painter, Xvfb, xvfb
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xvfb]
@@ -236,6 +239,56 @@ def draws(attended: Attended, display: Xvfb, codec: str) -> None:
     if codec != "raw":
         assert viewer.evaluate("window.remoteViewer.decoderCodec") == codec
     viewer.select_option("#codec", "")  # the module's later tests see the stream as it starts
+
+
+CANVAS_RGB = """() => { const c = document.getElementById("screen");
+  const data = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+  const rgb = new Uint8Array(data.length / 4 * 3);
+  for (let i = 0, j = 0; i < data.length; i += 4, j += 3) rgb.set(data.subarray(i, i + 3), j);
+  let text = "";
+  for (let i = 0; i < rgb.length; i += 0x8000) {
+    text += String.fromCharCode.apply(null, rgb.subarray(i, i + 0x8000));
+  }
+  return btoa(text); }"""
+
+
+def canvas_shows(page: Any, image: Any) -> bool:
+    """Whether the canvas holds exactly ``image`` (BGRA), pixel for pixel."""
+    shown = base64.b64decode(page.evaluate(CANVAS_RGB))
+    return shown == image[:, :, 2::-1].tobytes()
+
+
+def test_a_scroll_is_drawn_as_a_move_pixel_exact(attended: Attended, display: Xvfb) -> None:
+    """A page scrolling on the remote screen reaches the canvas as moves of what it shows
+    (the page lists raw_copy) plus the uncovered lines, exactly, with the default codec."""
+    viewer = attended.viewer
+    desktop = Desktop(WIDTH, HEIGHT, seed=21)
+    x0, y0, x1, _ = desktop.page
+    lines = desktop._lines * LINE_H
+    painter = Painter(display.display)
+    try:
+        painter.put_bgra(0, 0, WIDTH, HEIGHT, desktop.image.tobytes())
+        painter.sync()
+        wait_until(lambda: canvas_shows(viewer, desktop.image), what="the page, exactly")
+        moves = viewer.evaluate("window.remoteViewer.moves")
+        for step in range(24):
+            desktop.scroll(LINE_H)
+            painter.scroll(x0, y0, x1 - x0, lines, LINE_H)
+            strip = desktop.image[y0 + lines - LINE_H:y0 + lines, x0:x1]
+            painter.put_bgra(x0, y0 + lines - LINE_H, x1 - x0, LINE_H, strip.tobytes())
+            painter.sync()
+            if step < 4:  # each one exact at once, long before a keyframe (10 s) could be
+                wait_until(lambda: canvas_shows(viewer, desktop.image), timeout=3,
+                           what="the scrolled page, exactly")
+            else:  # then 30 scrolls a second
+                time.sleep(1 / 30)
+    finally:
+        painter.close()
+    wait_until(lambda: canvas_shows(viewer, desktop.image), timeout=3,
+               what="the scrolled page, exactly")
+    assert viewer.evaluate("window.remoteViewer.moves") - moves >= 5
+    paint(display, PATTERN)  # as the module's other tests expect the screen
+    wait_for_blocks(viewer, PATTERN[1:], tolerance=16)
 
 
 def test_a_dropped_socket_reconnects_and_draws_again(attended: Attended, display: Xvfb) -> None:

@@ -1,7 +1,8 @@
 // The codecs this page decodes, by wire name: what the viewer lists in
 // SessionRequest.codecs, so the relay and the agent never send it anything else.
 //
-// - "raw": decoded here (fzstd);
+// - "raw": decoded here (fzstd), with its extension "raw_copy" (frames that move what
+//   the page shows: a scroll), listed after it;
 // - "vp9", "h264", "h265", "av1": through WebCodecs, where VideoDecoder.isConfigSupported
 //   says this browser can (AV1's frames are plugin frames named "av1": SPEC has no slot);
 // - any codec plugin's browser decoder: the server lists them at /codecs/index.json and
@@ -74,6 +75,16 @@ async function pluginDecoders() {
     }
   }
   return found;
+}
+
+/** The codec extensions this page draws (RawFrame.copies): listed after the codecs in
+ * SessionRequest.codecs, never offered in the codec menu. */
+export const EXTENSIONS = ["raw_copy"];
+
+/** What the viewer lists in SessionRequest.codecs: every codec it decodes, then the
+ * extensions it draws. */
+export function wireCodecs(codecs) {
+  return [...codecs.names, ...EXTENSIONS];
 }
 
 /** Every codec this page decodes: {names: [wire name ...], labels: {name: text},

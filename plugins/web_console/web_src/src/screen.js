@@ -21,6 +21,7 @@ export class Screen {
     this.width = 0;
     this.height = 0;
     this.drawn = 0; // frames that reached the canvas
+    this.moves = 0; // moves of the picture drawn (RawFrame.copies: a scroll)
     this.bytes = 0; // encoded bytes since the caller last cleared it
     this.codecFrames = {}; // frames received, by codec
     this.decoder = null;
@@ -114,6 +115,18 @@ export class Screen {
       return;
     }
     if (this.needKey) return;
+    const inside = (x, y, width, height) => x >= 0 && y >= 0 && width > 0 && height > 0 &&
+      x + width <= this.width && y + height <= this.height;
+    // Moves of what the canvas shows (a scroll), in order; the canvas copies its source
+    // before drawing, so a move onto itself is exact.
+    const copies = raw.copies || [];
+    if (!copies.every((c) => inside(c.x, c.y, c.width, c.height) &&
+      inside(c.srcX, c.srcY, c.width, c.height))) return;
+    for (const c of copies) {
+      this.ctx.drawImage(this.canvas, c.srcX, c.srcY, c.width, c.height, c.x, c.y, c.width,
+        c.height);
+      this.moves += 1;
+    }
     let offset = 0;
     for (const r of raw.dirtyRects) {
       const size = r.width * r.height * 4;

@@ -2,7 +2,7 @@
 // frames, WebCodecs, codec plugins' browser decoders); the page lists what it decodes
 // when it connects and is sent nothing else.
 import { api, token, viewerSocket } from "./api.js";
-import { decodableCodecs } from "./codecs.js";
+import { decodableCodecs, wireCodecs } from "./codecs.js";
 import { scanCode } from "./keys.js";
 import { Screen } from "./screen.js";
 import {
@@ -42,7 +42,7 @@ const screen = new Screen(canvas, { names: [], labels: {}, plugins: new Map() },
 // What tests and diagnostics read of the picture (window.remoteViewer), from the screen;
 // state.codecs is what this page decodes (decodableCodecs), the screen's.
 for (const name of ["codecs", "width", "height", "drawn", "codecFrames", "decoderCodec",
-  "pluginCodec"]) {
+  "pluginCodec", "moves"]) {
   Object.defineProperty(state, name, { get: () => screen[name], enumerable: true });
 }
 
@@ -85,7 +85,7 @@ async function connect() {
       sessionToken: grant.token,
       sessionType: state.viewOnly ? SessionType.VIEW_ONLY : SessionType.SCREEN_CONTROL,
       clientVersion: "web-console",
-      codecs: state.codecs.names,
+      codecs: wireCodecs(state.codecs),
     }));
   };
   ws.onmessage = (event) => {
