@@ -6,11 +6,24 @@ latency at exactly the rates that matter (typing at 30 changes per second on
 a 30 fps stream). The bucket refills at ``fps`` and holds ``burst`` frames
 (a fifth of a second's worth by default): the average rate stays at ``fps``
 while each change goes out when it happens, jitter included.
+
+The cap is on work, so a frame is charged for what it is: a whole picture (a
+keyframe, a video frame, a large change) one token, a small lossless change
+(under :data:`SMALL_SHARE` of the screen: a typed word, the line a scroll
+uncovers) :data:`SMALL_COST`. A change that reaches the screen in two steps (a
+scroll's copy, then its new line) is then two small frames at once, not one
+frame and a wait for the bucket.
 """
 
 from __future__ import annotations
 
-__all__ = ["Pacer"]
+__all__ = ["SMALL_COST", "SMALL_SHARE", "Pacer"]
+
+SMALL_SHARE = 0.10
+"""A lossless frame that changed less of the screen than this is a small one."""
+
+SMALL_COST = 0.25
+"""What a small frame costs, in frames."""
 
 
 class Pacer:
@@ -36,7 +49,8 @@ class Pacer:
         self._refill(now)
         return 0.0 if self._tokens >= 1 else (1 - self._tokens) / self.fps
 
-    def sent(self, now: float) -> None:
-        """A frame went out at ``now``."""
+    def sent(self, now: float, small: bool = False) -> None:
+        """A frame went out at ``now``; ``small``: a small lossless change, which costs
+        :data:`SMALL_COST` of a frame."""
         self._refill(now)
-        self._tokens -= 1
+        self._tokens -= SMALL_COST if small else 1

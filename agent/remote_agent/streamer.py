@@ -32,7 +32,7 @@ from .bulk import PictureLoad
 from .devices import Devices
 from .flow import FlowWindow
 from .linkrate import DeliveryRate
-from .pacing import Pacer
+from .pacing import SMALL_SHARE, Pacer
 from .stream import StreamState
 
 __all__ = ["Streamer", "video_message", "wire_frame"]
@@ -292,7 +292,8 @@ class Streamer:
                 self.load.frame(self._clock() - started, 1 / state.fps())
                 self.flow.sent(self.sequence, self._clock())
                 self.rate.sent(self.sequence, len(data), self._clock())
-                pacer.sent(started)
+                pacer.sent(started, small=not key and spec.lossless and share is not None
+                           and share < SMALL_SHARE)
         finally:
             lossless[1].close()
             if videos is not None:

@@ -221,6 +221,26 @@ def test_pacer_sends_a_change_at_once_and_caps_the_average_rate():
     assert 99 <= sent <= 102
 
 
+def test_small_lossless_frames_cost_the_pacer_a_quarter_of_a_frame():
+    """A change that reaches the screen in two small steps (a scroll's move, then its
+    new line), 30 times a second on a 30 fps stream, never waits for the bucket; whole
+    frames at that rate would."""
+    from remote_agent.pacing import SMALL_COST, Pacer
+
+    assert SMALL_COST == 0.25
+    for small, waits in [(True, 0), (False, 1)]:
+        pacer = Pacer(fps=30)
+        waited = 0
+        for change in range(300):
+            now = change / 30
+            for step in (0.0, 0.002):
+                if pacer.wait_time(now + step) > 0:
+                    waited += 1
+                    continue
+                pacer.sent(now + step, small=small)
+        assert (waited > 100) == bool(waits), waited
+
+
 def test_pacer_rejects_nonsense():
     from remote_agent.pacing import Pacer
 

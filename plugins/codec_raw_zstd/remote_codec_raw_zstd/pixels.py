@@ -66,5 +66,16 @@ def put_rect(target: Flat, width: int, rect: Rect, pixels: Flat, offset: int = 0
 def move_rect(frame: bytearray, width: int, copy: CopyRect) -> None:
     """Do ``copy`` within ``frame``: its source, as it was before, lands on its target
     (they may overlap)."""
-    pixels = bytearray(rect_bytes(frame, width, copy.source))
-    put_rect(frame, width, copy.target, pixels)
+    if copy.src_y == copy.y:  # a move along the rows: each row may overlap itself
+        pixels = bytearray(rect_bytes(frame, width, copy.source))
+        put_rect(frame, width, copy.target, pixels)
+        return
+    # Up or down, row by row from the side that is read before it is written.
+    stride, length = width * 4, copy.width * 4
+    target = (copy.y * width + copy.x) * 4
+    source = (copy.src_y * width + copy.src_x) * 4
+    rows = range(copy.height) if copy.src_y > copy.y else range(copy.height - 1, -1, -1)
+    with memoryview(frame) as view:
+        for row in rows:
+            a, b = target + row * stride, source + row * stride
+            frame[a:a + length] = view[b:b + length]

@@ -184,9 +184,13 @@ def test_moves_are_done_in_order_each_on_the_picture_the_last_left() -> None:
     dec = RawZstdDecoder()
     picture = np.arange(64 * 64 * 4, dtype=np.uint32).astype(np.uint8).reshape(64, 64, 4)
     dec.decode(EncodedFrame(data=picture.tobytes(), keyframe=True, width=64, height=64))
-    out = np.asarray(dec.decode(frame_with(CopyRect(0, 0, 64, 32, 0, 16),
-                                           CopyRect(0, 40, 64, 8, 0, 0))))
+    moves = [CopyRect(0, 0, 64, 32, 0, 16),  # up, overlapping
+             CopyRect(0, 40, 64, 8, 0, 0),  # from what the first move left there
+             CopyRect(4, 30, 30, 20, 6, 22),  # down and sideways, overlapping
+             CopyRect(10, 50, 40, 10, 2, 50)]  # along its own rows, overlapping
+    out = np.asarray(dec.decode(frame_with(*moves)))
     expected = picture.copy()
-    expected[0:32] = picture[16:48]  # overlapping source and target
-    expected[40:48] = expected[0:8]  # what the first move left there
+    for c in moves:
+        expected[c.y:c.y + c.height, c.x:c.x + c.width] = \
+            expected[c.src_y:c.src_y + c.height, c.src_x:c.src_x + c.width].copy()
     assert np.array_equal(out, expected)
