@@ -83,7 +83,8 @@ class Encoder(ABC):
         :param dirty: rectangles the capture source knows changed, or ``None``
             when unknown (the encoder then finds them itself, if it cares).
         :param moves: what :meth:`find_moves` found for this same image, handed back to
-            be sent; only an encoder that finds moves is ever given any.
+            be sent. Only an encoder that finds moves is ever given any, and the agent
+            leaves the argument out otherwise, so an encoder written before it works.
         :returns: the frame, or ``None`` when nothing changed and nothing need be sent.
         :raises ValueError: an image it cannot take (wrong shape, a size the codec
             cannot code); the agent then restarts the stream.

@@ -332,6 +332,7 @@ class Streamer:
         hopeless = (video is not None and budget is not None
                     and changed * 4 / BEST_LOSSLESS_RATIO > budget)
         frame = (None if moving or hopeless
+                 else encoder.encode(image, keyframe=keyframe, dirty=dirty) if moves is None
                  else encoder.encode(image, keyframe=keyframe, dirty=dirty, moves=moves))
         too_big = budget is not None and (
             hopeless or (frame is not None and (len(frame.data) > budget or encoder.pending)))
