@@ -53,7 +53,7 @@ from remote_core.plugins import get_plugin_manager  # noqa: E402
 from remote_core.protocol import pb  # noqa: E402
 from remote_core.settings import PluginSettings  # noqa: E402
 from remote_core.testing.codec_contract import LINE_H, Desktop, video_like  # noqa: E402
-from remote_core.testing.xvfb import Painter, xvfb  # noqa: E402
+from remote_core.testing.xvfb import Painter, scroll_page, xvfb  # noqa: E402
 from remote_core.wsclient import ConnectionClosed, HandshakeError, connect  # noqa: E402
 
 WIDTH, HEIGHT = 1920, 1080
@@ -134,13 +134,8 @@ class Driver(threading.Thread):
             stamp(region, self.marker, mx - x0, my - y0)
             p.put_bgra(x0, y0, TYPING[0], TYPING[1], region.tobytes())
         elif self.scenario == "scrolling":  # CopyArea up one line, PutImage the new line
-            x0, y0, x1, _ = d.page
-            lines = d._lines * LINE_H  # the page's text area, as Desktop scrolls it
-            d.scroll(LINE_H)
-            p.scroll(x0, y0, x1 - x0, lines, LINE_H)
-            strip = d.image[y0 + lines - LINE_H:y0 + lines, x0:x1].copy()
-            stamp(strip, self.marker, mx - x0, my - (y0 + lines - LINE_H))
-            p.put_bgra(x0, y0 + lines - LINE_H, x1 - x0, LINE_H, strip.tobytes())
+            x0 = d.page[0]
+            scroll_page(p, d, lambda line, top: stamp(line, self.marker, mx - x0, my - top))
         elif self.scenario == "full screen":  # CopyArea of a whole new picture
             p.blit(self.movie[step % len(self.movie)], 0, 0, WIDTH, HEIGHT)
             for b, colour in enumerate(_colours(self.marker)):

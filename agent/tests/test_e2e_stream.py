@@ -15,8 +15,8 @@ from remote_server.testing.processes import AgentProcess
 from remote_viewer.client import open_viewer
 
 from remote_core.protocol import MAX_CLIPBOARD_BYTES, pb
-from remote_core.testing.codec_contract import LINE_H, Desktop
-from remote_core.testing.xvfb import blank_painter, pointer_location
+from remote_core.testing.codec_contract import Desktop
+from remote_core.testing.xvfb import blank_painter, pointer_location, scroll_page
 
 pytestmark = [pytest.mark.xvfb, pytest.mark.slow]
 
@@ -98,8 +98,6 @@ async def test_a_scrolling_page_goes_as_moves_and_stays_lossless(managed, painte
     uncovered line, so the stream stays lossless, small, and exact."""
     _, session, _ = managed
     desktop = Desktop(800, 600, seed=13)
-    x0, y0, x1, _ = desktop.page
-    lines = desktop._lines * LINE_H
     painter.put_bgra(0, 0, 800, 600, desktop.image.tobytes())
     painter.sync()
     async with open_viewer(server.url, api.viewer_token(session["id"])) as viewer:
@@ -107,10 +105,7 @@ async def test_a_scrolling_page_goes_as_moves_and_stays_lossless(managed, painte
         seen = viewer.frames_received
         codecs, moves, largest = set(), 0, 0
         for _ in range(45):
-            desktop.scroll(LINE_H)
-            painter.scroll(x0, y0, x1 - x0, lines, LINE_H)
-            strip = desktop.image[y0 + lines - LINE_H:y0 + lines, x0:x1]
-            painter.put_bgra(x0, y0 + lines - LINE_H, x1 - x0, LINE_H, strip.tobytes())
+            scroll_page(painter, desktop)
             painter.sync()
             await anyio.sleep(1 / 30)
             frame = viewer.latest

@@ -15,12 +15,16 @@ import os
 import select
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["Painter", "Xvfb", "blank_painter", "pointer_location", "shared_xvfb", "xvfb"]
+if TYPE_CHECKING:
+    from .codec_contract import Desktop
+
+__all__ = ["Painter", "Xvfb", "blank_painter", "pointer_location", "scroll_page",
+           "shared_xvfb", "xvfb"]
 
 _READY_TIMEOUT = 15.0
 _ATTEMPTS = 64
@@ -206,6 +210,24 @@ def blank_painter(display: str | None = None) -> Iterator[Painter]:
         yield painter
     finally:
         painter.close()
+
+
+def scroll_page(painter: Painter, desktop: Desktop,
+                mark: Callable[[Any, int], None] | None = None) -> None:
+    """Scroll ``desktop``'s page up a line and show that on the display as a text view
+    does: one CopyArea, then the uncovered line drawn. ``mark(line, top)`` may stamp the
+    line (a BGRA array) before it is drawn at row ``top`` of the screen."""
+    from .codec_contract import LINE_H
+
+    x0, y0, x1, _ = desktop.page
+    height = desktop._lines * LINE_H
+    desktop.scroll(LINE_H)
+    painter.scroll(x0, y0, x1 - x0, height, LINE_H)
+    top = y0 + height - LINE_H
+    line = desktop.image[top:top + LINE_H, x0:x1].copy()
+    if mark is not None:
+        mark(line, top)
+    painter.put_bgra(x0, top, x1 - x0, LINE_H, line.tobytes())
 
 
 async def pointer_location(env: dict[str, str]) -> tuple[int, int]:

@@ -27,8 +27,8 @@ import pytest
 from remote_server.testing.processes import ADMIN_PASSWORD, AgentProcess, Api, ServerProcess
 
 from remote_core.testing.browser import log_in, wait_until, watched_context
-from remote_core.testing.codec_contract import LINE_H, Desktop
-from remote_core.testing.xvfb import Painter, Xvfb, xvfb
+from remote_core.testing.codec_contract import Desktop
+from remote_core.testing.xvfb import Painter, Xvfb, scroll_page, xvfb
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xvfb]
 
@@ -263,8 +263,6 @@ def test_a_scroll_is_drawn_as_a_move_pixel_exact(attended: Attended, display: Xv
     (the page lists raw_copy) plus the uncovered lines, exactly, with the default codec."""
     viewer = attended.viewer
     desktop = Desktop(WIDTH, HEIGHT, seed=21)
-    x0, y0, x1, _ = desktop.page
-    lines = desktop._lines * LINE_H
     painter = Painter(display.display)
     try:
         painter.put_bgra(0, 0, WIDTH, HEIGHT, desktop.image.tobytes())
@@ -272,10 +270,7 @@ def test_a_scroll_is_drawn_as_a_move_pixel_exact(attended: Attended, display: Xv
         wait_until(lambda: canvas_shows(viewer, desktop.image), what="the page, exactly")
         moves = viewer.evaluate("window.remoteViewer.moves")
         for step in range(24):
-            desktop.scroll(LINE_H)
-            painter.scroll(x0, y0, x1 - x0, lines, LINE_H)
-            strip = desktop.image[y0 + lines - LINE_H:y0 + lines, x0:x1]
-            painter.put_bgra(x0, y0 + lines - LINE_H, x1 - x0, LINE_H, strip.tobytes())
+            scroll_page(painter, desktop)
             painter.sync()
             if step < 4:  # each one exact at once, long before a keyframe (10 s) could be
                 wait_until(lambda: canvas_shows(viewer, desktop.image), timeout=3,
