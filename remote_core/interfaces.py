@@ -94,7 +94,9 @@ class Encoder(ABC):
                    dirty: Sequence[Rect] | None = None) -> Moves | None:
         """The part of the change to ``image`` that is a move of what the viewers already
         have (a scrolled page), which this encoder can send as copies instead of pixels;
-        ``None`` when nothing moved, or the encoder sends no moves (this default).
+        ``None`` when nothing moved, or the encoder sends no moves (this default). An
+        answer without copies is what changed, found by the encoder's own comparison,
+        handed back so that :meth:`encode` need not compare again.
 
         Nothing changes until :meth:`encode` is given the result; the agent asks before it
         decides whether a large change is motion, so a scroll stays a small change."""

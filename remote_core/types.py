@@ -107,8 +107,9 @@ class CopyRect:
 @dataclass(frozen=True, slots=True)
 class Moves:
     """What an encoder found of a change that it can send as moves (:meth:`Encoder.find_moves
-    <remote_core.interfaces.Encoder.find_moves>`): the copies, and the rectangles whose
-    pixels are still to be sent once they are done."""
+    <remote_core.interfaces.Encoder.find_moves>`): the copies (none, when it only found
+    what changed), and the rectangles whose pixels are still to be sent once they are
+    done."""
 
     copies: tuple[CopyRect, ...]
     rest: tuple[Rect, ...]

@@ -59,7 +59,10 @@ class RawZstdEncoder(Encoder):
     def find_moves(self, image: Any, dirty: Sequence[Rect] | None = None) -> Moves | None:
         """A scroll in one of the largest changed rectangles, as one move and the rows
         left to send; ``None`` while the viewers do not all draw moves, while parts are
-        owed, when a keyframe is due, or when nothing scrolled."""
+        owed, when a keyframe is due, or when nothing scrolled in what the capture said
+        changed. Without the capture's word it compares for itself, and then answers
+        even when nothing scrolled (no copies), so that :meth:`encode` does not compare
+        the frame again."""
         if not self._moves or self._owing or self._clock.due():
             return None
         current, w, h = flat(image)
@@ -73,7 +76,7 @@ class RawZstdEncoder(Encoder):
             if scroll is not None:
                 rest = (*rects[:index], *scroll.rest, *rects[index + 1:])
                 return Moves(copies=(scroll.copy,), rest=rest)
-        return None
+        return None if dirty is not None else Moves(copies=(), rest=tuple(rects))
 
     def encode(self, image: Any, *, keyframe: bool = False,
                dirty: Sequence[Rect] | None = None,

@@ -113,9 +113,27 @@ def test_a_viewer_that_draws_moves_gets_a_scroll_as_one_small_exact_frame() -> N
     desktop.scroll(LINE_H)
     image = desktop.image.copy()
     moves = moving.find_moves(image)
-    assert moves is not None
+    assert moves is not None and len(moves.copies) == 1
     assert np.array_equal(np.asarray(decoder.decode(wire(moving.encode(image, moves=moves)))),
                           image)
+
+
+def test_without_damage_the_comparison_is_handed_back_not_done_twice() -> None:
+    """No scroll in a change the capture did not describe: the answer is what the
+    encoder's comparison found, and encoding with it is encoding as before."""
+    desktop = Desktop(W, H, seed=9)
+    once, again = encoder(COPY_EXTENSION), encoder(COPY_EXTENSION)
+    image = desktop.image.copy()
+    once.encode(image, keyframe=True)
+    again.encode(image, keyframe=True)
+    before = image
+    desktop.type(12)
+    image = desktop.image.copy()
+    moves = once.find_moves(image)
+    assert moves is not None and not moves.copies
+    assert list(moves.rest) == damage(before, image)
+    assert once.encode(image, moves=moves) == again.encode(image)
+    assert once.find_moves(image, damage(before, image)) is None  # the capture's word
 
 
 def test_an_encoder_for_viewers_that_do_not_draw_moves_finds_none() -> None:
