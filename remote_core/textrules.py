@@ -8,16 +8,20 @@ Either way a control character or a NUL never reaches the store, on any path
 
 from __future__ import annotations
 
+import re
+
 __all__ = ["MAX_REASON", "MAX_TAGS", "MAX_TEXT", "acceptable", "escaped", "printable"]
 
 MAX_TEXT = 200
 MAX_TAGS = 64
 MAX_REASON = 200
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
 
 def printable(text: str) -> bool:
     """No C0 control character (NUL, newline, escape ...) and no DEL."""
-    return not any(ord(c) < 32 or ord(c) == 127 for c in text)
+    return _CONTROL.search(text) is None
 
 
 def acceptable(text: str) -> bool:

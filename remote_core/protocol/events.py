@@ -8,10 +8,17 @@ from typing import Any, TypeVar
 from google.protobuf.message import Message
 
 from ._wire import DecodeError, pb
+from .errors import RemoteProtocolError
 
 __all__ = ["Dropped", "Inbound", "ProtocolEvent"]
 
 M = TypeVar("M", bound=Message)
+
+
+_PAYLOADS: dict[str, type[Message]] = {
+    field.name: field.message_type._concrete_class
+    for field in pb.Message.DESCRIPTOR.fields if field.message_type is not None}
+"""Each ``Message`` field's payload class, by kind: looked up once, not per message."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +39,7 @@ class Inbound:
 
         :raises RemoteProtocolError: (1007) if the payload bytes are not valid protobuf.
         """
-        from .errors import RemoteProtocolError
-
-        message = pb.Message.DESCRIPTOR.fields_by_name[self.kind].message_type._concrete_class()
+        message = _PAYLOADS[self.kind]()
         try:
             message.ParseFromString(self.data[self.offset:])
         except DecodeError as exc:
