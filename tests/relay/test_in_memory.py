@@ -97,6 +97,7 @@ async def relay() -> AsyncIterator[Relay]:
                         audit=Audit(store, plugins, writes))
     async with anyio.create_task_group() as group:
         writes.start(group)
+        group.start_soon(registry.silence.run)
         yield Relay(registry, store, group, MemoryRateLimiter(), users)
         await registry.shutdown("test over")
         group.cancel_scope.cancel()
@@ -213,3 +214,4 @@ async def test_an_idle_agents_unchanged_reports_are_written_in_batches(relay: Re
     after = await relay.store.get_machine(machine_id)
     assert after is not None and after.last_seen is not None
     assert before.last_seen is None or after.last_seen > before.last_seen
+

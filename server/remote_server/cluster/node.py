@@ -39,7 +39,7 @@ from remote_core.errors import SessionRefused
 from remote_core.protocol import CloseCode, Connection, Inbound, RemoteProtocolError, Role
 from remote_core.records import utcnow
 
-from ..relay.peer import Transport, ViewerVerifier, serve_viewer
+from ..relay.peer import InlineAnswer, Transport, ViewerVerifier, serve_viewer
 from ..relay.registry import Registry
 from ..relay.session import SessionSnapshot
 from ..settings import ServerSettings
@@ -98,6 +98,9 @@ class _Replayed:
 
     async def close(self, code: int, reason: str) -> None:
         await self._transport.close(code, reason)
+
+    def answer_inline(self, answer: InlineAnswer | None) -> None:
+        self._transport.answer_inline(answer)
 
 
 class ClusterNode:

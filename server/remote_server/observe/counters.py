@@ -15,9 +15,10 @@ __all__ = ["AUTH_FAILURES", "AUTH_METHODS", "RATE_LIMITED", "RELAY", "RelayCount
 
 
 class RelayCounts:
-    """Video through the relay, since the process started."""
+    """Video through the relay, and heartbeats answered inline, since the process started."""
 
-    __slots__ = ("bytes_in", "bytes_out", "frames_dropped", "frames_in", "frames_out")
+    __slots__ = ("bytes_in", "bytes_out", "frames_dropped", "frames_in", "frames_out",
+                 "heartbeats_inline")
 
     def __init__(self) -> None:
         self.frames_in = 0  # video frames received from agents
@@ -25,6 +26,7 @@ class RelayCounts:
         self.frames_out = 0  # video frames handed to a viewer's socket
         self.bytes_out = 0
         self.frames_dropped = 0  # frames a viewer's outbox dropped (slow, or wrong codec)
+        self.heartbeats_inline = 0  # answered as read, the socket's reader not woken
 
 
 RELAY = RelayCounts()

@@ -75,7 +75,10 @@ class _Live(Collector):
                  RELAY.bytes_out),
                 ("video_frames_dropped", "Video frames dropped for a viewer that fell behind "
                                          "(or does not decode their codec)",
-                 RELAY.frames_dropped)):
+                 RELAY.frames_dropped),
+                ("heartbeats_answered_inline", "Heartbeats answered as they were read, "
+                                               "without waking the socket's reader",
+                 RELAY.heartbeats_inline)):
             yield CounterMetricFamily(f"remote_support_{name}", doc, value=value)
         auth = CounterMetricFamily("remote_support_auth_failures",
                                    "Refused credentials, by method", labels=["method"])

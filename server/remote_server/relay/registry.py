@@ -54,6 +54,7 @@ from .rules import (
     viewing_refusal,
 )
 from .session import Session, SessionSnapshot
+from .silence import SilenceWatch
 from .transfers import Ended, Transfer, TransferBook, TransferError
 
 __all__ = ["HANDLERS", "Handler", "Registry"]
@@ -84,6 +85,8 @@ class Registry:
         self._no_sockets = anyio.Event()
         self._no_sockets.set()
         self._seen: dict[str, datetime] = {}  # agents heard from, not yet written
+        self.silence = SilenceWatch(settings.heartbeat_timeout)
+        """Closes silent sockets; its :meth:`~SilenceWatch.run` runs beside :meth:`keep_seen`."""
 
     # -- start-up --------------------------------------------------------------------------
     async def restore(self, *, sole: bool = True) -> None:

@@ -17,6 +17,8 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from remote_core.protocol import Connection, Dropped, Inbound, Role, pb, wrap
 
+from ..relay.peer import InlineAnswer
+
 __all__ = ["FakePeer", "FakeTransport"]
 
 
@@ -31,13 +33,18 @@ class FakeTransport:
             anyio.create_memory_object_stream(math.inf))
         self.closed: tuple[int, str] | None = None
         """The close code and reason the server sent, once it has."""
+        self._answer: InlineAnswer | None = None
+        self._waiting = False
 
     # -- the server's side (the Transport protocol) ------------------------------------
     async def receive(self) -> bytes | str | None:
+        self._waiting = True
         try:
             return await self._in[1].receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError):
             return None
+        finally:
+            self._waiting = False
 
     async def send(self, data: bytes) -> None:
         if self.closed is not None:
@@ -50,9 +57,19 @@ class FakeTransport:
         self._out[0].close()
         self._in[0].close()
 
+    def answer_inline(self, answer: InlineAnswer | None) -> None:
+        self._answer = answer
+
     # -- the test's side -----------------------------------------------------------------
     def put(self, data: bytes | str) -> None:
-        """What the peer sends the server."""
+        """What the peer sends the server; what the server answers inline is answered at
+        once, as the real socket does (while the server waits for the next message)."""
+        if (self._answer is not None and self._waiting and isinstance(data, bytes)
+                and self.closed is None and not self._in[1].statistics().current_buffer_used):
+            reply = self._answer(data)
+            if reply is not None:
+                self._out[0].send_nowait(reply)
+                return
         self._in[0].send_nowait(data)
 
     def hang_up(self) -> None:

@@ -131,6 +131,7 @@ def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
                     writes.start(group)
                     group.start_soon(keep_fresh, tokens, settings, store)
                     group.start_soon(registry.keep_seen)
+                    group.start_soon(registry.silence.run)
                     retention = settings.retention_rules()
                     if retention.shortest:
                         group.start_soon(keep_recordings, store, recordings, audit, retention)

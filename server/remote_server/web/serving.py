@@ -31,6 +31,7 @@ from .problem import PROBLEM_MEDIA_TYPE
 from .problem_types import BY_SLUG
 from .startup import QuietStartup, log_listeners, log_start
 from .tls import CertificateReloader
+from .wsprotocol import RelayWebSocketProtocol
 
 __all__ = ["MAX_HEADER_BYTES", "MAX_HEADER_FIELDS", "SHUTDOWN_REASON", "BoundedH11Protocol",
            "HideQueryStrings", "Server", "log_config", "serve", "tune_allocator",
@@ -169,7 +170,9 @@ def uvicorn_config(app: Any, settings: ServerSettings, **overrides: Any) -> uvic
         # 100 MB header); after the upgrade, WebSockets never pass through it.
         "http": BoundedH11Protocol,
         "h11_max_incomplete_event_size": MAX_HEADER_BYTES,
-        "ws": settings.ws_impl,
+        # the shipped implementation, answering heartbeats as it reads them (wsprotocol)
+        "ws": (RelayWebSocketProtocol if settings.ws_impl == "websockets-sansio"
+               else settings.ws_impl),
         "loop": settings.loop,
         "ws_max_size": settings.max_message_bytes,
         "ws_per_message_deflate": False,  # video is already compressed (see README)

@@ -21,12 +21,13 @@ from remote_core.logsafe import peer_text
 from remote_core.protocol import CloseCode
 
 from ..observe.counters import rate_limited
-from ..relay.peer import serve_agent, serve_viewer
+from ..relay.peer import InlineAnswer, serve_agent, serve_viewer
 from .clientip import client_ip
 from .context import ServerContext
 from .origin import check_origin
 from .pending import Slot
 from .viewers import viewer_verifier
+from .wsprotocol import INLINE_ANSWERS, InlineAnswers
 
 __all__ = ["routes"]
 
@@ -44,11 +45,13 @@ class AsgiTransport:
         socket's ``SessionRequest`` has been answered, it is no longer pending.
     """
 
-    def __init__(self, receive: Receive, send: Send,
+    def __init__(self, scope: Scope, receive: Receive, send: Send,
                  answered: Callable[[], None] | None = None) -> None:
         self._receive = receive
         self._send = send
         self._answered = answered
+        self._inline: InlineAnswers | None = scope.get("extensions", {}).get(INLINE_ANSWERS)
+        self._answer: InlineAnswer | None = None
 
     def _settle(self) -> None:
         if self._answered is not None:
@@ -56,7 +59,15 @@ class AsgiTransport:
             self._answered = None
 
     async def receive(self) -> bytes | str | None:
-        message = await self._receive()
+        inline = self._inline
+        if inline is None or self._answer is None:
+            message = await self._receive()
+        else:
+            inline.answer = self._answer  # only while the reader waits: a reply never
+            try:                          # overtakes what the peer said before
+                message = await self._receive()
+            finally:
+                inline.answer = None
         if message["type"] == "websocket.disconnect":
             return None
         data = message.get("bytes")
@@ -72,6 +83,12 @@ class AsgiTransport:
     async def close(self, code: int, reason: str) -> None:
         self._settle()
         await self._send({"type": "websocket.close", "code": code, "reason": reason})
+
+    def answer_inline(self, answer: InlineAnswer | None) -> None:
+        """Through the server's :class:`InlineAnswers`, offered while :meth:`receive` waits
+        (under another WebSocket implementation, ``ws_impl``, there is none: every
+        message comes to :meth:`receive`)."""
+        self._answer = answer
 
 
 def _context(websocket: WebSocket) -> ServerContext:
@@ -113,7 +130,7 @@ async def agent_socket(scope: Scope, receive: Receive, send: Send) -> None:
     async with _pending(websocket, ctx, address) as slot:
         if slot is None:
             return
-        await serve_agent(AsgiTransport(receive, send, slot.release), ctx.registry,
+        await serve_agent(AsgiTransport(scope, receive, send, slot.release), ctx.registry,
                           ctx.limiter, client_ip=address,
                           machine_uid=websocket.headers.get("x-machine-uid"))
 
@@ -128,7 +145,7 @@ async def viewer_socket(scope: Scope, receive: Receive, send: Send) -> None:
     async with _pending(websocket, ctx, address) as slot:
         if slot is None:
             return
-        transport = AsgiTransport(receive, send, slot.release)
+        transport = AsgiTransport(scope, receive, send, slot.release)
         hint = websocket.query_params.get("session_id") or None
         if ctx.cluster is not None:
             await ctx.cluster.serve_viewer(transport, client_ip=address, session_hint=hint)

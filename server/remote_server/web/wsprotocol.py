@@ -1,0 +1,59 @@
+"""uvicorn's WebSocket protocol, able to answer some messages where it reads them.
+
+Each message an ASGI app receives costs a queue put, a task woken, a pause and a
+resume of reading, and its reply the same again on the way out. An idle fleet's
+traffic is nearly all heartbeats; the relay answers those through
+:class:`InlineAnswers`, which this protocol puts in the socket's ASGI scope
+(``scope["extensions"]``): a reply it gives is written at once, and the message
+never reaches the app. The app offers an answer only while it waits for the next
+message, and nothing is answered while messages wait in the queue, so a reply
+never overtakes what the peer said before. Everything else takes uvicorn's path
+unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+
+from ..relay.peer import InlineAnswer
+
+__all__ = ["INLINE_ANSWERS", "InlineAnswers", "RelayWebSocketProtocol"]
+
+INLINE_ANSWERS = "remote_support.inline_answers"
+"""The scope extension naming a socket's :class:`InlineAnswers`."""
+
+
+class InlineAnswers:
+    """What the app wants answered on one socket; it sets :attr:`answer`, or None."""
+
+    __slots__ = ("answer",)
+
+    def __init__(self) -> None:
+        self.answer: InlineAnswer | None = None
+
+
+class RelayWebSocketProtocol(WebSocketsSansIOProtocol):
+    """``websockets-sansio``, the shipped implementation, with :class:`InlineAnswers`."""
+
+    inline: InlineAnswers | None = None
+
+    def handle_connect(self, event: Any) -> None:
+        super().handle_connect(event)
+        scope = getattr(self, "scope", None)
+        if scope is not None:  # an upgrade accepted (a refused one has no scope)
+            self.inline = InlineAnswers()
+            scope["extensions"][INLINE_ANSWERS] = self.inline
+
+    def handle_bytes(self, event: Any) -> None:
+        inline = self.inline
+        if (inline is not None and inline.answer is not None and event.fin
+                and self.queue.empty() and not self.close_sent
+                and not self.transport.is_closing()):
+            reply = inline.answer(bytes(event.data))
+            if reply is not None:
+                self.conn.send_binary(reply)
+                self.transport.write(b"".join(self.conn.data_to_send()))
+                return
+        super().handle_bytes(event)

@@ -1,0 +1,60 @@
+"""Heartbeats answered where the socket reads them (``web/wsprotocol.py``), never ahead of
+what the peer said before them, and never differently from the reader's own answer."""
+
+from __future__ import annotations
+
+import anyio
+import pytest
+from remote_server.observe.counters import RELAY
+from remote_server.testing.liveserver import LiveServer
+
+from remote_core.protocol import pb, wrap
+
+from .conftest import Admin, Peer
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_an_idle_agents_heartbeats_are_answered_as_they_are_read(
+        server: LiveServer, admin: Admin) -> None:
+    agent = await Peer.agent(server, admin.keyed_machine()[1])
+    await agent.accepted()
+    await anyio.sleep(0.2)  # the reader waits for the next message: nothing is pending
+    before = RELAY.heartbeats_inline
+    for timestamp in range(1, 6):
+        await agent.send("heartbeat", pb.Heartbeat(timestamp=timestamp))
+        ack = await agent.expect("heartbeat_ack")
+        assert ack.client_timestamp == timestamp and ack.server_timestamp > 0
+        await anyio.sleep(0.05)
+    assert RELAY.heartbeats_inline - before == 5
+
+
+async def test_a_heartbeats_answer_never_overtakes_what_came_before_it(
+        server: LiveServer, admin: Admin) -> None:
+    """A client may use a heartbeat as a barrier: once its ack is in, everything it sent
+    before has been handled (here: a view-only viewer's key press dropped). A heartbeat
+    read behind a message still waiting for the reader is left to the reader."""
+    agent = await Peer.agent(server, admin.keyed_machine()[1])
+    session_id = await agent.accepted()
+    viewer = await Peer.viewer(server, admin.technician("view").viewer_token(session_id))
+    await viewer.accepted()
+    link = next(iter(server.ctx.registry.live(session_id).viewers.values()))
+    for presses in range(1, 11):
+        before = RELAY.heartbeats_inline
+        protocol = viewer.ws.protocol  # both messages in one write: read together
+        protocol.send_binary(wrap("key_event", pb.KeyEvent(down=True, vk_code=65)))
+        protocol.send_binary(wrap("heartbeat", pb.Heartbeat(timestamp=presses)))
+        viewer.ws.transport.write(b"".join(protocol.data_to_send()))
+        assert (await viewer.expect("heartbeat_ack")).client_timestamp == presses
+        assert link.conn.dropped["key_event"] == presses
+        assert RELAY.heartbeats_inline == before  # the reader answered, in order
+        await anyio.sleep(0.05)
+
+
+async def test_a_heartbeat_that_does_not_parse_still_closes_the_socket_with_1007(
+        server: LiveServer, admin: Admin) -> None:
+    agent = await Peer.agent(server, admin.keyed_machine()[1])
+    await agent.accepted()
+    await anyio.sleep(0.2)
+    await agent.ws.send(b"\x92\x03\x01\xff")  # field 50 (heartbeat), one byte of garbage
+    assert (await agent.closed())[0] == 1007
