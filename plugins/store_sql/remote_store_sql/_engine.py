@@ -27,6 +27,7 @@ import sqlalchemy as sa
 from sqlalchemy import event, exc
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+from sqlalchemy.pool import NullPool
 
 from remote_core.errors import ConflictError, StoreError
 
@@ -77,12 +78,16 @@ class Runner:
         else:
             options.update(pool_size=10, max_overflow=20)
         self._async: AsyncEngine | None = None
+        self._probe: AsyncEngine | Engine | None = None
         try:
             if self.is_async:
                 self._async = create_async_engine(url, **options)
                 self.engine: Engine = self._async.sync_engine
             else:
                 self.engine = sa.create_engine(url, **options)
+            if self.dialect != "sqlite":  # a server's own connection: see ping()
+                self._probe = (create_async_engine(url, poolclass=NullPool) if self.is_async
+                               else sa.create_engine(url, poolclass=NullPool))
         except ImportError as error:
             extra = (" (pip install 'remote-store-sql[postgres]')"
                      if self.dialect == "postgresql" else "")
@@ -115,6 +120,30 @@ class Runner:
             raise StoreError(f"cannot reach the database at {_where(self.url)}: "
                              f"{type(error).__name__}: {error}") from error
 
+    async def ping(self) -> None:
+        """Ask the database for ``SELECT 1``; raises :class:`StoreError` if it does not answer.
+
+        A database server is asked on a connection of the ping's own, outside the pool: in
+        a storm of admissions every pooled connection is busy and the pool's queue is
+        seconds long, and a readiness check waiting in it would make the load balancer
+        take a working node out (and, with ``shutdown-sessions``, cut all its agents off,
+        who then storm the other nodes)."""
+        probe = self._probe
+        if probe is None:
+            await self.read(_select_one)
+            return
+        try:
+            if isinstance(probe, AsyncEngine):
+                async with probe.connect() as aconn:
+                    await aconn.execute(_SELECT_ONE)
+            else:
+                await anyio.to_thread.run_sync(_probe_sync, probe)
+        except exc.SQLAlchemyError as error:
+            raise StoreError(f"database error: {_describe(error)}") from error
+        except OSError as error:
+            raise StoreError(f"cannot reach the database at {_where(self.url)}: "
+                             f"{type(error).__name__}: {error}") from error
+
     def _in_thread(self, fn: Callable[..., T], args: tuple[Any, ...], write: bool) -> T:
         with self.engine.connect() as conn:
             conn.execution_options(remote_write=write)
@@ -126,6 +155,22 @@ class Runner:
             await self._async.dispose()
         else:
             await anyio.to_thread.run_sync(self.engine.dispose)
+        if isinstance(self._probe, AsyncEngine):
+            await self._probe.dispose()
+        elif self._probe is not None:
+            self._probe.dispose()
+
+
+_SELECT_ONE = sa.text("SELECT 1")
+
+
+def _select_one(conn: Connection) -> bool:
+    return bool(conn.execute(_SELECT_ONE).scalar_one() == 1)
+
+
+def _probe_sync(engine: Engine) -> None:
+    with engine.connect() as conn:
+        conn.execute(_SELECT_ONE)
 
 
 def make_runner(url: str) -> Runner:

@@ -13,7 +13,6 @@ import logging
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from remote_core.errors import ConflictError, StoreError
@@ -83,9 +82,10 @@ class SqlStore(Store):
 
     async def ping(self) -> bool:
         try:
-            return await self._runner.read(_select_one)
+            await self._runner.ping()
         except StoreError:
             return False
+        return True
 
     async def get_or_create_secret(self, name: str, value: str) -> str:
         return await self._runner.write(_accounts.get_or_create_secret, name, value, utcnow())
@@ -401,10 +401,6 @@ class SqlStore(Store):
 
     async def prune_webhook_deliveries(self, before: datetime) -> int:
         return await self._runner.write(_webhooks.prune_webhook_deliveries, before)
-
-
-def _select_one(conn: Connection) -> bool:
-    return bool(conn.execute(sa.text("SELECT 1")).scalar_one() == 1)
 
 
 def _by_id(conn: Connection, agent_id: str) -> Machine | None:
