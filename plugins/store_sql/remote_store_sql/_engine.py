@@ -79,6 +79,9 @@ class Runner:
             options.update(pool_size=10, max_overflow=20)
         self._async: AsyncEngine | None = None
         self._probe: AsyncEngine | Engine | None = None
+        self._probe_lock = anyio.Lock()
+        self._probes = 0  # probes done, and how the last one went
+        self._probed: StoreError | None = None
         try:
             if self.is_async:
                 self._async = create_async_engine(url, **options)
@@ -127,11 +130,25 @@ class Runner:
         a storm of admissions every pooled connection is busy and the pool's queue is
         seconds long, and a readiness check waiting in it would make the load balancer
         take a working node out (and, with ``shutdown-sessions``, cut all its agents off,
-        who then storm the other nodes)."""
+        who then storm the other nodes).
+
+        Anyone may ask (``/readyz`` is public): one probe at a time, and the callers that
+        waited for it share its answer, so a flood of checks holds at most one connection
+        of the database's and opens one per probe, never one per caller."""
         probe = self._probe
         if probe is None:
             await self.read(_select_one)
             return
+        seen = self._probes
+        async with self._probe_lock:
+            if self._probes == seen:  # no probe finished while this caller waited
+                self._probed = await self._probe_once(probe)
+                self._probes += 1
+            failed = self._probed
+        if failed is not None:
+            raise failed
+
+    async def _probe_once(self, probe: AsyncEngine | Engine) -> StoreError | None:
         try:
             if isinstance(probe, AsyncEngine):
                 async with probe.connect() as aconn:
@@ -139,10 +156,11 @@ class Runner:
             else:
                 await anyio.to_thread.run_sync(_probe_sync, probe)
         except exc.SQLAlchemyError as error:
-            raise StoreError(f"database error: {_describe(error)}") from error
+            return StoreError(f"database error: {_describe(error)}")
         except OSError as error:
-            raise StoreError(f"cannot reach the database at {_where(self.url)}: "
-                             f"{type(error).__name__}: {error}") from error
+            return StoreError(f"cannot reach the database at {_where(self.url)}: "
+                              f"{type(error).__name__}: {error}")
+        return None
 
     def _in_thread(self, fn: Callable[..., T], args: tuple[Any, ...], write: bool) -> T:
         with self.engine.connect() as conn:

@@ -16,7 +16,9 @@ import pytest
 from remote_store_sql import _engine
 from remote_store_sql.store import SqlStore
 from remote_store_sql.testing import Database
+from sqlalchemy import event
 from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from remote_core.errors import ConflictError, StoreError
 from remote_core.plugins import get_plugin_manager
@@ -213,3 +215,24 @@ class TestOtherDrivers(StoreContract):
                  scratch: Callable[[str], Database]) -> Database:
         driver = str(request.param)
         return scratch(driver.split("+", 1)[0]).with_driver(driver)
+
+
+@pytest.mark.anyio
+async def test_a_flood_of_readiness_pings_costs_postgresql_one_connection(
+        postgres_scratch: Database) -> None:
+    """``/readyz`` is public: the ping's own connection (outside the pool) is opened by
+    one probe at a time, and the callers that waited for it share its answer."""
+    store = SqlStore(postgres_scratch.url)
+    await store.open()
+    opened: list[object] = []
+    try:
+        probe = store._runner._probe
+        assert isinstance(probe, AsyncEngine)
+        event.listen(probe.sync_engine, "connect", lambda *_: opened.append(1))
+        async with anyio.create_task_group() as group:
+            for _ in range(50):
+                group.start_soon(store.ping)
+        assert len(opened) == 1
+        assert await store.ping() and len(opened) == 2  # a caller after it: a fresh look
+    finally:
+        await store.close()
