@@ -5,53 +5,42 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import psycopg
 from remote_server.testing.deviations import test_settings
 from remote_server.testing.liveserver import ApiClient, assert_problem, live_server
+from remote_store_sql.testing import postgres_database
+from sqlalchemy.engine import make_url
 
-from remote_core.testing.services import POSTGRES_ADMIN_URL, require_service, unique_name
+from remote_core.testing.services import POSTGRES_ADMIN_URL
 
 POOLED = 30
 """The store's pool on PostgreSQL: 10 connections and 20 more on demand."""
 
 
 def test_readyz_is_503_when_the_database_is_gone() -> None:
-    require_service("PostgreSQL", "127.0.0.1", 5432)
-    import psycopg
-
-    name = unique_name("ready")
-    with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    url = POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    try:
-        settings = test_settings(database_url=url, admin_password="ready-admin-password")
+    with postgres_database("ready") as database:
+        settings = test_settings(database_url=database.url,
+                                 admin_password="ready-admin-password")
         with live_server(settings) as server:
             client = ApiClient(server)
             assert client.get("/readyz").json()["status"] == "ready"
+            name = make_url(database.url).database
             with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as conn:
                 conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
             assert_problem(client.get("/readyz"), 503, "database")
             assert client.get("/healthz").status_code == 200, "the process itself is alive"
-    finally:
-        with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def test_readyz_answers_while_every_pooled_connection_is_busy() -> None:
     """A storm of admissions keeps the pool's connections busy and its queue long; the
     readiness check asks on a connection of its own, so a load balancer does not take a
     working node out of rotation (and cut its agents off)."""
-    require_service("PostgreSQL", "127.0.0.1", 5432)
-    import psycopg
-
-    name = unique_name("busy")
-    with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    url = POSTGRES_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    try:
-        settings = test_settings(database_url=url, admin_password="busy-admin-password")
+    with postgres_database("busy") as database:
+        settings = test_settings(database_url=database.url,
+                                 admin_password="busy-admin-password")
         with live_server(settings) as server, ThreadPoolExecutor(POOLED + 10) as pool:
             admin = ApiClient(server).login("admin", "busy-admin-password")
-            with psycopg.connect(url) as locker:  # every machine read waits on this lock
+            with psycopg.connect(database.url) as locker:  # machine reads wait on its lock
                 locker.execute("LOCK TABLE machines IN ACCESS EXCLUSIVE MODE")
                 waiting = [pool.submit(admin.get, "/api/machines")
                            for _ in range(POOLED + 10)]
@@ -61,9 +50,6 @@ def test_readyz_answers_while_every_pooled_connection_is_busy() -> None:
                 assert r.status_code == 200 and r.json()["status"] == "ready"
                 locker.rollback()
             assert all(f.result(timeout=60).status_code == 200 for f in waiting)
-    finally:
-        with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def test_readyz_is_503_once_the_server_is_shutting_down(tmp_path) -> None:
