@@ -159,15 +159,15 @@ def _heartbeat(link: Link, event: Inbound) -> str | None:
     return None
 
 
-def _inline_answers(link: Link) -> InlineAnswer:
+def _inline_answers(link: Link, alone: Callable[[], bool]) -> InlineAnswer:
     """Heartbeats answered where they are read. They are most of what an idle fleet says
     (10,000 agents: 667 a second), and the reader's path costs a task switch on each side
     of the outbox."""
     conn = link.conn
 
     def answer(data: bytes) -> bytes | None:
-        if link.closed or link.outbox:  # nor before what the server queued for the peer
-            return None
+        if link.closed or link.outbox or not alone():  # nor before what the server
+            return None  # queued for the peer, or what another peer's message brings
         beat = conn.heartbeat(data)
         if beat is None:
             return None
@@ -195,12 +195,13 @@ CONNECTION_HANDLERS: Mapping[str, Callable[[Link, Inbound], str | None]] = {
 
 async def _run(transport: Transport, link: Link, watch: SilenceWatch,
                read: Callable[[], Awaitable[str]],
-               extras: Sequence[Callable[[], Coroutine[Any, Any, None]]] = ()) -> str:
+               extras: Sequence[Callable[[], Coroutine[Any, Any, None]]] = (),
+               alone: Callable[[], bool] = lambda: False) -> str:
     """Run reader and writer (and ``extras``, the session's own tasks) under ``watch``
     until the socket ends; return why it ended."""
     reason = ""
     watch.watch(link)
-    transport.answer_inline(_inline_answers(link))
+    transport.answer_inline(_inline_answers(link, alone))
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(_writer, transport, link, group)
@@ -325,7 +326,8 @@ async def _serve_session_agent(transport: Transport, registry: Registry,
         extras = [consent] if session.consent is not None else []
         if session.recorder is not None:
             extras.append(session.recorder.run)  # writes the recording's segments
-        reason = await _run(transport, link, registry.silence, read, extras)
+        reason = await _run(transport, link, registry.silence, read, extras,
+                            alone=lambda: not session.viewers)
     finally:
         with anyio.CancelScope(shield=True):
             await registry.agent_gone(session, reason)
