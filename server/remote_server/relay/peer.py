@@ -196,12 +196,13 @@ CONNECTION_HANDLERS: Mapping[str, Callable[[Link, Inbound], str | None]] = {
 async def _run(transport: Transport, link: Link, watch: SilenceWatch,
                read: Callable[[], Awaitable[str]],
                extras: Sequence[Callable[[], Coroutine[Any, Any, None]]] = (),
-               alone: Callable[[], bool] = lambda: False) -> str:
+               alone: Callable[[], bool] | None = None) -> str:
     """Run reader and writer (and ``extras``, the session's own tasks) under ``watch``
     until the socket ends; return why it ended."""
     reason = ""
     watch.watch(link)
-    transport.answer_inline(_inline_answers(link, alone))
+    if alone is not None:  # an agent's socket: answered inline while no viewer watches
+        transport.answer_inline(_inline_answers(link, alone))
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(_writer, transport, link, group)
