@@ -46,20 +46,27 @@ async def resolve_unkeyed(store: Store, uid_index: Mapping[str, str],
     """
     claimed = clean_id(identity.agent_id, "agent_id")
     uid = clean_id(identity.machine_uid, "machine_uid") if identity.machine_uid else None
-    holder = None
+    keyed: dict[str, bool] = {}  # one read per machine: an admission storm's round trips
+
+    async def is_keyed_once(agent_id: str) -> bool:
+        if agent_id not in keyed:
+            keyed[agent_id] = await is_keyed(store, agent_id)
+        return keyed[agent_id]
+
+    holder, found = None, None
     if uid:
         holder = uid_index.get(uid)
         if holder is None:
             found = await store.get_machine_by_uid(uid)
             holder = found.agent_id if found is not None else None
-        if holder is not None and await is_keyed(store, holder):
+        if holder is not None and await is_keyed_once(holder):
             log.warning("an agent without a key claimed the machine_uid of keyed machine %s; "
                         "the uid is ignored", holder)
-            holder = uid = None
+            holder = uid = found = None
     agent_id = holder or claimed
-    if await is_keyed(store, agent_id):
+    if await is_keyed_once(agent_id):
         raise SessionRefused("this machine has an agent key; it must connect with that key")
-    held = await store.get_machine_by_id(agent_id)
+    held = found if found is not None else await store.get_machine_by_id(agent_id)
     if held is not None and tenant_of(held.tenant_id) != tenant_id:
         return str(uuid.uuid4()), None
     return agent_id, uid
