@@ -56,8 +56,10 @@ async def one_run(agents: int, ramp: float, jitter: bool, workdir: Path, *,
         fleet = Fleet(server.url, SHARED_KEY, agents, ramp=ramp, make_backoff=make_backoff,
                       spread=spread)
         async with anyio.create_task_group() as group:
+            began = time.monotonic()
             group.start_soon(fleet.run)
             await eventually(lambda: fleet.online() == agents, ramp + 300, "the fleet connected")
+            first_online = max(a.connections[0] for a in fleet.agents) - began
             restart = time.monotonic()
             await anyio.to_thread.run_sync(server.stop)  # the fleet runs on meanwhile
             stopped = time.monotonic()
@@ -78,6 +80,7 @@ async def one_run(agents: int, ramp: float, jitter: bool, workdir: Path, *,
     last = max(a.connections[-1] for a in fleet.agents)
     return {
         "agents": agents, "jitter": jitter, "addresses": agents if spread else 1,
+        "ramp_s": ramp, "first_all_online_s": first_online,
         "server_down_s": healthy - restart, "stop_s": stopped - restart,
         "attempts": sum(attempts), "retries_max": retries,
         "attempts_peak_100ms": max(attempts), "attempts_p50_100ms": percentile50(attempts),
@@ -117,7 +120,9 @@ def main(argv: list[str] | None = None) -> None:
                   "takes the jitter out (every delay at "
                   "its ceiling) to show the herd it prevents. attempts_after_up: attempts "
                   "once the new server answered /healthz. all_online_s: restart to the last "
-                  "agent's accepted session.",
+                  "agent's accepted session. first_all_online_s: from the fleet's start to "
+                  "its last agent's first accepted session (--ramp 0: all at once, a storm "
+                  "on a running server).",
                   "One process runs every agent; the machine (2 cores) was shared with "
                   "other work while this ran: compare rows of one run, not absolute figures "
                   "across runs."])

@@ -10,7 +10,10 @@ of SQLite or PostgreSQL works when the URL names it.
 
 SQLite gets WAL, a busy timeout and foreign keys on every connection, and its
 write transactions start with ``BEGIN IMMEDIATE`` so that writers queue on the
-busy timeout instead of failing a read-to-write upgrade.
+busy timeout instead of failing a read-to-write upgrade. Within one process the
+writers queue on a lock first, in order: SQLite takes one writer at a time, and
+its busy handler makes the others sleep and poll (up to 100 ms a turn), which
+under a storm of admissions left the file idle while dozens of threads slept.
 """
 
 from __future__ import annotations
@@ -42,6 +45,10 @@ ASYNC_DRIVERS = {"aiosqlite", "asyncpg", "psycopg_async"}
 """Drivers run on an async engine; every other one on a sync engine in worker threads."""
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+SQLITE_CONNECTIONS = 8
+"""Pooled connections to a SQLite file, and worker threads using them at once: a thread
+beyond the pool would wait on it, or open (and set up) a connection of its own to close
+after one transaction."""
 
 
 def resolve_url(url: str) -> sa.URL:
@@ -75,6 +82,7 @@ class Runner:
             options["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000}
             if not self.is_async:
                 options["connect_args"]["check_same_thread"] = False
+                options.update(pool_size=SQLITE_CONNECTIONS, max_overflow=0)
         else:
             options.update(pool_size=10, max_overflow=20)
         self._async: AsyncEngine | None = None
@@ -82,6 +90,9 @@ class Runner:
         self._probe_lock = anyio.Lock()
         self._probes = 0  # probes done, and how the last one went
         self._probed: StoreError | None = None
+        self._writer = anyio.Lock() if self.dialect == "sqlite" else None  # see the module
+        self._threads = (anyio.CapacityLimiter(SQLITE_CONNECTIONS) if self.dialect == "sqlite"
+                         else None)  # None: anyio's default
         try:
             if self.is_async:
                 self._async = create_async_engine(url, **options)
@@ -108,13 +119,20 @@ class Runner:
         return await self._run(fn, args, write=False)
 
     async def _run(self, fn: Callable[..., T], args: tuple[Any, ...], *, write: bool) -> T:
+        if write and self._writer is not None:
+            async with self._writer:
+                return await self._run_now(fn, args, write=write)
+        return await self._run_now(fn, args, write=write)
+
+    async def _run_now(self, fn: Callable[..., T], args: tuple[Any, ...], *, write: bool) -> T:
         try:
             if self._async is not None:
                 async with self._async.connect() as aconn:
                     await aconn.execution_options(remote_write=write)
                     async with aconn.begin():
                         return await aconn.run_sync(fn, *args)
-            return await anyio.to_thread.run_sync(partial(self._in_thread, fn, args, write))
+            return await anyio.to_thread.run_sync(partial(self._in_thread, fn, args, write),
+                                                  limiter=self._threads)
         except exc.IntegrityError as error:
             raise ConflictError(_describe(error)) from error
         except exc.SQLAlchemyError as error:
