@@ -91,9 +91,13 @@ class WebSocketClient:
             try:
                 self._protocol.send_binary(data)
             except InvalidState:
-                # The peer's close frame is in, not yet met by the reader (which will
-                # report its code): to a sender the connection is closed all the same.
-                raise ConnectionClosed(1006, "the peer is closing the connection") from None
+                # The peer's close frame is in, not yet met by the reader: to a sender the
+                # connection is closed all the same, for the peer's reason (a server's
+                # "try again later", not a bare 1006, is what the agent's log should say).
+                close = self._protocol.close_rcvd
+                if close is not None:
+                    raise ConnectionClosed(close.code, close.reason) from None
+                raise ConnectionClosed(1006, "the connection is closing") from None
             try:
                 for chunk in self._protocol.data_to_send():
                     if chunk:

@@ -84,8 +84,9 @@ async def test_a_send_after_the_peers_close_arrived_is_connection_closed(server_
     await ws.send(b"last words")
     await anyio.sleep(0.3)  # the message and the close frame wait in one read
     assert await ws.receive() == b"last words"
-    with pytest.raises(ConnectionClosed):
+    with pytest.raises(ConnectionClosed) as sent:
         await ws.send(b"heartbeat")
+    assert (sent.value.code, sent.value.reason) == (4002, "going away")  # the peer's reason
     with pytest.raises(ConnectionClosed) as info:
         await ws.receive()
     assert (info.value.code, info.value.reason) == (4002, "going away")
