@@ -218,6 +218,13 @@ class Server(uvicorn.Server):
             log.info("SIGHUP: nothing to reload (no tls_cert); settings are read at start")
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """Stop listening first, then tell the peers: a fleet told to reconnect would
+        otherwise meet this process still accepting only to refuse them, each refusal
+        a socket the shutdown waits for (it ran out its 5 s grace under 2,000 agents),
+        where a closed port refuses them at no cost here (and a load balancer sends
+        them on to another node)."""
+        for server in self.servers:
+            server.close()
         state = getattr(self.config.app, "state", None)
         ctx = getattr(state, "ctx", None)
         if ctx is not None:
