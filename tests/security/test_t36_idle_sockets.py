@@ -22,6 +22,7 @@ import anyio
 import pytest
 from remote_server.settings import ServerSettings
 from remote_server.testing.liveserver import LiveServer, eventually, fresh_ip, live_server
+from remote_server.web.ws import AsgiTransport
 
 from remote_core.protocol import pb
 
@@ -143,6 +144,25 @@ async def test_t36_answered_sockets_do_not_count(server: LiveServer) -> None:
     assert not (await refused.response()).success
     assert server.ctx.pending.pending(crowd) == PER_ADDRESS - 1
     await _close_all([*waiting, *agents, refused])
+
+
+async def test_t36_a_socket_leaves_the_count_when_its_request_arrives() -> None:
+    """Not only once it is answered: in a storm the answers wait on the database, and slots
+    held meanwhile filled the global cap and turned real agents away."""
+    released: list[str] = []
+
+    async def receive() -> dict[str, object]:
+        return {"type": "websocket.receive", "bytes": b"session_request"}
+
+    async def send(message: object) -> None:
+        raise AssertionError("nothing is answered yet")
+
+    transport = AsgiTransport({"type": "websocket"}, receive, send,
+                              lambda: released.append("slot"))
+    assert await transport.receive() == b"session_request"
+    assert released == ["slot"]
+    assert await transport.receive() == b"session_request"
+    assert released == ["slot"]  # once
 
 
 async def test_t36_a_slot_frees_when_its_socket_times_out(impatient: LiveServer) -> None:

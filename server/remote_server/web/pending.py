@@ -1,17 +1,18 @@
-"""Caps on WebSockets that have not yet finished their ``SessionRequest`` (T36).
+"""Caps on WebSockets that have not yet sent their ``SessionRequest`` (T36).
 
 An unauthenticated socket costs the server a connection, buffers and a
 first-message timer for up to ``first_message_timeout`` seconds; a flood of
 silent ones would hold that much for free. Only these *pending* sockets are
-counted: a real agent or viewer sends its ``SessionRequest`` at once and is
-answered within milliseconds, so it leaves the count almost as soon as it
-joins it. That is what lets the per-address cap hold even where an
+counted: a real agent or viewer sends its ``SessionRequest`` at once, so it
+leaves the count almost as soon as it joins it (when the request arrives, not
+when it is answered: in a storm, admissions wait on the database, and holding
+their slots meanwhile refused real agents). That is what lets the per-address cap hold even where an
 untrusted proxy makes every client one address: a crowd of real clients
 behind it is rarely more than a handful pending at any moment, while a flood
 is all pending. A global cap bounds the sum across every address.
 
 Pure bookkeeping in one event loop, no sockets: :mod:`.ws` admits a socket
-before accepting it and releases its slot on the first answer or the close.
+before accepting it and releases its slot on its first message or the close.
 """
 
 from __future__ import annotations

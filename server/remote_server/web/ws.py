@@ -41,8 +41,8 @@ class AsgiTransport:
     hot path goes straight through ``receive``/``send`` without its per-call
     state checks.
 
-    :param answered: called once, at the first message sent or the close: the
-        socket's ``SessionRequest`` has been answered, it is no longer pending.
+    :param answered: called once, at the first message received or sent, or the
+        close: the socket has spoken (or been answered), it is no longer pending.
     """
 
     def __init__(self, scope: Scope, receive: Receive, send: Send,
@@ -70,6 +70,8 @@ class AsgiTransport:
                 inline.answer = None
         if message["type"] == "websocket.disconnect":
             return None
+        if self._answered is not None:
+            self._settle()  # its first message is in: no longer silent
         data = message.get("bytes")
         if data is not None:
             return bytes(data)
