@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
+from remote_server.relay.admission import AGENTS_ADMITTED_AT_ONCE
 from remote_server.relay.audit import Audit
 from remote_server.relay.peer import serve_agent, serve_viewer
 from remote_server.relay.registry import Registry
@@ -185,6 +186,35 @@ async def test_a_store_that_is_down_refuses_agents_with_a_retry_and_costs_no_ses
     relay.store.up()
     again = await relay.agent(MANAGED)
     assert (await again.expect("session_response")).success
+
+
+async def test_a_storm_of_agents_is_admitted_in_turns(relay: Relay) -> None:
+    """At most AGENTS_ADMITTED_AT_ONCE admissions wait on the database together; the rest
+    wait their turn, so answers start at once instead of all coming at the end."""
+    inside, most = 0, 0
+    gate = anyio.Event()
+    lookup = relay.store.get_machine_by_id
+
+    async def slow(agent_id: str) -> Any:
+        nonlocal inside, most
+        inside += 1
+        most = max(most, inside)
+        await gate.wait()
+        inside -= 1
+        return await lookup(agent_id)
+
+    relay.store.get_machine_by_id = slow  # type: ignore[method-assign]
+    agents = [await relay.agent(MANAGED) for _ in range(AGENTS_ADMITTED_AT_ONCE + 8)]
+    await eventually(lambda: inside == AGENTS_ADMITTED_AT_ONCE)
+    await anyio.sleep(0.05)  # the others had every chance to enter
+    assert most == AGENTS_ADMITTED_AT_ONCE
+    gate.set()
+    answers = [await agent.expect("session_response") for agent in agents]
+    # One machine's key: each connection replaces the one before, and one that was
+    # replaced while it was being admitted is told so (not "could not open the session").
+    assert len(relay.registry.live_sessions()) == 1
+    assert all(a.success or a.error == "replaced by a new connection of this agent"
+               for a in answers), {a.error for a in answers}
 
 
 async def test_an_idle_agents_unchanged_reports_are_written_in_batches(relay: Relay) -> None:
