@@ -79,7 +79,13 @@ class Relay:
 
 
 @pytest.fixture
-async def relay() -> AsyncIterator[Relay]:
+def settings(request: pytest.FixtureRequest) -> ServerSettings:
+    """The shipped settings, or those a test names (``indirect`` parametrization)."""
+    return getattr(request, "param", ServerSettings())
+
+
+@pytest.fixture
+async def relay(settings: ServerSettings) -> AsyncIterator[Relay]:
     store = MemoryStore()
     await store.open()
     machine = await store.create_machine(str(uuid.uuid4()), organization="acme")
@@ -94,7 +100,7 @@ async def relay() -> AsyncIterator[Relay]:
             id=f"u-{name}", username=name, password_hash=f"hash-{name}",
             permissions=permissions, client_access=("*",)))
     writes = WriteQueue()
-    registry = Registry(settings=ServerSettings(), store=store, plugins=plugins,
+    registry = Registry(settings=settings, store=store, plugins=plugins,
                         audit=Audit(store, plugins, writes))
     async with anyio.create_task_group() as group:
         writes.start(group)
@@ -215,6 +221,32 @@ async def test_a_storm_of_agents_is_admitted_in_turns(relay: Relay) -> None:
     assert len(relay.registry.live_sessions()) == 1
     assert all(a.success or a.error == "replaced by a new connection of this agent"
                for a in answers), {a.error for a in answers}
+
+
+@pytest.mark.parametrize("settings", [ServerSettings(max_pending_sockets=4)], indirect=True)
+async def test_agents_waiting_their_turn_are_bounded(relay: Relay) -> None:
+    """Past ``max_pending_sockets`` agents waiting for admission (deviation: 4 instead of
+    1,024), the next is told to retry later: requests in, like silent sockets, stay
+    bounded (T36)."""
+    gate = anyio.Event()
+    lookup = relay.store.get_machine_by_id
+
+    async def held(agent_id: str) -> Any:
+        await gate.wait()
+        return await lookup(agent_id)
+
+    relay.store.get_machine_by_id = held  # type: ignore[method-assign]
+    waiting = AGENTS_ADMITTED_AT_ONCE + 4
+    agents = [await relay.agent(MANAGED) for _ in range(waiting)]
+    turns = relay.registry._admission._admitting  # the agents' queue for their turn
+    await eventually(lambda: turns.statistics().tasks_waiting == 4)
+    late = await relay.agent(MANAGED)
+    answer = await late.expect("session_response")
+    assert not answer.success and answer.error == ("the server is busy admitting other "
+                                                   "agents; retry later")
+    gate.set()
+    for agent in agents:
+        await agent.expect("session_response")
 
 
 async def test_an_idle_agents_unchanged_reports_are_written_in_batches(relay: Relay) -> None:

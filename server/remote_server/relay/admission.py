@@ -79,7 +79,9 @@ AGENTS_ADMITTED_AT_ONCE = 32
 """Agents whose admission (some six database round trips) runs at once; the rest wait their
 turn in order. Unbounded, a storm of 2,000 ran every admission in lock-step through one
 database queue: none answered before ten seconds, and a bigger storm would have run all of
-them into the agents' 30 s wait for an answer. In turns, answers start at once."""
+them into the agents' 30 s wait for an answer. In turns, answers start at once. No more
+than ``max_pending_sockets`` wait: past that an agent is told to retry later, so sockets
+that have sent a request stay bounded as the silent ones are (T36)."""
 
 
 class Admission:
@@ -121,6 +123,8 @@ class Admission:
             machine_uid=(machine_uid or "").strip() or None,
             client_version=request.client_version[:64], client_ip=client_ip,
         )
+        if self._admitting.statistics().tasks_waiting >= self._settings.max_pending_sockets:
+            raise Unavailable("the server is busy admitting other agents; retry later")
         try:
             async with self._admitting:
                 return await self._open_agent(credential, client_ip)
