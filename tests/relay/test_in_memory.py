@@ -15,7 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
-from remote_server.relay.admission import AGENTS_ADMITTED_AT_ONCE
+from remote_server.relay.admission import AGENTS_ADMITTED_AT_ONCE, REPLACED
 from remote_server.relay.audit import Audit
 from remote_server.relay.peer import serve_agent, serve_viewer
 from remote_server.relay.registry import Registry
@@ -194,33 +194,37 @@ async def test_a_store_that_is_down_refuses_agents_with_a_retry_and_costs_no_ses
     assert (await again.expect("session_response")).success
 
 
+class HeldLookups:
+    """The store's machine lookups held at a gate: admissions wait on the database."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.gate = anyio.Event()
+        self.inside = self.most = 0
+        self._lookup = store.get_machine_by_id
+        store.get_machine_by_id = self._held  # type: ignore[method-assign]
+
+    async def _held(self, agent_id: str) -> Any:
+        self.inside += 1
+        self.most = max(self.most, self.inside)
+        await self.gate.wait()
+        self.inside -= 1
+        return await self._lookup(agent_id)
+
+
 async def test_a_storm_of_agents_is_admitted_in_turns(relay: Relay) -> None:
     """At most AGENTS_ADMITTED_AT_ONCE admissions wait on the database together; the rest
     wait their turn, so answers start at once instead of all coming at the end."""
-    inside, most = 0, 0
-    gate = anyio.Event()
-    lookup = relay.store.get_machine_by_id
-
-    async def slow(agent_id: str) -> Any:
-        nonlocal inside, most
-        inside += 1
-        most = max(most, inside)
-        await gate.wait()
-        inside -= 1
-        return await lookup(agent_id)
-
-    relay.store.get_machine_by_id = slow  # type: ignore[method-assign]
+    held = HeldLookups(relay.store)
     agents = [await relay.agent(MANAGED) for _ in range(AGENTS_ADMITTED_AT_ONCE + 8)]
-    await eventually(lambda: inside == AGENTS_ADMITTED_AT_ONCE)
+    await eventually(lambda: held.inside == AGENTS_ADMITTED_AT_ONCE)
     await anyio.sleep(0.05)  # the others had every chance to enter
-    assert most == AGENTS_ADMITTED_AT_ONCE
-    gate.set()
+    assert held.most == AGENTS_ADMITTED_AT_ONCE
+    held.gate.set()
     answers = [await agent.expect("session_response") for agent in agents]
     # One machine's key: each connection replaces the one before, and one that was
     # replaced while it was being admitted is told so (not "could not open the session").
     assert len(relay.registry.live_sessions()) == 1
-    assert all(a.success or a.error == "replaced by a new connection of this agent"
-               for a in answers), {a.error for a in answers}
+    assert all(a.success or a.error == REPLACED for a in answers), {a.error for a in answers}
 
 
 @pytest.mark.parametrize("settings", [ServerSettings(max_pending_sockets=4)], indirect=True)
@@ -228,23 +232,15 @@ async def test_agents_waiting_their_turn_are_bounded(relay: Relay) -> None:
     """Past ``max_pending_sockets`` agents waiting for admission (deviation: 4 instead of
     1,024), the next is told to retry later: requests in, like silent sockets, stay
     bounded (T36)."""
-    gate = anyio.Event()
-    lookup = relay.store.get_machine_by_id
-
-    async def held(agent_id: str) -> Any:
-        await gate.wait()
-        return await lookup(agent_id)
-
-    relay.store.get_machine_by_id = held  # type: ignore[method-assign]
-    waiting = AGENTS_ADMITTED_AT_ONCE + 4
-    agents = [await relay.agent(MANAGED) for _ in range(waiting)]
+    held = HeldLookups(relay.store)
+    agents = [await relay.agent(MANAGED) for _ in range(AGENTS_ADMITTED_AT_ONCE + 4)]
     turns = relay.registry._admission._admitting  # the agents' queue for their turn
     await eventually(lambda: turns.statistics().tasks_waiting == 4)
     late = await relay.agent(MANAGED)
     answer = await late.expect("session_response")
     assert not answer.success and answer.error == ("the server is busy admitting other "
                                                    "agents; retry later")
-    gate.set()
+    held.gate.set()
     for agent in agents:
         await agent.expect("session_response")
 

@@ -75,6 +75,9 @@ log = logging.getLogger(__name__)
 
 EndSession = Callable[[Session, str], Awaitable[None]]
 
+REPLACED = "replaced by a new connection of this agent"
+"""Why an agent's session ended: the same agent connected again."""
+
 AGENTS_ADMITTED_AT_ONCE = 32
 """Agents whose admission (some six database round trips) runs at once; the rest wait their
 turn in order. Unbounded, a storm of 2,000 ran every admission in lock-step through one
@@ -245,9 +248,9 @@ class Admission:
         await self._store.create_session(record)
         previous = self._index.add(session)  # no await between the read and the write
         if previous is not None:
-            await self._end(previous, "replaced by a new connection of this agent")
+            await self._end(previous, REPLACED)
             if session.ended:  # a newer connection of the agent replaced this one meanwhile
-                raise SessionRefused("replaced by a new connection of this agent")
+                raise SessionRefused(REPLACED)
         link.outbox.put(conn.accept(session_id))
         if consent_state == CONSENT_PENDING and session.consent is not None:
             first = Ask(identity.technician_id, identity.technician_name, control, first=True)
