@@ -15,6 +15,8 @@ from typing import Any
 
 import anyio
 import pytest
+from remote_server.observe.counters import RATE_LIMITED
+from remote_server.observe.metrics import Metrics
 from remote_server.relay.admission import AGENTS_ADMITTED_AT_ONCE, REPLACED
 from remote_server.relay.audit import Audit
 from remote_server.relay.peer import serve_agent, serve_viewer
@@ -234,12 +236,15 @@ async def test_agents_waiting_their_turn_are_bounded(relay: Relay) -> None:
     bounded (T36)."""
     held = HeldLookups(relay.store)
     agents = [await relay.agent(MANAGED) for _ in range(AGENTS_ADMITTED_AT_ONCE + 4)]
-    turns = relay.registry._admission._admitting  # the agents' queue for their turn
-    await eventually(lambda: turns.statistics().tasks_waiting == 4)
+    await eventually(lambda: relay.registry.agents_waiting == 4)
+    metrics = Metrics(relay.registry.index.sessions, waiting=lambda: relay.registry.agents_waiting)
+    assert metrics.registry.get_sample_value("remote_support_agents_waiting_admission") == 4
+    refused = RATE_LIMITED["admission"]
     late = await relay.agent(MANAGED)
     answer = await late.expect("session_response")
     assert not answer.success and answer.error == ("the server is busy admitting other "
                                                    "agents; retry later")
+    assert RATE_LIMITED["admission"] == refused + 1
     held.gate.set()
     for agent in agents:
         await agent.expect("session_response")

@@ -41,14 +41,20 @@ _STORE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.
 class _Live(Collector):
     """Families read when Prometheus scrapes: live state and the relay's plain counters."""
 
-    def __init__(self, live: Callable[[], Iterable[Any]], owner: Metrics) -> None:
+    def __init__(self, live: Callable[[], Iterable[Any]], waiting: Callable[[], int],
+                 owner: Metrics) -> None:
         self._live = live
+        self._waiting = waiting
         self._owner = owner
 
     def collect(self) -> Iterator[Any]:
         sessions = list(self._live())
         yield GaugeMetricFamily("remote_support_agents_online",
                                 "Agents connected to this node", value=len(sessions))
+        yield GaugeMetricFamily("remote_support_agents_waiting_admission",
+                                "Agents whose request arrived, waiting for their turn to be "
+                                "admitted (a reconnect storm in progress)",
+                                value=self._waiting())
         by_state: Counter[tuple[str, str]] = Counter(
             (s.consent_state, "managed" if s.is_managed else "attended") for s in sessions)
         family = GaugeMetricFamily("remote_support_sessions",
@@ -100,11 +106,12 @@ class _Live(Collector):
 class Metrics:
     """One server's metrics: its registry, the store timer and the loop-lag monitor."""
 
-    def __init__(self, live: Callable[[], Iterable[Any]], node: str = "") -> None:
+    def __init__(self, live: Callable[[], Iterable[Any]], node: str = "", *,
+                 waiting: Callable[[], int] = lambda: 0) -> None:
         self.node = node
         """The cluster node's id, shown in ``remote_support_build_info`` (empty: no cluster)."""
         self.registry = CollectorRegistry()
-        self.registry.register(_Live(live, self))
+        self.registry.register(_Live(live, waiting, self))
         self.store_seconds = Histogram(
             "remote_support_store_seconds", "Time spent in calls to the database store",
             ["operation"], registry=self.registry, buckets=_STORE_BUCKETS)

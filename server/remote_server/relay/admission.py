@@ -44,6 +44,7 @@ from remote_core.types import (
     ConsentDecision,
 )
 
+from ..observe.counters import rate_limited
 from ..settings import ServerSettings
 from .audit import Audit
 from .auth import NotReady, Unavailable, authenticate, authenticators
@@ -109,6 +110,11 @@ class Admission:
         self._authenticators = authenticators(plugins, store)
         self._admitting = anyio.CapacityLimiter(AGENTS_ADMITTED_AT_ONCE)
 
+    @property
+    def agents_waiting(self) -> int:
+        """Agents whose request arrived and who wait for their turn to be admitted."""
+        return self._admitting.statistics().tasks_waiting
+
     async def open_agent(self, request: Any, *, client_ip: str | None = None,
                          machine_uid: str | None = None) -> Session:
         """Authenticate an agent's ``SessionRequest`` and open its session.
@@ -126,7 +132,8 @@ class Admission:
             machine_uid=(machine_uid or "").strip() or None,
             client_version=request.client_version[:64], client_ip=client_ip,
         )
-        if self._admitting.statistics().tasks_waiting >= self._settings.max_pending_sockets:
+        if self.agents_waiting >= self._settings.max_pending_sockets:
+            rate_limited("admission", 0.0)
             raise Unavailable("the server is busy admitting other agents; retry later")
         try:
             async with self._admitting:

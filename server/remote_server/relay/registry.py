@@ -149,6 +149,11 @@ class Registry:
         return self.index.uids.get(machine_uid)
 
     # -- agents ----------------------------------------------------------------------------
+    @property
+    def agents_waiting(self) -> int:
+        """Agents waiting for their turn to be admitted (a storm in progress)."""
+        return self._admission.agents_waiting
+
     async def open_agent(self, request: Any, *, client_ip: str | None = None,
                          machine_uid: str | None = None) -> Session:
         """Authenticate an agent's ``SessionRequest`` and open its session (:class:`Admission`).

@@ -79,7 +79,8 @@ def create_app(settings: ServerSettings, plugins: Plugins | None = None, *,
         store = open_store(settings, plugins)
         metrics = None
         if settings.metrics:
-            metrics = app.state.metrics = Metrics(lambda: registry.index.sessions())
+            metrics = app.state.metrics = Metrics(lambda: registry.index.sessions(),
+                                                waiting=lambda: registry.agents_waiting)
             store = TimedStore.wrap(store, metrics)
         await store.open()
         try:
