@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 
 import anyio
+import httpx
 import pytest
 from remote_server.testing.liveserver import eventually
 from remote_server.testing.processes import BIN, AgentProcess
@@ -61,6 +62,16 @@ async def test_a_killed_nodes_agents_come_back_and_its_sessions_are_closed(agent
     record = await eventually(closed, 30, "the dead node's session closed once its lease ran out")
     assert f"its server node {holder} stopped answering" in record["end_reason"]
     assert again["live"]
+
+
+def test_a_node_killed_but_not_yet_marked_down_refuses_no_one(balanced):
+    """The seconds before the health checks see a killed node, HAProxy still counts it
+    up, and leastconn favours it (it holds no sockets now): a refused connection goes to
+    another node, so reconnecting agents are not turned away there in a herd."""
+    cluster, balancer = balanced
+    cluster.nodes["c"].kill()
+    answers = [httpx.get(f"{balancer.url}/readyz", timeout=5).status_code for _ in range(6)]
+    assert answers == [200] * 6
 
 
 @pytest.mark.parametrize("how", ["SIGTERM", "remote-support drain"])
