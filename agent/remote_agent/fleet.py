@@ -216,9 +216,10 @@ def herd_bound(backoff: Backoff, attempts: Sequence[Sequence[float]], restart: f
         reach = since[0] + lag
         p = window / (backoff.base - backoff.base / 2) if reach >= up else 0.0
         for k in range(1, len(since)):
-            reach += min(backoff.cap, backoff.base * 2.0 ** (k + offset))
+            reach += min(backoff.cap, backoff.base * backoff.factor ** (k + offset))
             if reach >= up:
-                p += window / (min(backoff.cap, backoff.base * 2.0 ** k) - backoff.base / 2)
+                p += window / (min(backoff.cap, backoff.base * backoff.factor ** k)
+                               - backoff.base / 2)
         mean += min(1.0, p)
     return mean + sigmas * math.sqrt(mean) + 1
 

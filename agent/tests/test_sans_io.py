@@ -21,14 +21,23 @@ from remote_core.types import CodecSpec, EncodedFrame, Rect
 
 # -- backoff ---------------------------------------------------------------------------------
 def test_backoff_grows_exponentially_to_the_cap_with_jitter_below_the_ceiling():
-    top = Backoff(base=1, cap=8, rand=lambda: 1.0)
+    top = Backoff(base=1, cap=8, factor=2, rand=lambda: 1.0)
     assert [top.next_delay() for _ in range(6)] == [1, 2, 4, 8, 8, 8]
     bottom = Backoff(base=1, cap=8, rand=lambda: 0.0)
     assert [bottom.next_delay() for _ in range(3)] == [0.5, 0.5, 0.5]
 
 
+def test_the_shipped_backoff_grows_by_1_6_to_a_minute():
+    """Not doubling: an agent waits about as long again as the server was away, so a
+    restart's few seconds down do not grow into a 16 s wait once it is back."""
+    shipped = Backoff(rand=lambda: 1.0)
+    delays = [shipped.next_delay() for _ in range(11)]
+    assert delays[:5] == pytest.approx([1, 1.6, 2.56, 4.096, 6.5536])
+    assert delays[-2:] == [60, 60] and max(delays) == 60
+
+
 def test_backoff_resets_only_after_a_stable_connection():
-    b = Backoff(base=1, cap=60, stable_after=30, rand=lambda: 1.0)
+    b = Backoff(base=1, cap=60, factor=2, stable_after=30, rand=lambda: 1.0)
     for _ in range(4):
         b.next_delay()
     b.connected(100.0)
@@ -42,6 +51,8 @@ def test_backoff_resets_only_after_a_stable_connection():
 def test_backoff_rejects_nonsense():
     with pytest.raises(ValueError, match="base"):
         Backoff(base=0)
+    with pytest.raises(ValueError, match="factor"):
+        Backoff(factor=1)
 
 
 # -- flow window --------------------------------------------------------------------------------
