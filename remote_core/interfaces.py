@@ -402,6 +402,17 @@ class Store(ABC):
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """A session that is not soft-deleted."""
 
+    async def ended_sessions(self, session_ids: Collection[str]) -> set[str]:
+        """Those of ``session_ids`` that the database has ended (a cluster node cut off from
+        the bus asks which of its live sessions the other nodes closed). Unknown ids are
+        not ended. One read per id here; a store overrides it with one query."""
+        ended = set()
+        for session_id in session_ids:
+            record = await self.get_session(session_id)
+            if record is not None and record.ended_at is not None:
+                ended.add(session_id)
+        return ended
+
     @abstractmethod
     async def list_sessions(self, agent_id: str | None = None, limit: int = 100, *,
                             after: Keyset | None = None,

@@ -622,6 +622,13 @@ class StoreContract:
         ended = {s.id: s.end_reason for s in await store.list_sessions()}
         assert ended == {live.id: None, orphan.id: "node lost", young.id: None}
 
+    async def test_a_node_learns_which_of_its_sessions_were_ended(self, store: Store) -> None:
+        live = await store.create_session(make_session("a-1"))
+        ended = await store.create_session(make_session("a-2"))
+        await store.update_session(ended.id, ended_at=utcnow(), end_reason="node lost")
+        assert await store.ended_sessions([live.id, ended.id, "no-such-session"]) == {ended.id}
+        assert await store.ended_sessions([]) == set()
+
     # -- users ---------------------------------------------------------------------------------
     async def test_login_addresses_keep_the_newest_few_per_user(self, store: Store) -> None:
         alice = await store.create_user(make_user("alice"))

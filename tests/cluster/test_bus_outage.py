@@ -1,16 +1,21 @@
-"""The bus goes away and comes back: nothing live is closed, and the nodes learn again."""
+"""The bus goes away and comes back: nothing live is closed, and the nodes learn again; a
+node that alone loses the bus hands its agents to the others (fencing)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
 import subprocess
+import threading
 import time
 
 import anyio
+import httpx
 import pytest
 from remote_server.testing.liveserver import eventually
+from remote_server.testing.loadbalancer import LoadBalancer
 from remote_server.testing.processes import (
     AgentProcess,
     ServerProcess,
@@ -87,5 +92,120 @@ async def test_a_bus_outage_longer_than_a_lease_closes_nothing_live(private_bus,
             assert item["ended_at"] is None, "the session was closed while it was live"
         finally:
             stop_process(bus)
+    finally:
+        agent.stop()
+
+
+class CuttableLink:
+    """A TCP forwarder to the bus that the test cuts and mends: one node's own way to the
+    bus, so that node alone loses it while the others keep it."""
+
+    def __init__(self, target_port: int) -> None:
+        self.port = free_port()
+        self.url = f"nats://127.0.0.1:{self.port}"
+        self._target = target_port
+        self._open: list[socket.socket] = []
+        self._listener: socket.socket | None = None
+        self.mend()
+
+    def mend(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", self.port))
+        threading.Thread(target=self._accept, args=(self._listener,), daemon=True).start()
+
+    def cut(self) -> None:
+        """Refuse new connections and drop the open ones, as a lost route does."""
+        assert self._listener is not None
+        self._listener.shutdown(socket.SHUT_RDWR)  # wakes the accepting thread
+        self._listener.close()
+        for sock in self._open:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+            sock.close()
+        self._open.clear()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                near, _ = listener.accept()
+            except OSError:
+                return
+            far = socket.create_connection(("127.0.0.1", self._target))
+            self._open += [near, far]
+            for source, sink in ((near, far), (far, near)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+
+def readiness(node: ServerProcess) -> httpx.Response:
+    return httpx.get(f"{node.url}/readyz", timeout=5)
+
+
+@pytest.fixture
+def links_to_the_bus(tmp_path):
+    """Two nodes behind HAProxy, each reaching a private bus through a link of its own."""
+    if shutil.which("nats-server") is None and not os.path.exists("/usr/sbin/nats-server"):
+        unavailable("nats-server is not installed (Debian package nats-server)")
+    require_service("Redis", "127.0.0.1", 6379)
+    bus_port = free_port()
+    bus = start_nats(bus_port)
+    links = {node: CuttableLink(bus_port) for node in ("a", "b")}
+    name = unique_name("fence")
+    with postgres_database("fence") as database:
+        nodes = {}
+        balancer = None
+        try:
+            for node, link in links.items():
+                nodes[node] = ServerProcess(
+                    tmp_path / node, database_url=database.url, bus_url=link.url,
+                    limits_url=REDIS_URL, cluster_name=name, node_id=node, node_lease=LEASE,
+                    trusted_proxies="127.0.0.1")
+            start_all(*nodes.values())
+            balancer = LoadBalancer(tmp_path / "haproxy",
+                                    {n: p.port for n, p in nodes.items()}).start()
+            yield Cluster(nodes, name, tmp_path), links, balancer
+        finally:
+            if balancer is not None:
+                balancer.stop()
+            for server in nodes.values():
+                server.stop()
+            stop_process(bus)
+
+
+async def test_a_node_that_alone_loses_the_bus_hands_its_agents_to_the_others(
+        links_to_the_bus, tmp_path, x_display):
+    """The other node closes the cut-off node's sessions once its lease runs out; the
+    cut-off node, finding them closed in the database, ends them and fails /readyz, so the
+    agent comes back through the node the cluster can reach. Mended, it is ready again."""
+    cluster, links, balancer = links_to_the_bus
+    agent_id, key = cluster.api("a").machine_with_key()
+    agent = AgentProcess(tmp_path / "agent", x_display.display, "--server", balancer.url,
+                         "--key", key)
+    try:
+        session = cluster.api("a").live_session(agent_id)
+        holder = cluster.holder(agent_id)
+        other = next(n for n in cluster.nodes if n != holder)
+        links[holder].cut()
+
+        def live_on_other():
+            sessions = cluster.api(other).get("/api/sessions", params={"live": "true"}).json()
+            return next((s for s in sessions if s["agent_id"] == agent_id
+                         and s["id"] != session["id"]), None)
+
+        await eventually(live_on_other, 30, f"the agent live again through node {other}")
+        assert cluster.holder(agent_id) == other
+        ready = readiness(cluster.nodes[holder])
+        assert ready.status_code == 503 and "cut off from the cluster" in ready.text
+        assert "closed 1 of its sessions" in cluster.nodes[holder].log.read_text()
+
+        links[holder].mend()
+        await eventually(lambda: readiness(cluster.nodes[holder]).status_code == 200, 15,
+                         f"node {holder} ready again once back on the bus")
     finally:
         agent.stop()

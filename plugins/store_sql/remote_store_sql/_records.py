@@ -131,6 +131,19 @@ def get_session(conn: Connection, session_id: str) -> SessionRecord | None:
     return session_from_row(row) if row else None
 
 
+_IDS_A_QUERY = 500
+"""Ids bound in one ``IN (...)`` list: well below SQLite's 32,766 bound variables."""
+
+
+def ended_sessions(conn: Connection, session_ids: tuple[str, ...]) -> set[str]:
+    ended: set[str] = set()
+    for start in range(0, len(session_ids), _IDS_A_QUERY):
+        ended.update(conn.execute(sa.select(sessions.c.id).where(
+            sessions.c.id.in_(session_ids[start:start + _IDS_A_QUERY]),
+            sessions.c.ended_at.is_not(None))).scalars())
+    return ended
+
+
 def list_sessions(conn: Connection, agent_id: str | None, limit: int,
                   after: Keyset | None, tenant_id: str | None) -> list[SessionRecord]:
     query = sa.select(sessions).where(sessions.c.deleted_at.is_(None))

@@ -234,6 +234,9 @@ class SqlStore(Store):
     async def get_session(self, session_id: str) -> SessionRecord | None:
         return await self._runner.read(_records.get_session, session_id)
 
+    async def ended_sessions(self, session_ids: Collection[str]) -> set[str]:
+        return await self._runner.read(_records.ended_sessions, tuple(session_ids))
+
     async def list_sessions(self, agent_id: str | None = None, limit: int = 100, *,
                             after: Keyset | None = None,
                             tenant_id: str | None = None) -> list[SessionRecord]:

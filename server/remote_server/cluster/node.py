@@ -13,6 +13,14 @@ carries announcements (with the address the other nodes reach a node at) and
 goodbyes; ``.dir`` the changes of each node's live sessions and ``.dir.sync``
 a newcomer's request for them; ``.node.<id>.act`` and ``.node.<id>.drain``
 a node's requests.
+
+A node cut off from the bus while the others are not is, to them, dead: once its
+lease has run out they close its sessions in the database. The node itself cannot
+tell that from the whole bus being down (when nothing is closed), so it asks the
+database: while it has been cut off for a lease, it looks every third of one for
+its live sessions closed elsewhere. Finding one, it is *fenced*: it ends those
+sessions, so their agents reconnect, and fails ``/readyz``, so the load balancer
+sends them to the nodes the cluster can reach, until it is back on the bus.
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ from anyio.abc import TaskGroup
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from remote_core.errors import SessionRefused
+from remote_core.errors import SessionRefused, StoreError
 from remote_core.protocol import CloseCode, Connection, Inbound, RemoteProtocolError, Role
 from remote_core.records import utcnow
 
@@ -124,6 +132,8 @@ class ClusterNode:
         self._published: dict[str, tuple[str, int, str, str]] = {}  # session -> snapshot_key
         self._news = False  # another node's sessions changed since _yield_to_newer looked
         self._edges: dict[str, set[anyio.Event]] = {}  # owner -> its forwarded viewers' flags
+        self.fenced = False
+        """Cut off from the bus, and the other nodes have closed sessions of this one."""
 
     @classmethod
     @asynccontextmanager
@@ -173,6 +183,7 @@ class ClusterNode:
                  offline)
         self._group.start_soon(self._keep_announcing)
         self._group.start_soon(self._keep_publishing)
+        self._group.start_soon(self._watch_fencing)
 
     async def _leave(self) -> None:
         try:
@@ -239,6 +250,41 @@ class ClusterNode:
                 end_reason=f"its server node {node} {how}")
             if not self.directory.is_online(snapshot.agent_id):
                 await self.registry.store.set_machine_status(snapshot.agent_id, "offline", now)
+
+    # -- fencing -------------------------------------------------------------------------
+    async def _watch_fencing(self) -> None:
+        lease = self.settings.node_lease
+        cut_off_since: float | None = None
+        while True:
+            await anyio.sleep(lease / 3)
+            if self._nc.is_connected:
+                if self.fenced:
+                    log.warning("cluster node %s is back on the bus: ready again", self.id)
+                cut_off_since, self.fenced = None, False
+                continue
+            now = time.monotonic()
+            cut_off_since = cut_off_since if cut_off_since is not None else now
+            if now - cut_off_since >= lease:
+                await self._end_sessions_closed_elsewhere()
+
+    async def _end_sessions_closed_elsewhere(self) -> None:
+        live = [s.session_id for s in self.registry.live_sessions()]
+        try:
+            closed = await self.registry.store.ended_sessions(live) if live else set()
+        except StoreError as exc:
+            log.warning("cut off from the bus, and the database did not answer: %s", exc)
+            return
+        if not closed:
+            return
+        if not self.fenced:
+            log.warning("cluster node %s is cut off from the bus and the other nodes have "
+                        "closed %d of its sessions: ending them, not ready until the bus "
+                        "is back", self.id, len(closed))
+        self.fenced = True
+        for session_id in closed:
+            await self.registry.disconnect_session(
+                session_id, "this server node was cut off from the cluster; reconnect",
+                mark_offline=False)
 
     # -- the directory --------------------------------------------------------------------
     async def _keep_publishing(self) -> None:

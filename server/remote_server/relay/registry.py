@@ -677,11 +677,14 @@ class Registry:
             return False
         return session.agent.send(kind, payload)
 
-    async def disconnect_session(self, session_id: str, reason: str) -> bool:
+    async def disconnect_session(self, session_id: str, reason: str, *,
+                                 mark_offline: bool = True) -> bool:
+        """End a live session here; ``mark_offline=False`` leaves the machine's status to
+        whoever set it last (the node that closed the session already did)."""
         session = self.index.get(session_id)
         if session is None:
             return False
-        await self._end(session, reason)
+        await self._end(session, reason, mark_offline=mark_offline)
         return True
 
     async def purge_session(self, session_id: str) -> bool:

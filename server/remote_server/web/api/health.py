@@ -21,6 +21,8 @@ async def healthz(_call: Call) -> s.HealthOut:
 async def readyz(call: Call) -> s.HealthOut:
     if call.ctx.registry.index.closing:  # a load balancer sends no one here any more
         raise Problem(503, "this server is shutting down")
+    if call.ctx.cluster is not None and call.ctx.cluster.fenced:
+        raise Problem(503, "this server node is cut off from the cluster's bus")
     try:
         ready = await call.ctx.store.ping()
     except Exception:
@@ -36,5 +38,6 @@ ENDPOINTS = [
              result=s.HealthOut, tag="health", store=False),
     Endpoint("GET", "/readyz", readyz, "Readiness: the database answers", access="public",
              result=s.HealthOut, tag="health",
-             responses=((503, "database unreachable, or the server shutting down"),)),
+             responses=((503, "database unreachable, the server shutting down, or (a cluster "
+                               "node) cut off from the bus"),)),
 ]
