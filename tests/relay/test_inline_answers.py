@@ -37,7 +37,7 @@ async def test_a_heartbeats_answer_never_overtakes_what_came_before_it(
     agent = await Peer.agent(server, admin.keyed_machine()[1])
     session_id = await agent.accepted()
     session = server.ctx.registry.live(session_id)
-    await anyio.sleep(0.2)
+    await anyio.sleep(0.2)  # as above: the reader idle, so each round starts from nothing
     for count in range(1, 11):
         before = RELAY.heartbeats_inline
         info = pb.DisplayInfo(displays=[pb.Display(id=1, name=f"screen-{count}",
@@ -56,6 +56,6 @@ async def test_a_heartbeat_that_does_not_parse_still_closes_the_socket_with_1007
         server: LiveServer, admin: Admin) -> None:
     agent = await Peer.agent(server, admin.keyed_machine()[1])
     await agent.accepted()
-    await anyio.sleep(0.2)
+    await anyio.sleep(0.2)  # as above: read by the inline path, not behind another message
     await agent.ws.send(b"\x92\x03\x01\xff")  # field 50 (heartbeat), one byte of garbage
     assert (await agent.closed())[0] == 1007
