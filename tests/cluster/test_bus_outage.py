@@ -10,6 +10,7 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 
 import anyio
 import httpx
@@ -27,7 +28,7 @@ from remote_store_sql.testing import postgres_database
 
 from remote_core.testing.services import require_service, unavailable, unique_name
 
-from .conftest import REDIS_URL, Cluster
+from .conftest import Cluster, cluster_settings
 
 pytestmark = [pytest.mark.xvfb, pytest.mark.postgres, pytest.mark.slow, pytest.mark.anyio]
 
@@ -48,28 +49,42 @@ def start_nats(port: int) -> subprocess.Popen[bytes]:
     raise RuntimeError("nats-server did not start")
 
 
-@pytest.fixture
-def private_bus(tmp_path):
+def private_nats() -> tuple[int, subprocess.Popen[bytes]]:
+    """A bus of the test's own (it is stopped and started again), and its port."""
     if shutil.which("nats-server") is None and not os.path.exists("/usr/sbin/nats-server"):
         unavailable("nats-server is not installed (Debian package nats-server)")
     require_service("Redis", "127.0.0.1", 6379)
     port = free_port()
-    process = start_nats(port)
-    name = unique_name("outage")
-    with postgres_database("outage") as database:
+    return port, start_nats(port)
+
+
+@contextlib.contextmanager
+def two_nodes(tmp_path, prefix: str, bus_urls: dict[str, str]) -> Iterator[Cluster]:
+    """Nodes a and b in cluster mode with a short lease, each on its own bus address."""
+    name = unique_name(prefix)
+    with postgres_database(prefix) as database:
         nodes = {}
         try:
-            for node in ("a", "b"):
-                nodes[node] = ServerProcess(
-                    tmp_path / node, database_url=database.url,
-                    bus_url=f"nats://127.0.0.1:{port}", limits_url=REDIS_URL,
-                    cluster_name=name, node_id=node, node_lease=LEASE)
+            for node, url in bus_urls.items():
+                nodes[node] = ServerProcess(tmp_path / node, **{
+                    **cluster_settings(name, database.url, node), "bus_url": url,
+                    "node_lease": LEASE})
             start_all(*nodes.values())
-            yield Cluster(nodes, name, tmp_path), port, process
+            yield Cluster(nodes, name, tmp_path)
         finally:
             for server in nodes.values():
                 server.stop()
-            stop_process(process)
+
+
+@pytest.fixture
+def private_bus(tmp_path):
+    port, process = private_nats()
+    try:
+        url = f"nats://127.0.0.1:{port}"
+        with two_nodes(tmp_path, "outage", {"a": url, "b": url}) as cluster:
+            yield cluster, port, process
+    finally:
+        stop_process(process)
 
 
 async def test_a_bus_outage_longer_than_a_lease_closes_nothing_live(private_bus, tmp_path,
@@ -150,32 +165,18 @@ def readiness(node: ServerProcess) -> httpx.Response:
 @pytest.fixture
 def links_to_the_bus(tmp_path):
     """Two nodes behind HAProxy, each reaching a private bus through a link of its own."""
-    if shutil.which("nats-server") is None and not os.path.exists("/usr/sbin/nats-server"):
-        unavailable("nats-server is not installed (Debian package nats-server)")
-    require_service("Redis", "127.0.0.1", 6379)
-    bus_port = free_port()
-    bus = start_nats(bus_port)
-    links = {node: CuttableLink(bus_port) for node in ("a", "b")}
-    name = unique_name("fence")
-    with postgres_database("fence") as database:
-        nodes = {}
-        balancer = None
-        try:
-            for node, link in links.items():
-                nodes[node] = ServerProcess(
-                    tmp_path / node, database_url=database.url, bus_url=link.url,
-                    limits_url=REDIS_URL, cluster_name=name, node_id=node, node_lease=LEASE,
-                    trusted_proxies="127.0.0.1")
-            start_all(*nodes.values())
+    port, bus = private_nats()
+    links = {node: CuttableLink(port) for node in ("a", "b")}
+    try:
+        with two_nodes(tmp_path, "fence", {n: link.url for n, link in links.items()}) as cluster:
             balancer = LoadBalancer(tmp_path / "haproxy",
-                                    {n: p.port for n, p in nodes.items()}).start()
-            yield Cluster(nodes, name, tmp_path), links, balancer
-        finally:
-            if balancer is not None:
+                                    {n: p.port for n, p in cluster.nodes.items()}).start()
+            try:
+                yield cluster, links, balancer
+            finally:
                 balancer.stop()
-            for server in nodes.values():
-                server.stop()
-            stop_process(bus)
+    finally:
+        stop_process(bus)
 
 
 async def test_a_node_that_alone_loses_the_bus_hands_its_agents_to_the_others(
