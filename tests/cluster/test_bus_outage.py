@@ -182,8 +182,9 @@ def links_to_the_bus(tmp_path):
 async def test_a_node_that_alone_loses_the_bus_hands_its_agents_to_the_others(
         links_to_the_bus, tmp_path, x_display):
     """The other node closes the cut-off node's sessions once its lease runs out; the
-    cut-off node, finding them closed in the database, ends them and fails /readyz, so the
-    agent comes back through the node the cluster can reach. Mended, it is ready again."""
+    cut-off node, finding them closed in the database, ends them, turns new agents away and
+    fails /readyz, so the agent comes back through the node the cluster can reach. Mended,
+    it is ready again."""
     cluster, links, balancer = links_to_the_bus
     agent_id, key = cluster.api("a").machine_with_key()
     agent = AgentProcess(tmp_path / "agent", x_display.display, "--server", balancer.url,
@@ -204,6 +205,14 @@ async def test_a_node_that_alone_loses_the_bus_hands_its_agents_to_the_others(
         ready = readiness(cluster.nodes[holder])
         assert ready.status_code == 503 and "cut off from the cluster" in ready.text
         assert "closed 1 of its sessions" in cluster.nodes[holder].log.read_text()
+        _, key_two = cluster.api(other).machine_with_key()
+        direct = AgentProcess(tmp_path / "direct", x_display.display, "--server",
+                              cluster.nodes[holder].url, "--key", key_two)
+        try:  # an agent that reaches the fenced node itself is told to retry
+            await eventually(lambda: "cut off from the cluster; reconnect" in direct.output(),
+                             20, f"an agent connecting to node {holder} itself turned away")
+        finally:
+            direct.stop()
 
         links[holder].mend()
         await eventually(lambda: readiness(cluster.nodes[holder]).status_code == 200, 15,

@@ -19,8 +19,9 @@ lease has run out they close its sessions in the database. The node itself canno
 tell that from the whole bus being down (when nothing is closed), so it asks the
 database: while it has been cut off for a lease, it looks every third of one for
 its live sessions closed elsewhere. Finding one, it is *fenced*: it ends those
-sessions, so their agents reconnect, and fails ``/readyz``, so the load balancer
-sends them to the nodes the cluster can reach, until it is back on the bus.
+sessions, so their agents reconnect, turns new agents away (to retry), and fails
+``/readyz``, so the load balancer sends them to the nodes the cluster can reach, until
+it is back on the bus.
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ PUBLISH_EVERY = 0.25
 FULL_EVERY = 8
 """Every this many publications, every session is looked at for other changes (viewers,
 consent): other nodes see those within two seconds."""
+FENCED = "this server node is cut off from the cluster; reconnect"
+"""Why a fenced node ends its sessions closed elsewhere and turns new agents away."""
 BATCH = 200
 """Snapshots per directory message (well under the bus's payload limit)."""
 
@@ -132,8 +135,6 @@ class ClusterNode:
         self._published: dict[str, tuple[str, int, str, str]] = {}  # session -> snapshot_key
         self._news = False  # another node's sessions changed since _yield_to_newer looked
         self._edges: dict[str, set[anyio.Event]] = {}  # owner -> its forwarded viewers' flags
-        self.fenced = False
-        """Cut off from the bus, and the other nodes have closed sessions of this one."""
 
     @classmethod
     @asynccontextmanager
@@ -260,7 +261,7 @@ class ClusterNode:
             if self._nc.is_connected:
                 if self.fenced:
                     log.warning("cluster node %s is back on the bus: ready again", self.id)
-                cut_off_since, self.fenced = None, False
+                cut_off_since, self.registry.index.fenced = None, None
                 continue
             now = time.monotonic()
             cut_off_since = cut_off_since if cut_off_since is not None else now
@@ -280,11 +281,15 @@ class ClusterNode:
             log.warning("cluster node %s is cut off from the bus and the other nodes have "
                         "closed %d of its sessions: ending them, not ready until the bus "
                         "is back", self.id, len(closed))
-        self.fenced = True
+        self.registry.index.fenced = FENCED
         for session_id in closed:
-            await self.registry.disconnect_session(
-                session_id, "this server node was cut off from the cluster; reconnect",
-                mark_offline=False)
+            await self.registry.disconnect_session(session_id, FENCED, mark_offline=False)
+
+    @property
+    def fenced(self) -> bool:
+        """Cut off from the bus, and the other nodes have closed sessions of this one: not
+        ready, and agents are told to retry (through the balancer, elsewhere)."""
+        return self.registry.index.fenced is not None
 
     # -- the directory --------------------------------------------------------------------
     async def _keep_publishing(self) -> None:

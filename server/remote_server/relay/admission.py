@@ -126,6 +126,8 @@ class Admission:
         """
         if self._index.closing:
             raise SessionRefused("the server is shutting down")
+        if self._index.fenced is not None:
+            raise Unavailable(self._index.fenced)
         check_session_type(request.session_type)
         credential = AgentCredential(
             token=request.session_token, agent_id=request.agent_id.strip(),

@@ -31,6 +31,9 @@ class SessionIndex:
         self._touched: set[str] = set()
         self.closing = False
         """Set at shutdown: nothing new is admitted."""
+        self.fenced: str | None = None
+        """Why agents are turned away for now, to retry elsewhere (a cluster node cut off
+        from the bus whose sessions the other nodes closed); None: they are admitted."""
 
     # -- sessions ------------------------------------------------------------------------
     def get(self, session_id: str) -> Session | None:
