@@ -303,6 +303,12 @@ class Store(ABC):
                                  last_seen: datetime | None = None) -> None:
         """Record online/offline and when the machine was last heard from."""
 
+    async def set_machines_offline(self, agent_ids: Collection[str], last_seen: datetime) -> None:
+        """Mark many machines offline, last seen at ``last_seen`` (a server shutting down).
+        One write per machine here; a store overrides it with one statement."""
+        for agent_id in agent_ids:
+            await self.set_machine_status(agent_id, "offline", last_seen)
+
     @abstractmethod
     async def set_machines_seen(self, seen: Mapping[str, datetime]) -> None:
         """Record when each of many machines was last heard from, in one write: an idle
@@ -401,6 +407,13 @@ class Store(ABC):
     @abstractmethod
     async def get_session(self, session_id: str) -> SessionRecord | None:
         """A session that is not soft-deleted."""
+
+    async def end_sessions(self, session_ids: Collection[str], ended_at: datetime,
+                           end_reason: str) -> None:
+        """End many sessions for one reason (a server shutting down). One write per session
+        here; a store overrides it with one statement."""
+        for session_id in session_ids:
+            await self.update_session(session_id, ended_at=ended_at, end_reason=end_reason)
 
     async def ended_sessions(self, session_ids: Collection[str]) -> set[str]:
         """Those of ``session_ids`` that the database has ended (a cluster node cut off from
@@ -563,6 +576,12 @@ class Store(ABC):
     @abstractmethod
     async def add_event(self, event: AuditEvent) -> None:
         """Append to the session-event log."""
+
+    async def add_events(self, events: Sequence[AuditEvent]) -> None:
+        """Append many events, in order (a server shutting down). One write per event here;
+        a store overrides it with one statement."""
+        for event in events:
+            await self.add_event(event)
 
     @abstractmethod
     async def list_events(self, session_id: str | None = None, agent_id: str | None = None,

@@ -9,6 +9,7 @@ from datetime import datetime
 import pytest
 
 from remote_core.errors import ConflictError, StoreError
+from remote_core.interfaces import Store
 from remote_core.plugins import get_plugin_manager
 from remote_core.records import AuditEvent, MachineReport
 from remote_core.settings import PluginSettings
@@ -23,6 +24,29 @@ from remote_core.testing.store_contract import StoreContract, make_session
 from remote_core.types import AgentCredential, AuthContext, AuthRejected
 
 pytestmark = pytest.mark.anyio
+
+
+class _WithoutBatches(MemoryStore):
+    """A store that writes one row at a time, as a third-party store written before the
+    batch methods does: it inherits :class:`Store`'s defaults for them."""
+
+    end_sessions = Store.end_sessions
+    ended_sessions = Store.ended_sessions
+    set_machines_offline = Store.set_machines_offline
+    add_events = Store.add_events
+
+
+@pytest.mark.parametrize("test", ["test_many_sessions_end_in_one_call",
+                                  "test_a_node_learns_which_of_its_sessions_were_ended",
+                                  "test_many_machines_go_offline_in_one_call",
+                                  "test_many_events_are_added_in_order"])
+async def test_the_batch_methods_defaults_meet_the_contract(test: str) -> None:
+    store = _WithoutBatches()
+    await store.open()
+    try:
+        await getattr(StoreContract(), test)(store)
+    finally:
+        await store.close()
 
 
 class TestMemoryStoreContract(StoreContract):

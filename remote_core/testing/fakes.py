@@ -343,6 +343,14 @@ class MemoryStore(Store):
                 machine, status=status, last_seen=_utc_or_none(last_seen) or machine.last_seen)
 
     @_operation
+    async def set_machines_offline(self, agent_ids: Collection[str], last_seen: datetime) -> None:
+        for agent_id in agent_ids:
+            machine = self._machines.get(agent_id)
+            if machine is not None:
+                self._machines[agent_id] = replace(machine, status="offline",
+                                                   last_seen=_utc(last_seen))
+
+    @_operation
     async def set_machines_seen(self, seen: Mapping[str, datetime]) -> None:
         for agent_id, at in seen.items():
             machine = self._machines.get(agent_id)
@@ -493,6 +501,15 @@ class MemoryStore(Store):
             self._sessions[session_id] = replace(session, **_given(
                 consent_state=consent_state, ended_at=_utc_or_none(ended_at),
                 end_reason=end_reason))
+
+    @_operation
+    async def end_sessions(self, session_ids: Collection[str], ended_at: datetime,
+                           end_reason: str) -> None:
+        for session_id in session_ids:
+            session = self._sessions.get(session_id)
+            if session is not None:
+                self._sessions[session_id] = replace(session, ended_at=_utc(ended_at),
+                                                     end_reason=end_reason)
 
     @_operation
     async def end_open_sessions(self, end_reason: str, ended_at: datetime, *,
@@ -777,13 +794,22 @@ class MemoryStore(Store):
     # -- audit -------------------------------------------------------------------------------------
     @_operation
     async def add_event(self, event: AuditEvent) -> None:
+        self._append_events([event])
+
+    @_operation
+    async def add_events(self, events: Sequence[AuditEvent]) -> None:
+        self._append_events(events)
+
+    def _append_events(self, events: Sequence[AuditEvent]) -> None:
+        """All or none, as one SQL transaction."""
         try:  # the SQL store keeps the detail as JSON: what JSON cannot hold fails there too
-            detail = json.loads(json.dumps(dict(event.detail)))
+            details = [json.loads(json.dumps(dict(event.detail))) for event in events]
         except (TypeError, ValueError) as error:
             raise StoreError(f"event detail is not JSON: {error}") from None
-        self._events.append(replace(event, detail=detail, id=len(self._events) + 1,
-                                    created_at=_utc(event.created_at or utcnow()),
-                                    tenant_id=event.tenant_id or DEFAULT_TENANT_ID))
+        for event, detail in zip(events, details, strict=True):
+            self._events.append(replace(event, detail=detail, id=len(self._events) + 1,
+                                        created_at=_utc(event.created_at or utcnow()),
+                                        tenant_id=event.tenant_id or DEFAULT_TENANT_ID))
 
     @_operation
     async def list_events(self, session_id: str | None = None, agent_id: str | None = None,

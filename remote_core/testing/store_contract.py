@@ -464,6 +464,18 @@ class StoreContract:
         assert await store.set_all_machines_offline() == 0
         assert {m.status for m in await store.list_machines()} == {"offline"}
 
+    async def test_many_machines_go_offline_in_one_call(self, store: Store) -> None:
+        await self._fleet(store)
+        seen = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+        for agent_id in ("m-1", "m-2", "m-3"):
+            await store.set_machine_status(agent_id, "online", seen)
+        gone = seen + timedelta(minutes=1)
+        await store.set_machines_offline(["m-1", "m-3", "nobody"], gone)
+        await store.set_machines_offline([], gone)
+        states = {m.agent_id: (m.status, m.last_seen) for m in await store.list_machines()}
+        assert states["m-1"] == states["m-3"] == ("offline", gone)
+        assert states["m-2"] == ("online", seen)
+
     # -- start-up restore (SPEC 5.2) ----------------------------------------------------------
     async def test_restore_returns_live_machines_and_keyed_ids(self, store: Store) -> None:
         await self._fleet(store)
@@ -621,6 +633,18 @@ class StoreContract:
                                              created_before=swept) == 1
         ended = {s.id: s.end_reason for s in await store.list_sessions()}
         assert ended == {live.id: None, orphan.id: "node lost", young.id: None}
+
+    async def test_many_sessions_end_in_one_call(self, store: Store) -> None:
+        first = await store.create_session(make_session("a-1"))
+        second = await store.create_session(make_session("a-2"))
+        other = await store.create_session(make_session("a-3"))
+        ended = utcnow()
+        await store.end_sessions([first.id, second.id, "no-such-session"], ended,
+                                 "server shutting down")
+        await store.end_sessions([], ended, "nothing")
+        stored = {s.id: (s.ended_at, s.end_reason) for s in await store.list_sessions()}
+        assert stored[first.id] == stored[second.id] == (ended, "server shutting down")
+        assert stored[other.id] == (None, None)
 
     async def test_a_node_learns_which_of_its_sessions_were_ended(self, store: Store) -> None:
         live = await store.create_session(make_session("a-1"))
@@ -845,6 +869,17 @@ class StoreContract:
             "viewer_joined", "session_opened"]
         assert [e.kind for e in await store.list_events(agent_id="a-2")] == ["machine_purged"]
         assert len(await store.list_events(limit=2)) == 2
+
+    async def test_many_events_are_added_in_order(self, store: Store) -> None:
+        at = utcnow()
+        await store.add_events([AuditEvent("session.closed", session_id=f"s-{i}",
+                                           agent_id=f"a-{i}", created_at=at,
+                                           detail={"reason": "server shutting down"})
+                                for i in range(3)])
+        await store.add_events([])
+        newest = await store.list_events()
+        assert [e.session_id for e in newest] == ["s-2", "s-1", "s-0"]
+        assert {e.detail["reason"] for e in newest} == {"server shutting down"}
 
 
     # -- keyset paging -------------------------------------------------------------------------

@@ -199,6 +199,15 @@ def set_machine_status(conn: Connection, agent_id: str, status: str,
                  .values(values_given(status=status, last_seen=last_seen)))
 
 
+def set_machines_offline(conn: Connection, agent_ids: tuple[str, ...],
+                         last_seen: datetime) -> None:
+    """One statement, executed for many rows (executemany)."""
+    if agent_ids:
+        conn.execute(sa.update(machines).where(machines.c.agent_id == sa.bindparam("agent"))
+                     .values(status="offline", last_seen=last_seen),
+                     [{"agent": agent_id} for agent_id in agent_ids])
+
+
 def set_machines_seen(conn: Connection, seen: dict[str, datetime]) -> None:
     """One statement, executed for many rows (executemany)."""
     conn.execute(sa.update(machines).where(machines.c.agent_id == sa.bindparam("agent"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -115,6 +116,18 @@ def update_session(conn: Connection, session_id: str, changes: dict[str, Any]) -
         conn.execute(sa.update(sessions).where(sessions.c.id == session_id).values(changes))
 
 
+_IDS_A_QUERY = 500
+"""Ids bound in one ``IN (...)`` list: well below SQLite's 32,766 bound variables."""
+
+
+def end_sessions(conn: Connection, session_ids: tuple[str, ...], ended_at: datetime,
+                 end_reason: str) -> None:
+    for start in range(0, len(session_ids), _IDS_A_QUERY):
+        conn.execute(sa.update(sessions).where(
+            sessions.c.id.in_(session_ids[start:start + _IDS_A_QUERY]))
+            .values(ended_at=ended_at, end_reason=end_reason))
+
+
 def end_open_sessions(conn: Connection, end_reason: str, ended_at: datetime,
                       keep: tuple[str, ...] = (), created_before: datetime | None = None) -> int:
     query = sa.update(sessions).where(sessions.c.ended_at.is_(None))
@@ -129,10 +142,6 @@ def get_session(conn: Connection, session_id: str) -> SessionRecord | None:
     row = conn.execute(sa.select(sessions).where(
         sessions.c.id == session_id, sessions.c.deleted_at.is_(None))).first()
     return session_from_row(row) if row else None
-
-
-_IDS_A_QUERY = 500
-"""Ids bound in one ``IN (...)`` list: well below SQLite's 32,766 bound variables."""
 
 
 def ended_sessions(conn: Connection, session_ids: tuple[str, ...]) -> set[str]:
@@ -223,12 +232,20 @@ def event_from_row(row: Any) -> AuditEvent:
 
 
 def add_event(conn: Connection, event: AuditEvent, now: datetime) -> None:
-    conn.execute(sa.insert(session_events).values(
-        kind=event.kind, session_id=event.session_id, agent_id=event.agent_id,
-        actor=event.actor, target=event.target, client_ip=event.client_ip,
-        detail=dict(event.detail), created_at=event.created_at or now,
-        tenant_id=tenant_of(event.tenant_id),
-    ))
+    add_events(conn, [event], now)
+
+
+def add_events(conn: Connection, events: Sequence[AuditEvent], now: datetime) -> None:
+    """One statement, executed for many rows (executemany), in order."""
+    if events:
+        conn.execute(sa.insert(session_events), [_event_row(event, now) for event in events])
+
+
+def _event_row(event: AuditEvent, now: datetime) -> dict[str, Any]:
+    return {"kind": event.kind, "session_id": event.session_id, "agent_id": event.agent_id,
+            "actor": event.actor, "target": event.target, "client_ip": event.client_ip,
+            "detail": dict(event.detail), "created_at": event.created_at or now,
+            "tenant_id": tenant_of(event.tenant_id)}
 
 
 def list_events(conn: Connection, session_id: str | None, agent_id: str | None,

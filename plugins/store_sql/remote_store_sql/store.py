@@ -163,6 +163,10 @@ class SqlStore(Store):
         if seen:
             await self._runner.write(_machines.set_machines_seen, dict(seen))
 
+    async def set_machines_offline(self, agent_ids: Collection[str], last_seen: datetime) -> None:
+        if agent_ids:
+            await self._runner.write(_machines.set_machines_offline, tuple(agent_ids), last_seen)
+
     async def set_all_machines_offline(self, keep: Collection[str] = ()) -> int:
         return await self._runner.write(_machines.set_all_machines_offline, tuple(keep))
 
@@ -233,6 +237,12 @@ class SqlStore(Store):
 
     async def get_session(self, session_id: str) -> SessionRecord | None:
         return await self._runner.read(_records.get_session, session_id)
+
+    async def end_sessions(self, session_ids: Collection[str], ended_at: datetime,
+                           end_reason: str) -> None:
+        if session_ids:
+            await self._runner.write(_records.end_sessions, tuple(session_ids), ended_at,
+                                     end_reason)
 
     async def ended_sessions(self, session_ids: Collection[str]) -> set[str]:
         return await self._runner.read(_records.ended_sessions, tuple(session_ids))
@@ -358,6 +368,10 @@ class SqlStore(Store):
     # -- audit ------------------------------------------------------------------
     async def add_event(self, event: AuditEvent) -> None:
         await self._runner.write(_records.add_event, event, utcnow())
+
+    async def add_events(self, events: Sequence[AuditEvent]) -> None:
+        if events:
+            await self._runner.write(_records.add_events, list(events), utcnow())
 
     async def list_events(self, session_id: str | None = None, agent_id: str | None = None,
                           limit: int = 100, *, after: Keyset | None = None,

@@ -519,6 +519,12 @@ class Admission:
         return session.standing(user.id)
 
 
+async def write_all_offline(store: Store, index: SessionIndex, agent_ids: list[str],
+                            ended: Any) -> None:
+    """:func:`write_offline` for many machines in one write."""
+    await store.set_machines_offline([a for a in agent_ids if index.for_agent(a) is None], ended)
+
+
 async def write_offline(store: Store, index: SessionIndex, agent_id: str, ended: Any) -> None:
     """Mark a machine offline, unless its agent has come back meanwhile (a write that waited
     out a database outage runs against the live state as it is then)."""

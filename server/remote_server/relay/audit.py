@@ -40,10 +40,31 @@ class Audit:
             event = dataclasses.replace(event, created_at=utcnow())
 
         async def write() -> None:
-            tenant = event.tenant_id or await self._tenant(event)
-            await self._store.add_event(dataclasses.replace(event, tenant_id=tenant))
+            await self._store.add_event(await self._with_tenant(event))
 
         await self.writes.submit(AUDIT_KEY, f"audit event {event.kind}", write)
+        self._announce(event)
+
+    async def record_many(self, events: Sequence[AuditEvent]) -> None:
+        """Record events together, in order, in one write (a server shutting down: one
+        statement, not one per session)."""
+        now = utcnow()
+        events = [e if e.created_at is not None else dataclasses.replace(e, created_at=now)
+                  for e in events]
+        if not events:
+            return
+
+        async def write() -> None:
+            await self._store.add_events([await self._with_tenant(e) for e in events])
+
+        await self.writes.submit(AUDIT_KEY, f"{len(events)} audit events", write)
+        for event in events:
+            self._announce(event)
+
+    async def _with_tenant(self, event: AuditEvent) -> AuditEvent:
+        return dataclasses.replace(event, tenant_id=event.tenant_id or await self._tenant(event))
+
+    def _announce(self, event: AuditEvent) -> None:
         self._plugins.audit_event(event)
         for service in self._services:
             try:

@@ -38,7 +38,7 @@ from remote_core.records import (
 from remote_core.textrules import escaped
 
 from ..settings import ServerSettings
-from .admission import Admission, write_offline
+from .admission import Admission, write_all_offline, write_offline
 from .audit import Audit
 from .consent import Ask, Standing
 from .index import SessionIndex
@@ -62,6 +62,8 @@ __all__ = ["HANDLERS", "Handler", "Registry"]
 log = logging.getLogger(__name__)
 
 _SHUTDOWN_GRACE = 5.0
+SHUTDOWN_KEY = "shutdown"
+"""The write-queue key of the writes that end every session at once, in order."""
 SEEN_EVERY = 30.0
 """Seconds between the batched writes of when idle machines were last heard from."""
 
@@ -707,12 +709,28 @@ class Registry:
         return len(doomed)
 
     async def shutdown(self, reason: str) -> None:
-        """Every peer gets ``Disconnect{reason}``; wait briefly for the sockets to close."""
+        """Every peer gets ``Disconnect{reason}``; the sessions' ends, machines' offline
+        states and audit events are written together (a statement each, not one each per
+        session: 2,000 sessions took 6,000 writes); wait briefly for the sockets to close."""
         self.index.closing = True
-        async with anyio.create_task_group() as group:  # at once: a recording's last
-            for session in self.index.sessions():      # segments may take a while
-                group.start_soon(partial(self._end, session, reason,
-                                         close_code=CloseCode.GOING_AWAY))
+        closed = [(session, *ending) for session in list(self.index.sessions())
+                  if (ending := self._close(session, reason, CloseCode.GOING_AWAY))]
+        with anyio.CancelScope(shield=True):
+            async with anyio.create_task_group() as group:  # at once: a recording's last
+                for session, why, _ in closed:              # segments may take a while
+                    group.start_soon(self._stop_recording, session,
+                                     f"the session ended: {why}")
+            ended = utcnow()
+            why = escaped(reason)
+            await self.writes.submit(
+                SHUTDOWN_KEY, f"end of {len(closed)} sessions",
+                partial(self.store.end_sessions, [s.session_id for s, _, _ in closed],
+                        ended, why))
+            await self.writes.submit(
+                SHUTDOWN_KEY, "offline state of their machines",
+                partial(write_all_offline, self.store, self.index,
+                        [s.agent_id for s, _, current in closed if current], ended))
+            await self.audit.record_many([self._closed(s, why, ended) for s, _, _ in closed])
         with anyio.move_on_after(_SHUTDOWN_GRACE):
             await self._no_sockets.wait()
 
@@ -730,15 +748,10 @@ class Registry:
     # -- the one way a session ends ----------------------------------------------------------
     async def _end(self, session: Session, reason: str, *, mark_offline: bool = True,
                    close_code: int = CloseCode.NORMAL) -> None:
-        if session.ended:
+        ending = self._close(session, reason, close_code)
+        if ending is None:
             return
-        session.ended = True
-        reason = escaped(reason)  # may quote the peer's own goodbye or denial
-        if not self.index.remove(session):
-            mark_offline = False  # a newer connection of the agent is its current one
-        for viewer in [*session.viewers.values(), *session.channels.values()]:
-            viewer.close(reason, close_code)
-        session.agent.close(reason, close_code)
+        reason, current = ending
         with anyio.CancelScope(shield=True):
             await self._stop_recording(session, f"the session ended: {reason}")
             ended = utcnow()
@@ -746,22 +759,38 @@ class Registry:
                 ("session", session.session_id), f"end of session {session.session_id}",
                 partial(self.store.update_session, session.session_id, ended_at=ended,
                         end_reason=reason))
-            if mark_offline:
+            if mark_offline and current:
                 await self.writes.submit(
                     ("machine", session.agent_id), f"offline state of machine {session.agent_id}",
                     partial(write_offline, self.store, self.index, session.agent_id, ended))
-            record = SessionRecord(
-                id=session.session_id, agent_id=session.agent_id, is_managed=session.is_managed,
-                source=session.source, consent_state=session.consent_state,
-                technician=session.technician_name or None, created_at=session.created_at,
-                ended_at=ended, end_reason=reason)
-            self.plugins.session_closed(record, reason)
-            await self.audit.record(AuditEvent("session.closed", session_id=session.session_id,
-                                               agent_id=session.agent_id,
-                                               tenant_id=session.tenant_id,
-                                               detail={"reason": reason,
-                                                       "viewers": len(session.viewers)}))
+            await self.audit.record(self._closed(session, reason, ended))
+
+    def _close(self, session: Session, reason: str, close_code: int) -> tuple[str, bool] | None:
+        """Take a session out of the live state and close its sockets. Returns the reason
+        as recorded and whether it was its agent's current session (not replaced by a newer
+        connection); None when it had ended already."""
+        if session.ended:
+            return None
+        session.ended = True
+        reason = escaped(reason)  # may quote the peer's own goodbye or denial
+        current = self.index.remove(session)
+        for viewer in [*session.viewers.values(), *session.channels.values()]:
+            viewer.close(reason, close_code)
+        session.agent.close(reason, close_code)
+        return reason, current
+
+    def _closed(self, session: Session, reason: str, ended: datetime) -> AuditEvent:
+        """Tell the plugins a session ended; the audit event that records it."""
+        record = SessionRecord(
+            id=session.session_id, agent_id=session.agent_id, is_managed=session.is_managed,
+            source=session.source, consent_state=session.consent_state,
+            technician=session.technician_name or None, created_at=session.created_at,
+            ended_at=ended, end_reason=reason)
+        self.plugins.session_closed(record, reason)
         log.info("session %s of agent %s ended: %s", session.session_id, session.agent_id, reason)
+        return AuditEvent("session.closed", session_id=session.session_id,
+                          agent_id=session.agent_id, tenant_id=session.tenant_id,
+                          detail={"reason": reason, "viewers": len(session.viewers)})
 
 
 _MOVED: Mapping[int, str] = {pb.FILE_OP_UPLOAD: "file.uploaded",
