@@ -279,7 +279,6 @@ async def test_an_idle_agents_unchanged_reports_are_written_in_batches(relay: Re
     assert before.last_seen is None or after.last_seen > before.last_seen
 
 
-
 async def test_shutdown_writes_every_sessions_end_together(relay: Relay) -> None:
     """At shutdown the sessions' ends, their machines' offline states and their audit events
     go out in one write each, not one each per session (2,000 sessions took 6,000)."""

@@ -720,8 +720,7 @@ class Registry:
                 for session, why, _ in closed:              # segments may take a while
                     group.start_soon(self._stop_recording, session,
                                      f"the session ended: {why}")
-            ended = utcnow()
-            why = escaped(reason)
+            ended, why = utcnow(), escaped(reason)  # each session's recorded reason
             await self.writes.submit(
                 SHUTDOWN_KEY, f"end of {len(closed)} sessions",
                 partial(self.store.end_sessions, [s.session_id for s, _, _ in closed],

@@ -7,9 +7,9 @@ counted: a real agent or viewer sends its ``SessionRequest`` at once, so it
 leaves the count almost as soon as it joins it (when the request arrives, not
 when it is answered: in a storm, admissions wait on the database, and holding
 their slots meanwhile refused real agents). That is what lets the per-address
-cap hold even where an untrusted proxy makes every client one address: a crowd of real clients
-behind it is rarely more than a handful pending at any moment, while a flood
-is all pending. A global cap bounds the sum across every address.
+cap hold even where an untrusted proxy makes every client one address: a crowd
+of real clients behind it is rarely more than a handful pending at any moment,
+while a flood is all pending. A global cap bounds the sum across every address.
 
 Pure bookkeeping in one event loop, no sockets: :mod:`.ws` admits a socket
 before accepting it and releases its slot on its first message or the close.
