@@ -6,8 +6,9 @@ from __future__ import annotations
 import stat
 import subprocess
 import sys
+import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -162,6 +163,108 @@ async def test_sqlite_connection_settings(tmp_path: Path) -> None:
         assert await store.runner.read(pragmas) == ("wal", 1, _engine.SQLITE_BUSY_TIMEOUT_MS)
     finally:
         await store.close()
+
+
+class _HeldWriter:
+    """A SQLite store whose writer is held by a first write until :meth:`release`, with its
+    commits counted and a scratch table to write rows to."""
+
+    def __init__(self, store: SqlStore) -> None:
+        self.store = store
+        self.commits = 0
+        self._started = threading.Event()
+        self._release = threading.Event()
+        event.listen(store.runner.engine, "commit", self._count)
+
+    def _count(self, _conn: Connection) -> None:
+        self.commits += 1
+
+    async def hold(self) -> None:
+        def held(_conn: Connection) -> None:
+            self._started.set()
+            self._release.wait(10)
+
+        await self.store.runner.write(held)
+
+    async def started(self) -> None:
+        await anyio.to_thread.run_sync(self._started.wait, 10)
+
+    async def queued(self, count: int) -> None:
+        for _ in range(1000):
+            if self.store.runner.writes_waiting == count:
+                return
+            await anyio.sleep(0.01)
+        raise AssertionError(f"{self.store.runner.writes_waiting} writes queued, not {count}")
+
+    def release(self) -> None:
+        self._release.set()
+
+    async def insert(self, *rows: int) -> int:
+        def insert(conn: Connection) -> int:
+            for row in rows:
+                conn.exec_driver_sql(f"INSERT INTO scratch (id) VALUES ({row})")
+            return rows[0]
+
+        return await self.store.runner.write(insert)
+
+    async def rows(self) -> list[int]:
+        def rows(conn: Connection) -> list[int]:
+            return [r[0] for r in conn.exec_driver_sql("SELECT id FROM scratch ORDER BY id")]
+
+        return await self.store.runner.read(rows)
+
+
+@pytest.fixture
+async def held_writer(tmp_path: Path) -> AsyncIterator[_HeldWriter]:
+    store = SqlStore(f"sqlite:///{tmp_path}/writes.db")
+    try:
+        await store.open()
+        await store.runner.write(
+            lambda conn: conn.exec_driver_sql("CREATE TABLE scratch (id INTEGER PRIMARY KEY)"))
+        yield _HeldWriter(store)
+    finally:
+        await store.close()
+
+
+async def test_sqlite_writes_queued_behind_a_writer_commit_together(
+        held_writer: _HeldWriter) -> None:
+    """Group commit: the writes that queued while one held the file are committed in one
+    transaction; each caller gets its own result, and a write that fails fails alone."""
+    results: dict[int, object] = {}
+
+    async def insert(key: int, *rows: int) -> None:
+        try:
+            results[key] = await held_writer.insert(*rows)
+        except ConflictError as error:
+            results[key] = error
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(held_writer.hold)
+        await held_writer.started()
+        for key, rows in enumerate([(1,), (2,), (3,), (5, 2), (4,)]):  # 2 again: a conflict
+            group.start_soon(insert, key, *rows)
+        await held_writer.queued(5)
+        commits = held_writer.commits
+        held_writer.release()
+    assert held_writer.commits == commits + 2  # the holder's, then the queue's in one
+    assert [results[k] for k in (0, 1, 2, 4)] == [1, 2, 3, 4]
+    assert isinstance(results[3], ConflictError)
+    assert await held_writer.rows() == [1, 2, 3, 4]  # none of the failed write's rows
+    assert held_writer.store.runner.writes_waiting == 0
+
+
+async def test_a_queued_write_whose_caller_gave_up_is_not_written(
+        held_writer: _HeldWriter) -> None:
+    async with anyio.create_task_group() as group:
+        group.start_soon(held_writer.hold)
+        await held_writer.started()
+        with anyio.move_on_after(0.2):
+            await held_writer.insert(1)
+        assert held_writer.store.runner.writes_waiting == 0
+        group.start_soon(held_writer.insert, 2)
+        await held_writer.queued(1)
+        held_writer.release()
+    assert await held_writer.rows() == [2]
 
 
 @pytest.mark.parametrize(("url", "driver"), [
