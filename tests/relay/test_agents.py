@@ -125,6 +125,31 @@ async def test_agent_status_updates_the_machine_and_update_status_is_recorded(
     assert "machine.placement_reported" in admin.events(session_id)
 
 
+async def test_a_status_report_that_places_nothing_costs_no_read_of_the_machine(
+        server, admin: Admin, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every admission is followed by the agent's first report: the stored machine is read
+    only to audit the placement a report fills in (or to keep a removed machine removed)."""
+    agent_id, key = admin.keyed_machine()
+    agent = await Peer.agent(server, key)
+    await agent.accepted()
+    store = server.ctx.registry.store
+    reads: list[str] = []
+    read = store.get_machine
+
+    async def counted(machine_id: str, *args: object, **kwargs: object) -> object:
+        reads.append(machine_id)
+        return await read(machine_id, *args, **kwargs)
+
+    monkeypatch.setattr(store, "get_machine", counted)
+    for placement in ({}, {"site": "berlin"}):
+        await agent.send("agent_status", pb.AgentStatus(hostname="pc-18", **placement))
+        await agent.send("heartbeat", pb.Heartbeat(timestamp=1))
+        await agent.expect("heartbeat_ack")
+    assert reads == [agent_id]  # the second report's: it fills the site in
+    machine = admin.ok("GET", f"/api/machines/{agent_id}")
+    assert (machine["hostname"], machine["site"]) == ("pc-18", "berlin")
+
+
 async def test_a_keyed_agent_cannot_move_its_machine_to_another_organization(
         server, admin: Admin) -> None:
     """Finding 3: an AgentStatus used to overwrite the operator's placement at every report,

@@ -214,8 +214,14 @@ class Registry:
                                  partial(self._write_status, session, report), coalesce=True)
 
     async def _write_status(self, session: Session, report: MachineReport) -> None:
-        """Runs now or after an outage: the machine's state is what it is when it runs."""
-        before = await self.store.get_machine(session.agent_id)
+        """Runs now or after an outage: the machine's state is what it is when it runs.
+
+        The stored row is read first only where it matters: to audit the placement a
+        report fills in, and to keep a machine removed meanwhile removed (an agent's
+        first report comes with every admission: one round trip fewer in a storm)."""
+        places = bool(report.organization or report.site or report.tags)
+        before = (await self.store.get_machine(session.agent_id)
+                  if places or session.ended else None)
         if before is None and session.ended:
             return  # removed meanwhile: a late report must not bring it back
         online = self.is_online(session.agent_id)
