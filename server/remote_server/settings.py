@@ -86,6 +86,9 @@ class ServerSettings(PluginSettings):
         32, "WebSockets one client address may hold open before their session_request")
     max_pending_sockets: int = option(
         1024, "WebSockets all addresses together may hold open before their session_request")
+    max_agents_waiting: int = option(
+        2048, "agents whose session_request is in and who wait their turn to be admitted; "
+              "past it the next is told to retry later")
     request_body_timeout: float = option(30.0, "seconds a client has to send a request body")
     consent_timeout: int = option(60, "seconds an attended agent has to answer consent")
     session_panel_managed: bool = option(
@@ -201,7 +204,7 @@ class ServerSettings(PluginSettings):
             raise ConfigError(f"setting 'port' must be 0-65535, got {self.port}")
         positive(self, "max_message_bytes", "max_transfer_bytes", "viewer_buffer_bytes",
                  "login_token_ttl", "consent_timeout", "max_pending_sockets_per_ip",
-                 "max_pending_sockets",
+                 "max_pending_sockets", "max_agents_waiting",
                  "heartbeat_interval", "heartbeat_timeout", "first_message_timeout",
                  "signing_key_refresh", "request_body_timeout", "recording_buffer_bytes")
         Retention.parse(self.recordings_keep_days, self.recording_retention)

@@ -229,10 +229,10 @@ async def test_a_storm_of_agents_is_admitted_in_turns(relay: Relay) -> None:
     assert all(a.success or a.error == REPLACED for a in answers), {a.error for a in answers}
 
 
-@pytest.mark.parametrize("settings", [ServerSettings(max_pending_sockets=4)], indirect=True)
+@pytest.mark.parametrize("settings", [ServerSettings(max_agents_waiting=4)], indirect=True)
 async def test_agents_waiting_their_turn_are_bounded(relay: Relay) -> None:
-    """Past ``max_pending_sockets`` agents waiting for admission (deviation: 4 instead of
-    1,024), the next is told to retry later: requests in, like silent sockets, stay
+    """Past ``max_agents_waiting`` agents waiting for admission (deviation: 4 instead of
+    2,048), the next is told to retry later: requests in, like silent sockets, stay
     bounded (T36)."""
     held = HeldLookups(relay.store)
     agents = [await relay.agent(MANAGED) for _ in range(AGENTS_ADMITTED_AT_ONCE + 4)]

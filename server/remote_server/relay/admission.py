@@ -84,7 +84,7 @@ AGENTS_ADMITTED_AT_ONCE = 32
 turn in order. Unbounded, a storm of 2,000 ran every admission in lock-step through one
 database queue: none answered before ten seconds, and a bigger storm would have run all of
 them into the agents' 30 s wait for an answer. In turns, answers start at once. No more
-than ``max_pending_sockets`` wait: past that an agent is told to retry later, so sockets
+than ``max_agents_waiting`` wait: past that an agent is told to retry later, so sockets
 that have sent a request stay bounded as the silent ones are (T36)."""
 
 
@@ -134,7 +134,7 @@ class Admission:
             machine_uid=(machine_uid or "").strip() or None,
             client_version=request.client_version[:64], client_ip=client_ip,
         )
-        if self.agents_waiting >= self._settings.max_pending_sockets:
+        if self.agents_waiting >= self._settings.max_agents_waiting:
             rate_limited("admission", 0.0)
             raise Unavailable("the server is busy admitting other agents; retry later")
         try:
