@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from collections.abc import Sequence
@@ -25,7 +26,7 @@ from remote_core.records import (
 )
 
 from ._schema import agent_keys, machines
-from ._sql import in_tenant, insert, keyset_page, values_given
+from ._sql import dialect_insert, in_tenant, keyset_page, values_given
 
 _KEY_HASH = re.compile(r"^[0-9a-f]{64}$")
 _LIVE = machines.c.deleted_at.is_(None)
@@ -103,15 +104,13 @@ def upsert_machine(conn: Connection, report: MachineReport, now: datetime) -> Ma
     new_row = {"tags": [], "status": "offline", "created_at": now,
                "tenant_id": tenant_of(report.tenant_id), **changes,
                "agent_id": report.agent_id, "machine_uid": report.machine_uid}
+    target = "machine_uid" if report.machine_uid else "agent_id"
+    stmt = _upsert(conn.dialect.name, target, tuple(changes))
     if not report.machine_uid:
-        stmt = insert(conn, machines).values(new_row).on_conflict_do_update(
-            index_elements=[machines.c.agent_id], set_=changes)
-        return machine_from_row(conn.execute(stmt.returning(*machines.c)).one())
-    stmt = insert(conn, machines).values(new_row).on_conflict_do_update(
-        index_elements=[machines.c.machine_uid], set_=changes)
+        return machine_from_row(conn.execute(stmt, new_row).one())
     try:
         with conn.begin_nested():
-            return machine_from_row(conn.execute(stmt.returning(*machines.c)).one())
+            return machine_from_row(conn.execute(stmt, new_row).one())
     except sa.exc.IntegrityError:
         pass
     # The agent_id is registered under another (or no) uid: it now reports this one.
@@ -120,6 +119,18 @@ def upsert_machine(conn: Connection, report: MachineReport, now: datetime) -> Ma
         .values(**changes, machine_uid=report.machine_uid).returning(*machines.c)
     ).one()
     return machine_from_row(row)
+
+
+@functools.cache
+def _upsert(dialect: str, target: str, changed: tuple[str, ...]) -> Any:
+    """The upsert of a machine row changing ``changed`` on a conflict on ``target``, its
+    values bound when executed. Built once per shape: building it took about as long as
+    running it (an admission storm upserts every machine twice)."""
+    stmt = dialect_insert(dialect, machines)
+    return stmt.on_conflict_do_update(
+        index_elements=[machines.c[target]],
+        set_={name: stmt.excluded[name] for name in changed},  # the same values as inserted
+    ).returning(*machines.c)
 
 
 def create_machine(conn: Connection, agent_id: str, organization: str, site: str,

@@ -99,15 +99,19 @@ def session_from_row(row: Any) -> SessionRecord:
     )
 
 
+_CREATE_SESSION = sa.insert(sessions).returning(*sessions.c)
+"""Built once, its values bound when executed: every admission runs it."""
+
+
 def create_session(conn: Connection, session: SessionRecord, now: datetime) -> SessionRecord:
-    row = conn.execute(sa.insert(sessions).values(
-        id=session.id, agent_id=session.agent_id, is_managed=session.is_managed,
-        source=session.source, consent_state=session.consent_state,
-        technician=session.technician, session_type=session.session_type,
-        created_at=session.created_at or now, ended_at=session.ended_at,
-        end_reason=session.end_reason, deleted_at=session.deleted_at,
-        tenant_id=session.tenant_id,
-    ).returning(*sessions.c)).one()
+    row = conn.execute(_CREATE_SESSION, {
+        "id": session.id, "agent_id": session.agent_id, "is_managed": session.is_managed,
+        "source": session.source, "consent_state": session.consent_state,
+        "technician": session.technician, "session_type": session.session_type,
+        "created_at": session.created_at or now, "ended_at": session.ended_at,
+        "end_reason": session.end_reason, "deleted_at": session.deleted_at,
+        "tenant_id": session.tenant_id,
+    }).one()
     return session_from_row(row)
 
 

@@ -10,14 +10,19 @@ from sqlalchemy.engine import Connection
 
 from remote_core.records import DEFAULT_TENANT_ID, Keyset
 
-__all__ = ["in_tenant", "insert", "keyset_page", "values_given"]
+__all__ = ["dialect_insert", "in_tenant", "insert", "keyset_page", "values_given"]
 
 _Select = TypeVar("_Select", bound=sa.Select[Any])
 
 
 def insert(conn: Connection, table: sa.Table) -> Any:
     """A dialect ``INSERT`` that offers ``on_conflict_do_update`` / ``_do_nothing``."""
-    if conn.dialect.name == "postgresql":
+    return dialect_insert(conn.dialect.name, table)
+
+
+def dialect_insert(dialect: str, table: sa.Table) -> Any:
+    """:func:`insert` for a dialect named, for statements built once and kept."""
+    if dialect == "postgresql":
         return postgresql.insert(table)
     return sqlite.insert(table)
 
