@@ -18,6 +18,10 @@ The writer whose turn it is commits every write queued behind it too, each in
 a savepoint of one transaction (group commit): a write's caller still returns
 once its write is committed, and a write that fails fails alone, but a storm
 pays one thread hop, one ``BEGIN IMMEDIATE`` and one commit for a whole queue.
+Reads queue the same way for SQLite's threads: the reads waiting when a thread
+comes free are run together in one read transaction (each sees the database as
+it is when the batch starts, after it was asked). Under an admission storm the
+server is bound by one interpreter, and the per-transaction work was a fifth of it.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import contextlib
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeVar
 
@@ -49,8 +53,8 @@ DEFAULT_DRIVERS = {"sqlite": "pysqlite", "postgresql": "asyncpg"}
 ASYNC_DRIVERS = {"aiosqlite", "asyncpg", "psycopg_async"}
 """Drivers run on an async engine; every other one on a sync engine in worker threads."""
 
-WRITES_PER_TRANSACTION = 64
-"""Queued SQLite writes committed together at most: a turn of the write lock stays short."""
+CALLS_PER_TRANSACTION = 64
+"""Queued SQLite reads or writes run together at most: a turn stays short."""
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 SQLITE_CONNECTIONS = 8
@@ -99,7 +103,8 @@ class Runner:
         self._probes = 0  # probes done, and how the last one went
         self._probed: StoreError | None = None
         self._writer = anyio.Lock() if self.dialect == "sqlite" else None  # see the module
-        self._queued: list[_QueuedWrite] = []  # writes waiting for the lock, in order
+        self._writes: list[_Queued] = []  # SQLite calls waiting for their turn, in order
+        self._reads: list[_Queued] = []
         self._threads = (anyio.CapacityLimiter(SQLITE_CONNECTIONS) if self.dialect == "sqlite"
                          else None)  # None: anyio's default
         try:
@@ -127,7 +132,12 @@ class Runner:
     @property
     def writes_waiting(self) -> int:
         """SQLite writes queued for the writer's turn (committed together when it comes)."""
-        return len(self._queued)
+        return len(self._writes)
+
+    @property
+    def reads_waiting(self) -> int:
+        """SQLite reads queued for a thread (run together when one comes free)."""
+        return len(self._reads)
 
     async def write(self, fn: Callable[..., T], *args: Any) -> T:
         return await self._run(fn, args, write=True)
@@ -136,42 +146,47 @@ class Runner:
         return await self._run(fn, args, write=False)
 
     async def _run(self, fn: Callable[..., T], args: tuple[Any, ...], *, write: bool) -> T:
-        if write and self._writer is not None:
-            if self._async is not None:
+        if self._writer is None or self._threads is None or self._async is not None:
+            if write and self._writer is not None:
                 async with self._writer:
                     return await self._run_now(fn, args, write=write)
-            return await self._write_in_turn(fn, args, self._writer)
-        return await self._run_now(fn, args, write=write)
-
-    async def _write_in_turn(self, fn: Callable[..., T], args: tuple[Any, ...],
-                             writer: anyio.Lock) -> T:
-        """Queue the write; whoever holds the (first-come, first-served) lock commits the
-        queue's head, this write among them unless an earlier holder already did."""
-        mine = _QueuedWrite(fn, args)
-        self._queued.append(mine)
+            return await self._run_now(fn, args, write=write)
+        mine = _Queued(fn, args)
+        queue, turn = (self._writes, self._writer) if write else (self._reads, self._threads)
+        queue.append(mine)
         try:
-            async with writer:
-                if not mine.done:  # every write queued before it is done: it heads the queue
-                    batch = self._queued[:WRITES_PER_TRANSACTION]
-                    del self._queued[:len(batch)]
-                    with anyio.CancelScope(shield=True):  # the batch holds others' writes
-                        await anyio.to_thread.run_sync(self._write_batch, batch,
-                                                       limiter=self._threads)
+            while not mine.taken:  # a turn takes the queue's head; this call is in it, or later
+                async with turn:  # first come, first served
+                    if not mine.taken:
+                        await self._run_batch(queue, write=write)
         finally:
-            if not mine.done and mine in self._queued:  # cancelled while it waited
-                self._queued.remove(mine)
+            if not mine.taken:  # cancelled while it waited
+                queue.remove(mine)
+        await mine.finished.wait()  # a batch another caller's turn took
         if mine.error is not None:
             raise mine.error
         return mine.result  # type: ignore[no-any-return]
 
-    def _write_batch(self, batch: list[_QueuedWrite]) -> None:
-        """Run ``batch`` in one transaction, each write in a savepoint of its own; every
-        write ends done, with its result or its (store) error."""
+    async def _run_batch(self, queue: list[_Queued], *, write: bool) -> None:
+        batch = queue[:CALLS_PER_TRANSACTION]
+        del queue[:len(batch)]
+        for item in batch:
+            item.taken = True
+        with anyio.CancelScope(shield=True):  # the batch holds other callers' calls
+            # A write's turn (the lock) takes one of the threads; a read's turn is one.
+            await anyio.to_thread.run_sync(self._in_thread_batch, batch, write,
+                                           limiter=self._threads if write else None)
+        for item in batch:
+            item.finished.set()
+
+    def _in_thread_batch(self, batch: list[_Queued], write: bool) -> None:
+        """Run ``batch`` in one transaction, each write in a savepoint of its own (a write
+        that fails fails alone); every call ends with its result or its (store) error."""
         try:
-            with self._engine_for[True].connect() as conn, conn.begin():
+            with self._engine_for[write].connect() as conn, conn.begin():
                 for item in batch:
                     try:
-                        with conn.begin_nested():
+                        with conn.begin_nested() if write else contextlib.nullcontext():
                             item.result = item.fn(conn, *item.args)
                     except Exception as error:
                         item.error = _store_error(error, self.url)
@@ -179,9 +194,6 @@ class Runner:
             failed = _store_error(error, self.url)
             for item in batch:
                 item.error = item.error or failed
-        finally:
-            for item in batch:
-                item.done = True
 
     async def _run_now(self, fn: Callable[..., T], args: tuple[Any, ...], *, write: bool) -> T:
         try:
@@ -250,14 +262,15 @@ class Runner:
 
 
 @dataclass(eq=False)
-class _QueuedWrite:
-    """One write waiting for its turn, and then how it went."""
+class _Queued:
+    """One store call waiting for its turn, and then how it went."""
 
     fn: Callable[..., Any]
     args: tuple[Any, ...]
+    taken: bool = False
+    finished: anyio.Event = field(default_factory=anyio.Event)
     result: Any = None
     error: Exception | None = None
-    done: bool = False
 
 
 def _store_error(error: Exception, url: sa.URL) -> Exception:

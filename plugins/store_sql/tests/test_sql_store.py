@@ -10,6 +10,7 @@ import threading
 import uuid
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -172,29 +173,40 @@ class _HeldWriter:
     def __init__(self, store: SqlStore) -> None:
         self.store = store
         self.commits = 0
-        self._started = threading.Event()
+        self.holding = 0
+        self._lock = threading.Lock()
         self._release = threading.Event()
         event.listen(store.runner.engine, "commit", self._count)
 
     def _count(self, _conn: Connection) -> None:
         self.commits += 1
 
-    async def hold(self) -> None:
+    async def hold(self, *, read: bool = False) -> None:
+        """Hold the writer (or, with ``read``, one of the threads) until released."""
         def held(_conn: Connection) -> None:
-            self._started.set()
+            with self._lock:
+                self.holding += 1
             self._release.wait(10)
 
-        await self.store.runner.write(held)
+        await (self.store.runner.read if read else self.store.runner.write)(held)
 
-    async def started(self) -> None:
-        await anyio.to_thread.run_sync(self._started.wait, 10)
-
-    async def queued(self, count: int) -> None:
+    async def started(self, holders: int = 1) -> None:
         for _ in range(1000):
-            if self.store.runner.writes_waiting == count:
+            if self.holding == holders:
                 return
             await anyio.sleep(0.01)
-        raise AssertionError(f"{self.store.runner.writes_waiting} writes queued, not {count}")
+        raise AssertionError(f"{self.holding} holders, not {holders}")
+
+    async def queued(self, count: int, *, reads: bool = False) -> None:
+        def waiting() -> int:
+            runner = self.store.runner
+            return runner.reads_waiting if reads else runner.writes_waiting
+
+        for _ in range(1000):
+            if waiting() == count:
+                return
+            await anyio.sleep(0.01)
+        raise AssertionError(f"{waiting()} calls queued, not {count}")
 
     def release(self) -> None:
         self._release.set()
@@ -251,6 +263,38 @@ async def test_sqlite_writes_queued_behind_a_writer_commit_together(
     assert isinstance(results[3], ConflictError)
     assert await held_writer.rows() == [1, 2, 3, 4]  # none of the failed write's rows
     assert held_writer.store.runner.writes_waiting == 0
+
+
+async def test_sqlite_reads_queued_for_a_thread_run_together(held_writer: _HeldWriter) -> None:
+    """With every thread busy, the reads that queue meanwhile run in one transaction when a
+    thread comes free; each caller gets its own answer, and a read that fails fails alone."""
+    await held_writer.insert(1)
+    answers: dict[int, object] = {}
+
+    async def read(key: int) -> None:
+        def rows(conn: Connection) -> list[int]:
+            if key == 2:
+                raise LookupError("this read fails")
+            return [r[0] for r in conn.exec_driver_sql("SELECT id FROM scratch")]
+
+        try:
+            answers[key] = await held_writer.store.runner.read(rows)
+        except LookupError as error:
+            answers[key] = error
+
+    async with anyio.create_task_group() as group:
+        for holders in range(1, _engine.SQLITE_CONNECTIONS + 1):  # one thread each
+            group.start_soon(partial(held_writer.hold, read=True))
+            await held_writer.started(holders)
+        for key in range(4):
+            group.start_soon(read, key)
+        await held_writer.queued(4, reads=True)
+        commits = held_writer.commits
+        held_writer.release()
+    assert held_writer.commits == commits + _engine.SQLITE_CONNECTIONS + 1  # the four in one
+    assert [answers[k] for k in (0, 1, 3)] == [[1], [1], [1]]
+    assert isinstance(answers[2], LookupError)
+    assert held_writer.store.runner.reads_waiting == 0
 
 
 async def test_a_queued_write_whose_caller_gave_up_is_not_written(
