@@ -172,12 +172,19 @@ class Runner:
         del queue[:len(batch)]
         for item in batch:
             item.taken = True
-        with anyio.CancelScope(shield=True):  # the batch holds other callers' calls
-            # A write's turn (the lock) takes one of the threads; a read's turn is one.
-            await anyio.to_thread.run_sync(self._in_thread_batch, batch, write,
-                                           limiter=self._threads if write else None)
-        for item in batch:
-            item.finished.set()
+        try:
+            with anyio.CancelScope(shield=True):  # the batch holds other callers' calls
+                # A write's turn (the lock) takes one of the threads; a read's turn is one.
+                await anyio.to_thread.run_sync(self._in_thread_batch, batch, write,
+                                               limiter=self._threads if write else None)
+        except BaseException as error:  # no thread ran it: nobody may wait for nothing
+            for item in batch:
+                item.error = item.error or StoreError(
+                    f"the database call did not run: {type(error).__name__}")
+            raise
+        finally:
+            for item in batch:
+                item.finished.set()
 
     def _in_thread_batch(self, batch: list[_Queued], write: bool) -> None:
         """Run ``batch`` in one transaction, each write in a savepoint of its own (a write

@@ -297,6 +297,39 @@ async def test_sqlite_reads_queued_for_a_thread_run_together(held_writer: _HeldW
     assert held_writer.store.runner.reads_waiting == 0
 
 
+class _ThreadAborted(BaseException):
+    """Not an Exception: escapes the batch's own error handling, as nothing should."""
+
+
+async def test_callers_of_a_batch_that_never_finished_are_told_not_left_waiting(
+        held_writer: _HeldWriter) -> None:
+    answers: dict[str, BaseException] = {}
+
+    async def read(name: str) -> None:
+        def aborts(_conn: Connection) -> None:
+            if name == "aborts":
+                raise _ThreadAborted
+
+        try:
+            await held_writer.store.runner.read(aborts)
+        except (_ThreadAborted, StoreError) as error:
+            answers[name] = error
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            for holders in range(1, _engine.SQLITE_CONNECTIONS + 1):
+                group.start_soon(partial(held_writer.hold, read=True))
+                await held_writer.started(holders)
+            group.start_soon(read, "aborts")
+            await held_writer.queued(1, reads=True)
+            group.start_soon(read, "with it")
+            await held_writer.queued(2, reads=True)
+            held_writer.release()
+    assert isinstance(answers["aborts"], _ThreadAborted)
+    assert isinstance(answers["with it"], StoreError)
+    assert "did not run" in str(answers["with it"])
+
+
 async def test_a_queued_write_whose_caller_gave_up_is_not_written(
         held_writer: _HeldWriter) -> None:
     async with anyio.create_task_group() as group:
