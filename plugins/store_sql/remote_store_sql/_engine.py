@@ -209,8 +209,7 @@ class Runner:
                     await aconn.execution_options(remote_write=write)
                     async with aconn.begin():
                         return await aconn.run_sync(fn, *args)
-            return await anyio.to_thread.run_sync(partial(self._in_thread, fn, args, write),
-                                                  limiter=self._threads)
+            return await anyio.to_thread.run_sync(partial(self._in_thread, fn, args, write))
         except (exc.SQLAlchemyError, OSError) as error:
             raise _store_error(error, self.url) from error
 

@@ -167,7 +167,7 @@ async def test_sqlite_connection_settings(tmp_path: Path) -> None:
 
 
 class _HeldWriter:
-    """A SQLite store whose writer is held by a first write until :meth:`release`, with its
+    """A SQLite store whose writer (or threads) calls hold until :meth:`release`, with its
     commits counted and a scratch table to write rows to."""
 
     def __init__(self, store: SqlStore) -> None:
@@ -191,22 +191,12 @@ class _HeldWriter:
         await (self.store.runner.read if read else self.store.runner.write)(held)
 
     async def started(self, holders: int = 1) -> None:
-        for _ in range(1000):
-            if self.holding == holders:
-                return
-            await anyio.sleep(0.01)
-        raise AssertionError(f"{self.holding} holders, not {holders}")
+        await _until(lambda: self.holding, holders, "holders")
 
     async def queued(self, count: int, *, reads: bool = False) -> None:
-        def waiting() -> int:
-            runner = self.store.runner
-            return runner.reads_waiting if reads else runner.writes_waiting
-
-        for _ in range(1000):
-            if waiting() == count:
-                return
-            await anyio.sleep(0.01)
-        raise AssertionError(f"{waiting()} calls queued, not {count}")
+        runner = self.store.runner
+        await _until(lambda: runner.reads_waiting if reads else runner.writes_waiting, count,
+                     "calls queued")
 
     def release(self) -> None:
         self._release.set()
@@ -224,6 +214,14 @@ class _HeldWriter:
             return [r[0] for r in conn.exec_driver_sql("SELECT id FROM scratch ORDER BY id")]
 
         return await self.store.runner.read(rows)
+
+
+async def _until(count: Callable[[], int], wanted: int, what: str) -> None:
+    for _ in range(1000):
+        if count() == wanted:
+            return
+        await anyio.sleep(0.01)
+    raise AssertionError(f"{count()} {what}, not {wanted}")
 
 
 @pytest.fixture
