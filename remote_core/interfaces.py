@@ -438,6 +438,21 @@ class Store(ABC):
     async def soft_delete_session(self, session_id: str) -> bool:
         """Set ``deleted_at``."""
 
+    # -- cluster nodes --------------------------------------------------------------
+    async def beat_node(self, node_id: str, on_bus: bool, at: datetime) -> None:  # noqa: B027
+        """Record that cluster node ``node_id`` was alive at ``at``, and whether it reached
+        the bus then. A node cut off from the bus reads the others' beats
+        (:meth:`nodes_on_bus`) to tell "only I am cut off" from "the bus is down". This
+        default keeps none: such a node then learns it only from sessions the others
+        closed (:meth:`ended_sessions`), so one that holds none never learns it."""
+
+    async def nodes_on_bus(self, since: datetime) -> set[str]:
+        """The nodes whose last beat, at or after ``since``, said they reached the bus."""
+        return set()
+
+    async def forget_node(self, node_id: str) -> None:  # noqa: B027 - optional
+        """Drop a node's beat (it left the cluster, or the others found it gone)."""
+
     # -- users ---------------------------------------------------------------------------
     @abstractmethod
     async def create_user(self, user: User) -> User:

@@ -158,6 +158,7 @@ class MemoryStore(Store):
         self._events: list[AuditEvent] = []
         self._deliveries: list[WebhookDelivery] = []
         self._recordings: dict[str, RecordingRecord] = {}
+        self._nodes: dict[str, tuple[bool, datetime]] = {}  # node -> on the bus, seen at
         self._tenants: dict[str, Tenant] = {
             DEFAULT_TENANT_ID: Tenant(DEFAULT_TENANT_ID, "default", created_at=_EPOCH)}
 
@@ -548,6 +549,20 @@ class MemoryStore(Store):
             return False
         self._sessions[session_id] = replace(session, deleted_at=utcnow())
         return True
+
+    # -- cluster nodes -------------------------------------------------------------------
+    @_operation
+    async def beat_node(self, node_id: str, on_bus: bool, at: datetime) -> None:
+        self._nodes[node_id] = (on_bus, _utc(at))
+
+    @_operation
+    async def nodes_on_bus(self, since: datetime) -> set[str]:
+        since = _utc(since)
+        return {node for node, (on_bus, at) in self._nodes.items() if on_bus and at >= since}
+
+    @_operation
+    async def forget_node(self, node_id: str) -> None:
+        self._nodes.pop(node_id, None)
 
     # -- users ---------------------------------------------------------------------------------
     def _add_user(self, user: User) -> User:

@@ -653,6 +653,21 @@ class StoreContract:
         assert await store.ended_sessions([live.id, ended.id, "no-such-session"]) == {ended.id}
         assert await store.ended_sessions([]) == set()
 
+    # -- cluster nodes -------------------------------------------------------------------------
+    async def test_a_cut_off_node_reads_which_nodes_reach_the_bus(self, store: Store) -> None:
+        now = utcnow()
+        before = now - timedelta(seconds=10)
+        await store.beat_node("back", True, before)
+        await store.beat_node("back", True, now)  # a later beat replaces the earlier
+        await store.beat_node("cut-off", True, before)
+        await store.beat_node("cut-off", False, now)
+        await store.beat_node("quiet", True, before)
+        await store.beat_node("gone", True, now)
+        await store.forget_node("gone")
+        await store.forget_node("never-beat")
+        assert await store.nodes_on_bus(now - timedelta(seconds=5)) == {"back"}
+        assert await store.nodes_on_bus(now - timedelta(seconds=20)) == {"back", "quiet"}
+
     # -- users ---------------------------------------------------------------------------------
     async def test_login_addresses_keep_the_newest_few_per_user(self, store: Store) -> None:
         alice = await store.create_user(make_user("alice"))

@@ -97,6 +97,8 @@ async def test_a_bus_outage_longer_than_a_lease_closes_nothing_live(private_bus,
         session = cluster.api("b").live_session(agent_id)  # b learnt of it over the bus
         stop_process(bus)
         await anyio.sleep(3 * LEASE)  # the nodes' leases of each other run out
+        for node in cluster.nodes.values():  # every node off the bus: none is fenced
+            assert readiness(node).status_code == 200, readiness(node).text
         bus = start_nats(port)
         try:
             def known_again():
@@ -219,3 +221,18 @@ async def test_a_node_that_alone_loses_the_bus_hands_its_agents_to_the_others(
                          f"node {holder} ready again once back on the bus")
     finally:
         agent.stop()
+
+
+async def test_a_node_cut_off_holding_no_session_is_fenced_all_the_same(links_to_the_bus):
+    """With no session the others could close, the cut-off node learns it alone lost the
+    bus from the other node's beats in the database."""
+    cluster, links, _ = links_to_the_bus
+    links["a"].cut()
+    await eventually(lambda: readiness(cluster.nodes["a"]).status_code == 503, 20,
+                     "node a, cut off from the bus, not ready")
+    assert "cut off from the cluster" in readiness(cluster.nodes["a"]).text
+    assert "node(s) b reach the bus" in cluster.nodes["a"].log.read_text()
+    assert readiness(cluster.nodes["b"]).status_code == 200
+    links["a"].mend()
+    await eventually(lambda: readiness(cluster.nodes["a"]).status_code == 200, 15,
+                     "node a ready again once back on the bus")

@@ -19,6 +19,7 @@ __all__ = [
     "Tags",
     "UTCDateTime",
     "agent_keys",
+    "cluster_nodes",
     "login_addresses",
     "login_sessions",
     "machines",
@@ -332,4 +333,11 @@ recordings = sa.Table(
     sa.Index("ix_recordings_agent_id_started_at", "agent_id", "started_at"),
     sa.Index("ix_recordings_started_at_id", "started_at", "id"),
     sa.Index("ix_recordings_tenant_id", "tenant_id"),
+)
+
+cluster_nodes = sa.Table(
+    "cluster_nodes", metadata,
+    sa.Column("node_id", sa.String(128), primary_key=True),
+    sa.Column("on_bus", sa.Boolean, nullable=False),
+    sa.Column("seen_at", UTCDateTime, nullable=False),
 )

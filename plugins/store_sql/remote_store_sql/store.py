@@ -46,6 +46,7 @@ from . import (
     _factors,
     _machines,
     _migrate,
+    _nodes,
     _recordings,
     _records,
     _tenants,
@@ -255,6 +256,16 @@ class SqlStore(Store):
 
     async def soft_delete_session(self, session_id: str) -> bool:
         return await self._runner.write(_records.soft_delete_session, session_id, utcnow())
+
+    # -- cluster nodes ----------------------------------------------------------
+    async def beat_node(self, node_id: str, on_bus: bool, at: datetime) -> None:
+        await self._runner.write(_nodes.beat_node, node_id, on_bus, at)
+
+    async def nodes_on_bus(self, since: datetime) -> set[str]:
+        return await self._runner.read(_nodes.nodes_on_bus, since)
+
+    async def forget_node(self, node_id: str) -> None:
+        await self._runner.write(_nodes.forget_node, node_id)
 
     # -- users ------------------------------------------------------------------
     async def create_user(self, user: User) -> User:

@@ -17,11 +17,13 @@ a node's requests.
 A node cut off from the bus while the others are not is, to them, dead: once its
 lease has run out they close its sessions in the database. The node itself cannot
 tell that from the whole bus being down (when nothing is closed), so it asks the
-database: while it has been cut off for a lease, it looks every third of one for
-its live sessions closed elsewhere. Finding one, it is *fenced*: it ends those
-sessions, so their agents reconnect, turns new agents away (to retry), and fails
-``/readyz``, so the load balancer sends them to the nodes the cluster can reach, until
-it is back on the bus.
+database. Every node beats there every third of a lease, saying whether it reaches the
+bus. Once cut off for a lease, a node looks every third of one for other nodes whose
+last beat says they reach the bus, and for its live sessions closed elsewhere. Finding
+either, it is *fenced*: it turns new agents away (to retry) and fails ``/readyz``, so
+the load balancer sends them to the nodes the cluster can reach, and it ends its
+sessions the others have closed, so their agents reconnect there too, until it is back
+on the bus.
 """
 
 from __future__ import annotations
@@ -194,6 +196,10 @@ class ClusterNode:
             await self._nc.flush(timeout=2)
         except Exception:
             log.debug("leaving the cluster quietly failed", exc_info=True)
+        try:
+            await self.registry.store.forget_node(self.id)
+        except StoreError as exc:
+            log.debug("could not forget this node's beat: %s", exc)
 
     async def _subscribe(self, subject: str, handler: Callable[[Msg], Awaitable[None]]) -> Any:
         async def guarded(msg: Msg) -> None:
@@ -242,8 +248,12 @@ class ClusterNode:
             lost.set()
         sessions = self.replica.drop(node)
         log.warning("cluster node %s %s; it held %d sessions", node, how, len(sessions))
-        if self.members.sweeper() != self.id or not sessions or not self._nc.is_connected:
+        if self.members.sweeper() != self.id or not self._nc.is_connected:
             return  # a node cut off from the bus itself cannot tell who is gone
+        try:
+            await self.registry.store.forget_node(node)  # back, it beats again
+        except StoreError as exc:
+            log.warning("could not forget cluster node %s's beat: %s", node, exc)
         now = utcnow()
         for snapshot in sessions:
             await self.registry.store.update_session(
@@ -258,7 +268,9 @@ class ClusterNode:
         cut_off_since: float | None = None
         while True:
             await anyio.sleep(lease / 3)
-            if self._nc.is_connected:
+            on_bus = self._nc.is_connected
+            await self._beat(on_bus)
+            if on_bus:
                 if self.fenced:
                     log.warning("cluster node %s is back on the bus: ready again", self.id)
                 cut_off_since, self.registry.index.fenced = None, None
@@ -267,6 +279,15 @@ class ClusterNode:
             cut_off_since = cut_off_since if cut_off_since is not None else now
             if now - cut_off_since >= lease:
                 await self._end_sessions_closed_elsewhere()
+                if not self.fenced:
+                    await self._fence_if_others_reach_the_bus()
+
+    async def _beat(self, on_bus: bool) -> None:
+        """Tell the database this node is alive and whether it reaches the bus."""
+        try:
+            await self.registry.store.beat_node(self.id, on_bus, utcnow())
+        except StoreError as exc:
+            log.warning("cluster node %s could not record its beat: %s", self.id, exc)
 
     async def _end_sessions_closed_elsewhere(self) -> None:
         live = [s.session_id for s in self.registry.live_sessions()]
@@ -277,13 +298,30 @@ class ClusterNode:
             return
         if not closed:
             return
-        if not self.fenced:
-            log.warning("cluster node %s is cut off from the bus and the other nodes have "
-                        "closed %d of its sessions: ending them, not ready until the bus "
-                        "is back", self.id, len(closed))
-        self.registry.index.fenced = FENCED
+        log.warning("cluster node %s is cut off from the bus and the other nodes have closed "
+                    "%d of its sessions: ending them", self.id, len(closed))
+        self._fence("its sessions are closed elsewhere")
         for session_id in closed:
             await self.registry.disconnect_session(session_id, FENCED, mark_offline=False)
+
+    async def _fence_if_others_reach_the_bus(self) -> None:
+        """Fenced even holding no session: other nodes beat, lately, that they reach the
+        bus. A beat counts for two thirds of a lease (they beat every third), so a node
+        that lost the bus too has said so by the time this one asks."""
+        since = utcnow() - timedelta(seconds=self.settings.node_lease * 2 / 3)
+        try:
+            others = await self.registry.store.nodes_on_bus(since) - {self.id}
+        except StoreError as exc:
+            log.warning("cut off from the bus, and the database did not answer: %s", exc)
+            return
+        if others:
+            self._fence(f"node(s) {', '.join(sorted(others))} reach the bus")
+
+    def _fence(self, why: str) -> None:
+        if not self.fenced:
+            log.warning("cluster node %s is cut off from the bus and %s: not ready until "
+                        "the bus is back", self.id, why)
+        self.registry.index.fenced = FENCED
 
     @property
     def fenced(self) -> bool:
