@@ -325,8 +325,8 @@ class ClusterNode:
 
     @property
     def fenced(self) -> bool:
-        """Cut off from the bus, and the other nodes have closed sessions of this one: not
-        ready, and agents are told to retry (through the balancer, elsewhere)."""
+        """Cut off from the bus while other nodes reach it (or have closed sessions of this
+        one): not ready, and agents are told to retry (through the balancer, elsewhere)."""
         return self.registry.index.fenced is not None
 
     # -- the directory --------------------------------------------------------------------
