@@ -12,16 +12,18 @@ import hashlib
 import secrets
 import ssl
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
 import anyio
-import httpx
 import jwt
 
 from remote_core.errors import RemoteSupportError
 
 from .config import OidcConfig
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["OidcError", "Provider", "Tokens", "pkce_pair"]
 
@@ -104,6 +106,8 @@ class Provider:
         meta = await self.metadata()
         form = {"grant_type": "authorization_code", "code": code,
                 "redirect_uri": self.config.redirect_url, "code_verifier": verifier}
+        import httpx  # here, not at start-up: only a server signing in over SSO needs it
+
         async with httpx.AsyncClient(verify=self._ssl, timeout=TIMEOUT) as client:
             try:
                 answer = await client.post(
@@ -159,6 +163,8 @@ class Provider:
 
     async def _get_json(self, url: str,
                         headers: dict[str, str] | None = None) -> dict[str, Any]:
+        import httpx  # see exchange()
+
         async with httpx.AsyncClient(verify=self._ssl, timeout=TIMEOUT) as client:
             try:
                 answer = await client.get(url, headers=headers)
