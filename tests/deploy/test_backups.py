@@ -25,9 +25,11 @@ import pytest
 from remote_server.testing.processes import BIN, AgentProcess, Api, ServerProcess
 from remote_server.testing.softkey import SoftAuthenticator
 from remote_server.web import totp
+from remote_store_sql import make_store
 from remote_store_sql.testing import all_rows, postgres_database, require_postgres
 from remote_viewer.client import open_viewer
 
+from remote_core.records import utcnow
 from remote_core.testing.browser import wait_until
 from remote_core.testing.xvfb import shared_xvfb
 
@@ -87,7 +89,21 @@ def populate(server: ServerProcess, home: Path) -> tuple[str, AgentProcess]:
             assert time.monotonic() < deadline, "no webhook delivery was logged"
             time.sleep(0.2)
     login(server.url, *OPERATOR)
+    beat_as_a_cluster_node(server.env["REMOTE_SUPPORT_DATABASE_URL"])
     return agent_id, agent
+
+
+def beat_as_a_cluster_node(url: str) -> None:
+    """The one table no single server writes: the beats of a cluster's nodes."""
+    async def beat() -> None:
+        store = make_store(url)
+        await store.open()
+        try:
+            await store.beat_node("node-a", True, utcnow())
+        finally:
+            await store.close()
+
+    anyio.run(beat)
 
 
 def watch(server: ServerProcess, token: str) -> None:
