@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import argon2
+import pytest
 from remote_server.testing.liveserver import ApiClient, LiveServer, ManualClock, assert_problem
+from remote_server.web import users
 
 from .conftest import ADMIN_PASSWORD, TECH_PASSWORD, MakeUser
 
@@ -22,6 +25,17 @@ def test_wrong_password_and_unknown_user_are_the_same_401(anon: ApiClient) -> No
         r = anon.post("/api/auth/login", json={"username": username, "password": "wrong-pass"})
         assert_problem(r, 401, "wrong username or password")
         assert r.headers["www-authenticate"] == "Bearer"
+
+
+def test_an_unknown_user_costs_a_whole_verification() -> None:
+    """The hash an unknown username is checked against has the hasher's parameters and
+    parses, so verifying it runs Argon2 to the end (a mismatch, as a wrong password is)
+    rather than failing at once on its form, which would tell unknown names apart."""
+    dummy = users._DUMMY_HASH
+    assert argon2.extract_parameters(dummy) == argon2.extract_parameters(
+        users._hasher.hash("a password"))
+    with pytest.raises(argon2.exceptions.VerifyMismatchError):
+        users._hasher.verify(dummy, "a password")
 
 
 def test_ninth_login_in_a_window_is_429_and_the_next_window_opens(
