@@ -366,10 +366,14 @@ def test_a_clean_page_load_reports_nothing(server: ServerProcess, browser: Any) 
     with watched_context(browser) as context:
         page = context.new_page()
         failed: list[str] = []
-        page.on("requestfailed", lambda request: failed.append(request.url))
-        page.on("response", lambda r: failed.append(r.url) if r.status >= 400 else None)
+        page.on("requestfailed",
+                lambda request: failed.append(f"{request.url} ({request.failure})"))
+        page.on("response",
+                lambda r: failed.append(f"{r.url} ({r.status})") if r.status >= 400 else None)
         page.goto(f"{server.url}/console/")
         page.wait_for_selector("input[name=username]")
+        # the icon is fetched after the load: leaving sooner would abort it (a failure)
+        page.wait_for_load_state("networkidle")
         page.goto(f"{server.url}/console/viewer.html")
         page.wait_for_selector("#state[data-state=ended]")
         page.wait_for_load_state("networkidle")
