@@ -187,7 +187,12 @@ async def test_the_servers_cap_refuses_big_transfers_either_way(tmp_path) -> Non
                                                     error="cancelled", done=True))
         await viewer.send("heartbeat", pb.Heartbeat(timestamp=3))
         assert (await viewer.expect("heartbeat_ack", skip=frozenset())).client_timestamp == 3
-        failed = audit(admin, session_id, "file.failed")
+
+        def both_refusals() -> list[dict[str, Any]] | None:  # the audit log is written behind
+            failed = audit(admin, session_id, "file.failed")
+            return failed if len(failed) >= 2 else None
+
+        failed = await eventually(both_refusals, 10, "both refusals in the audit log")
         assert sorted(e["detail"]["error"] for e in failed) == ["too-large", "too-large"]
         assert {e["detail"]["path"] for e in failed} == {"/home/huge", ""}
         await agent.close()
