@@ -216,8 +216,9 @@ class FileClient:
                 if event.kind in ("file_reply", "file_data", "file_ack"):
                     message = event.payload()
                     inbox = self._inboxes.get(message.request_id)
-                    if inbox is not None:
-                        with contextlib.suppress(anyio.BrokenResourceError):
+                    if inbox is not None:  # its request may end meanwhile: for no one
+                        with contextlib.suppress(anyio.BrokenResourceError,
+                                                 anyio.ClosedResourceError):
                             await inbox.send((event.kind, message))
         except ConnectionClosed as exc:
             self.closed = exc
