@@ -41,8 +41,10 @@ websockify) and the browser's renderer and GPU processes.
 
 Run: ``uv run python -m bench.browser`` (``BENCH_SECONDS``, default 5, per
 scenario; ``BENCH_CODECS=raw,h264`` to measure only those; ``BENCH_LINKS=0,2``
-for loopback and the second shaped link only; ``BENCH_LOG_LEVEL=info`` for the
-server's and the agent's logs, kept in the run's temporary directory).
+for loopback and the second shaped link only; ``BENCH_SCENARIOS="full screen"``
+for one scenario; ``BENCH_STACKS=console`` (or ``novnc``) for one stack;
+``BENCH_LOG_LEVEL=info`` for the server's and the agent's logs, kept in the run's
+temporary directory).
 """
 
 from __future__ import annotations
@@ -93,6 +95,21 @@ X11VNC_BASE = ["-nopw", "-shared", "-forever", "-quiet"]
 X11VNC_VARIANTS = {"default": [], "tuned": ["-defer", "0", "-wait", "1", "-xd_area", "0"]}
 VIEWPORT = {"width": WIDTH, "height": HEIGHT + 120}
 LOG_LEVEL = os.environ.get("BENCH_LOG_LEVEL", "warning")  # of the server and the agent
+
+
+def _wanted(variable: str, every: tuple[str, ...]) -> tuple[str, ...]:
+    """Those of ``every`` that the comma-separated ``variable`` names (all when unset)."""
+    names = os.environ.get(variable)
+    if names is None:
+        return every
+    chosen = tuple(name for name in every if name in names.split(","))
+    if not chosen:
+        raise SystemExit(f"{variable}={names!r} names none of {', '.join(every)}")
+    return chosen
+
+
+RUN_SCENARIOS = _wanted("BENCH_SCENARIOS", SCENARIOS)
+STACKS = _wanted("BENCH_STACKS", ("console", "novnc"))
 
 # Reads the marker at (x, y) of the canvas on every painted frame; keeps each new value
 # with its wall-clock time in ms. The context is the page's own (getContext returns it).
@@ -280,7 +297,7 @@ def console_rows(browser: Any, server: ServerProcess, agent: AgentProcess, sessi
                 wait_until(functools.partial(page.evaluate, _CODEC_FRAMES, [choice, counted]),
                            what=f"{choice} frames", timeout=20)
                 reset(painter, desktop)
-            for scenario in SCENARIOS:
+            for scenario in RUN_SCENARIOS:
                 before = page.evaluate(_CODEC_COUNTS)
                 row, marker = measure(f"console/{choice or 'default'}", scenario, view,
                                       painter, desktop, movie, pids, server.port, marker, link)
@@ -351,7 +368,7 @@ def novnc_rows(browser: Any, display: str, painter: Painter, desktop: Desktop,
                        what="noVNC's picture", timeout=20)
             time.sleep(1.0)
             view = Page(page, "#screen canvas")
-            for scenario in SCENARIOS:
+            for scenario in RUN_SCENARIOS:
                 row, marker = measure(f"noVNC/{variant}", scenario, view, painter, desktop,
                                       movie, pids, port, marker, label)
                 rows.append(row)
@@ -387,6 +404,31 @@ def links() -> list[tuple[int, LinkSpec | None]]:
     return [(n, every[n]) for n in numbers]
 
 
+def console_on_link(browser: Any, screen: Any, painter: Painter, desktop: Desktop,
+                    movie: list[Any], work: Path, link: Link | None, index: int, label: str,
+                    marker: int) -> tuple[list[dict[str, Any]], int]:
+    """The console's rows, the agent across ``link`` (``None``: loopback)."""
+    server = ServerProcess(work / f"server{index}", log_level=LOG_LEVEL)
+    if link:  # the agent comes across the link; the page stays on loopback, which
+        server.listen = "0.0.0.0"  # browsers trust as a secure context (WebCodecs)
+    server.start()
+    api = Api(server)
+    agent_id, key = api.machine_with_key()
+    agent_url = f"http://{link.near}:{server.port}" if link else server.url
+    agent = AgentProcess(work / f"agent{index}", screen.display, "--server", agent_url,
+                         "--key", key, "--log-level", LOG_LEVEL,
+                         prefix=link.prefix if link else (),
+                         REMOTE_AGENT_EXTRA_PLUGINS="codec_av1")
+    try:
+        session = api.live_session(agent_id)
+        return console_rows(browser, server, agent, session["id"], painter, desktop, movie,
+                            marker, label)
+    finally:
+        agent.stop()
+        api.close()
+        server.stop()
+
+
 def run_link(browser: Any, screen: Any, painter: Painter, desktop: Desktop, movie: list[Any],
              work: Path, spec: LinkSpec | None, index: int,
              marker: int) -> tuple[list[dict[str, Any]], int]:
@@ -395,29 +437,14 @@ def run_link(browser: Any, screen: Any, painter: Painter, desktop: Desktop, movi
     rows: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
         link = stack.enter_context(shaped_link(spec, index)) if spec else None
-        server = ServerProcess(work / f"server{index}", log_level=LOG_LEVEL)
-        if link:  # the agent comes across the link; the page stays on loopback, which
-            server.listen = "0.0.0.0"  # browsers trust as a secure context (WebCodecs)
-        server.start()
-        api = Api(server)
-        agent_id, key = api.machine_with_key()
-        agent_url = f"http://{link.near}:{server.port}" if link else server.url
-        agent = AgentProcess(work / f"agent{index}", screen.display, "--server", agent_url,
-                             "--key", key, "--log-level", LOG_LEVEL,
-                             prefix=link.prefix if link else (),
-                             REMOTE_AGENT_EXTRA_PLUGINS="codec_av1")
-        try:
-            session = api.live_session(agent_id)
-            more, marker = console_rows(browser, server, agent, session["id"], painter,
-                                        desktop, movie, marker, label)
+        if "console" in STACKS:
+            more, marker = console_on_link(browser, screen, painter, desktop, movie, work,
+                                           link, index, label, marker)
             rows.extend(more)
-        finally:
-            agent.stop()
-            api.close()
-            server.stop()
-        more, marker = novnc_rows(browser, screen.display, painter, desktop, movie, marker,
-                                  link, label)
-        rows.extend(more)
+        if "novnc" in STACKS:
+            more, marker = novnc_rows(browser, screen.display, painter, desktop, movie,
+                                      marker, link, label)
+            rows.extend(more)
     return rows, marker
 
 
