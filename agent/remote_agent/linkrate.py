@@ -3,11 +3,19 @@
 A lossless picture of a moving screen is megabytes: over a 2 Mbit/s link one
 such frame holds the picture for seconds, and typing waits behind it. The
 streamer therefore needs the link's rate, and the acknowledgements it already
-gets tell it: while a frame was the one being delivered (from when it was sent,
-or when the frame before it was acknowledged, whichever is later, until its own
-acknowledgement, less one round trip) the link carried its bytes. The round
-trip is the shortest a frame has taken from sending to acknowledgement lately
-(small frames, which do not wait behind others, give it). Small frames say
+gets tell it how long the link took to carry each frame:
+
+- a frame sent onto an idle link: from when it was sent until its
+  acknowledgement, less one round trip;
+- large frames sent one behind the other: from the first one's start until the
+  last one's acknowledgement (both acknowledgements took the same way back, so
+  no round trip is left to take off). Timed one by one from the acknowledgement
+  before each, they looked several times faster than the link whenever two
+  acknowledgements came in close together (the agent read them late), so such a
+  run is a sample only once it has lasted a round trip.
+
+The round trip is the shortest a frame has taken from sending to acknowledgement
+lately (small frames, which do not wait behind others, give it). Small frames say
 little about the rate, so only frames of :data:`MIN_SAMPLE_BYTES` and up are
 samples; the estimate is the best sample of the last few seconds, like BBR's
 bottleneck bandwidth filter, and the last one known when none is that recent.
@@ -39,6 +47,9 @@ class DeliveryRate:
         self._round_trips: deque[tuple[float, float]] = deque(maxlen=_KEPT)
         self._last_ack = 0.0
         self._latest: float | None = None
+        self._run: tuple[float, float, int] | None = None
+        """Large frames delivered one behind the other: when the first one's delivery
+        began, the round trip its time includes, and their bytes so far."""
 
     def sent(self, sequence: int, size: int, now: float) -> None:
         self._in_flight.append((sequence, size, now))
@@ -47,15 +58,24 @@ class DeliveryRate:
         """Viewers acknowledged ``sequence``, and so every frame before it."""
         while self._in_flight and self._in_flight[0][0] <= sequence:
             _, size, sent_at = self._in_flight.popleft()
-            began = max(sent_at, self._last_ack)
+            queued = sent_at < self._last_ack  # behind the frame acknowledged before it
             if size < MIN_SAMPLE_BYTES:
                 self._round_trip(now - sent_at, now)
-            elif now > began:  # several acknowledged at once: only the first is timed
-                took = now - began - self.round_trip(now)
-                # Never faster than the round trip allows being told apart from it.
-                rate = size / max(took, (now - began) / 10)
-                self._samples.append((now, rate))
-                self._latest = rate
+                self._run = None
+            else:
+                round_trip = self.round_trip(now)
+                if not queued:
+                    self._run = (sent_at, round_trip, 0)
+                elif self._run is None:
+                    self._run = (self._last_ack, 0.0, 0)
+                began, less, carried = self._run
+                self._run = began, less, carried + size
+                span = now - began
+                if span > 0 and (not queued or span >= round_trip):
+                    # Never faster than the round trip allows being told apart from it.
+                    rate = (carried + size) / max(span - less, span / 10)
+                    self._samples.append((now, rate))
+                    self._latest = rate
             self._last_ack = now
 
     def _round_trip(self, seconds: float, now: float) -> None:
@@ -72,6 +92,7 @@ class DeliveryRate:
     def reset(self) -> None:
         """Forget the frames in flight (a new stream); the samples stay true of the link."""
         self._in_flight.clear()
+        self._run = None
 
     def bytes_per_second(self, now: float) -> float | None:
         """The link's rate as last seen (``None``: no sample yet)."""

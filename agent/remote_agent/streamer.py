@@ -288,10 +288,12 @@ class Streamer:
                 if key:
                     last_keyframe = started
                 sent_in = spec
+                # Timed from the hand-over: a large frame's send returns only once most of
+                # it is on its way, and timed from then it would look that much faster.
+                self.rate.sent(self.sequence, len(data), self._clock())
                 await self._send(data)
                 self.load.frame(self._clock() - started, 1 / state.fps())
                 self.flow.sent(self.sequence, self._clock())
-                self.rate.sent(self.sequence, len(data), self._clock())
                 pacer.sent(started, small=not key and spec.lossless and share is not None
                            and share < SMALL_SHARE)
         finally:

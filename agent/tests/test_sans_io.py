@@ -347,12 +347,25 @@ def test_the_link_rate_comes_from_acknowledged_large_frames_less_the_round_trip(
     rate.sent(2, 125_000, 1.0)  # 125 kB over a 10 Mbit/s link: 100 ms, plus the round trip
     rate.acked(2, 1.14)
     assert rate.bytes_per_second(1.14) == pytest.approx(1_250_000)
-    rate.sent(3, 125_000, 1.14)  # queued behind nothing; a slower spell
-    rate.sent(4, 125_000, 1.15)  # queued behind 3: counted from 3's acknowledgement
-    rate.acked(3, 1.38)
-    rate.acked(4, 1.62)
-    assert rate.bytes_per_second(1.62) == pytest.approx(1_250_000)  # the best sample
+    rate.sent(3, 125_000, 1.14)  # queued behind nothing; a slower spell: 5 Mbit/s
+    rate.sent(4, 125_000, 1.15)  # queued behind 3: its bytes follow 3's on the link
+    rate.acked(3, 1.38)  # 200 ms, plus the round trip
+    rate.acked(4, 1.58)  # 200 ms after 3's: the round trip is in both acknowledgements
+    assert rate.bytes_per_second(1.58) == pytest.approx(1_250_000)  # the best sample
     assert rate.bytes_per_second(7.0) == pytest.approx(125_000 / 0.2)  # the latest, once old
+
+
+def test_frames_sent_back_to_back_are_timed_at_the_links_rate() -> None:
+    """Over a 2 Mbit/s link with a 120 ms round trip, frames of 40 kB sent back to back
+    are acknowledged 160 ms apart: that is the link's rate, not 40 kB in 40 ms."""
+    rate = DeliveryRate()
+    rate.sent(1, 1000, 0.0)
+    rate.acked(1, 0.12)
+    for n in range(2, 6):
+        rate.sent(n, 40_000, 1.0 + (n - 2) * 0.01)
+    for n in range(2, 6):
+        rate.acked(n, 1.0 + 0.16 * (n - 1) + 0.12)
+    assert rate.bytes_per_second(2.0) == pytest.approx(250_000, rel=0.1)
 
 
 def test_a_lost_sample_of_an_unsent_sequence_changes_nothing() -> None:
@@ -370,9 +383,32 @@ def test_a_viewer_that_never_acknowledges_does_not_grow_the_link_rate_lists() ->
     assert rate.bytes_per_second(99_999 / 30 + 0.1) is not None
 
 
-def test_large_frames_acknowledged_at_once_give_one_sample() -> None:
+def test_large_frames_acknowledged_at_once_are_timed_together() -> None:
     rate = DeliveryRate()
     rate.sent(1, 200_000, 0.0)
     rate.sent(2, 200_000, 0.0)  # an acknowledgement was lost: the next covers both
     rate.acked(2, 0.5)
-    assert rate.bytes_per_second(0.5) == pytest.approx(400_000)  # the first, timed alone
+    assert rate.bytes_per_second(0.5) == pytest.approx(800_000)  # both, in half a second
+
+
+def test_acknowledgements_read_close_together_do_not_make_the_link_look_faster() -> None:
+    """The agent may read an acknowledgement late, together with the next one: timed from
+    the one before it, that next frame would look delivered in no time. Frames one behind
+    the other are timed together, from the first one's start."""
+    rate = DeliveryRate()
+    rate.sent(1, 1000, 0.0)
+    rate.acked(1, 0.12)
+    for n, at in ((2, 1.0), (3, 1.01), (4, 1.02)):  # 2 Mbit/s: 200 ms each
+        rate.sent(n, 50_000, at)
+    rate.acked(2, 1.32)  # 200 ms, plus the round trip
+    rate.acked(3, 1.70)  # due at 1.52, read late
+    rate.acked(4, 1.72)  # with this one, due then
+    assert rate.bytes_per_second(1.72) == pytest.approx(250_000, rel=0.1)
+    rate.sent(5, 1000, 2.0)  # a small frame first: its acknowledgement times nothing
+    rate.sent(6, 50_000, 2.01)
+    rate.sent(7, 50_000, 2.02)
+    rate.acked(5, 2.12)
+    rate.acked(6, 2.50)  # due at 2.33, read late
+    rate.acked(7, 2.53)  # with this one
+    samples = [r for _, r in rate._samples]
+    assert max(samples) == pytest.approx(250_000, rel=0.1), samples
