@@ -291,16 +291,20 @@ def as_image(image: Any) -> memoryview:
 
 
 class FrameDecoder:
-    """Decodes one display's stream whose codec may change on a quality change.
+    """Decodes one display's stream whose codec may change (a quality change, the
+    automatic codec).
 
     One decoder per codec, built on first use; a switch closes the previous one
-    (its state is useless after the agent's keyframe on the new codec).
+    (its state is useless after the agent's keyframe on the new codec) and hands
+    the new one the last picture (``Decoder.begin_from``), which a codec extension
+    may draw over instead of waiting for a keyframe.
     """
 
     def __init__(self, specs: Iterable[CodecSpec]) -> None:
         self._specs = {s.wire_name: s for s in usable_codecs(specs, decode=True)}
         self._codec: str | None = None
         self._decoder: Decoder | None = None
+        self._picture: Any = None  # the last image decoded, of whichever codec
 
     def decode(self, codec: str, frame: EncodedFrame) -> Any:
         """The full current image of a frame of ``codec`` (as :func:`remote_core.video.from_wire`
@@ -312,12 +316,21 @@ class FrameDecoder:
                 raise ValueError(
                     f"no decoder for {codec!r} frames; this viewer decodes {sorted(self._specs)}"
                 )
-            self.close()
+            self._close_decoder()
             self._decoder = spec.decoder_factory()
             self._codec = codec
-        return self._decoder.decode(frame)
+            if self._picture is not None:
+                self._decoder.begin_from(self._picture)
+        picture = self._decoder.decode(frame)
+        if picture is not None:
+            self._picture = picture
+        return picture
 
     def close(self) -> None:
+        self._close_decoder()
+        self._picture = None
+
+    def _close_decoder(self) -> None:
         if self._decoder is not None:
             self._decoder.close()
         self._decoder = None

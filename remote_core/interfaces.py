@@ -110,6 +110,22 @@ class Encoder(ABC):
         pictures keep this default."""
         return False
 
+    def redraw(self, part_bytes: int) -> bool:
+        """Send the whole picture again, drawn over what the viewers show now (another
+        codec drew there since this encoder's last frame), in frames of about
+        ``part_bytes`` each, so that the agent may stop between them; :attr:`pending`
+        stays true and :attr:`redrawn` says how far it got until it is all sent. Only
+        for viewers that draw this codec's frames over another codec's picture (an
+        extension every viewer lists). False (this default): the encoder cannot, and
+        the agent sends a keyframe instead."""
+        return False
+
+    @property
+    def redrawn(self) -> float | None:
+        """While a :meth:`redraw` goes on, the share of the picture sent so far (0 to 1);
+        ``None`` otherwise."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release native resources."""
 
@@ -126,6 +142,12 @@ class Decoder(ABC):
         The frame came over the network: raise :class:`ValueError` on anything malformed,
         and nothing else; a decoder stays usable after garbage.
         """
+
+    def begin_from(self, image: Image) -> None:  # noqa: B027 - optional hook
+        """The picture another codec's decoder showed last, when this codec's frames come
+        after it: a decoder whose incremental frames may draw over that picture (an
+        extension its viewer lists: ``Encoder.redraw``) starts from it; this default
+        ignores it."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release native resources."""

@@ -10,6 +10,9 @@ Left to the agent, the stream is lossless with a video codec for motion
 the link would take longer than :data:`LOSSLESS_SECONDS` to carry (a moving
 picture over a slow link is megabytes) goes out as a video keyframe instead,
 and the video codec's bitrate is capped at :data:`VIDEO_SHARE` of the link.
+The lossless picture restored after motion goes in parts drawn over the video
+picture when every viewer can draw them (:data:`REDRAW_PART_SECONDS`), so a
+motion that starts again cuts it short instead of waiting behind it.
 """
 
 from __future__ import annotations
@@ -54,8 +57,17 @@ the lossless picture restored a second later; while the screen moves, video carr
 from the second big change on, whatever its size: see ``motion_from``.)"""
 
 RESTORE_SECONDS = 2.0
-"""Longest the lossless picture restored after motion may take: the screen is calm then,
-and the estimate is a lower bound (acknowledgements wait for the viewer's decoding too)."""
+"""Longest a lossless keyframe may take on the link: the picture restored after motion
+(the screen is calm then), or one the viewers need (a viewer joins, the keyframe due
+every 10 s); a larger one goes out as a video keyframe, and the lossless picture comes
+back once the screen is calm. The estimate is a lower bound (acknowledgements wait for
+the viewer's decoding too)."""
+
+REDRAW_PART_SECONDS = 0.1
+"""The share of a second of the link each part of a restored picture takes, when every
+viewer draws it over the video picture (``Encoder.redraw``): a motion that starts during
+the restore waits behind the parts in flight (the flow window's few) rather than the
+whole picture."""
 
 VIDEO_SHARE = 0.5
 """Share of the link's rate the video codec's bitrate is capped at (a keyframe may take
@@ -241,7 +253,8 @@ class Streamer:
                     deadline = self.flow.next_deadline(now)
                     await self._pause(None if deadline is None else deadline - now)
                     continue
-                if motion is not None and not encoder.pending:
+                # A restore in parts (``redrawn``) may give way to motion between parts.
+                if motion is not None and (not encoder.pending or encoder.redrawn is not None):
                     wanted = switch.tick(now)
                     if wanted != (spec is motion):
                         if not wanted:
@@ -253,21 +266,29 @@ class Streamer:
                 # A keyframe the viewers need, besides the one a codec switch starts with.
                 needed = state.take_keyframe() or now - last_keyframe >= KEYFRAME_INTERVAL_S
                 keyframe, fresh = needed or fresh, False
-                budget = None  # a keyframe the viewers asked for goes out as it is
-                if motion is not None and spec is not motion and not needed:
-                    rate = self.rate.bytes_per_second(now)
+                budget = None  # the most bytes a lossless frame may take: none in video
+                part = None  # the lossless picture restored after motion goes in parts
+                rate = self.rate.bytes_per_second(now)
+                # Before the link is known, a keyframe the viewers need goes out as it is
+                # (a session's first picture: a LAN's 4K desktop, lossless at once).
+                if motion is not None and spec is not motion and not (needed and rate is None):
                     seconds = RESTORE_SECONDS if keyframe else LOSSLESS_SECONDS
                     budget = UNKNOWN_LINK_BYTES if rate is None else int(rate * seconds)
+                    if keyframe and not needed and sent_in is motion:
+                        part = (UNKNOWN_LINK_BYTES // 4 if rate is None
+                                else int(rate * REDRAW_PART_SECONDS))
                 self.sequence += 1
                 # wait for a change no longer than until the keyframe or the calm is due
                 calm = switch.calm_left(now)
                 wait = min(_CHANGE_WAIT, KEYFRAME_INTERVAL_S - (now - last_keyframe),
                            _CHANGE_WAIT if calm is None else calm)
                 motion_from = (switch.motion_from() if motion is not None and spec is not motion
-                               and not needed and not encoder.pending else None)
+                               and not needed
+                               and (not encoder.pending or encoder.redrawn is not None)
+                               else None)
                 made = await anyio.to_thread.run_sync(
                     self._next_frame, spec, encoder, display, keyframe, self.sequence,
-                    budget, video, needed or sent_in is not motion, wait, motion_from,
+                    budget, video, needed or sent_in is not motion, wait, motion_from, part,
                     limiter=self._limiter)
                 if made is None:
                     self.sequence -= 1
@@ -305,7 +326,8 @@ class Streamer:
                     keyframe: bool, sequence: int, budget: int | None = None,
                     video: Callable[[], tuple[CodecSpec, Encoder]] | None = None,
                     video_keyframe: bool = True, wait: float = _CHANGE_WAIT,
-                    motion_from: float | None = None) -> Frame | None:
+                    motion_from: float | None = None,
+                    part: int | None = None) -> Frame | None:
         """In a worker thread: wait for a change (unless a keyframe is due), grab, encode
         and frame it; ``None`` when nothing changed within ``wait`` seconds, no bytes when
         the encoder had nothing to send. Also the share of the screen the capture says
@@ -317,7 +339,12 @@ class Streamer:
         frame sent was not video, so they lack that encoder's picture). So does a frame
         whose change reaches ``motion_from``: it begins a motion, and its lossless frame
         (a whole screen of moving pixels: tens of milliseconds to encode and to decode,
-        megabytes to send) would only hold the motion up."""
+        megabytes to send) would only hold the motion up.
+
+        ``part``: the keyframe restores the lossless picture after motion. When it is
+        within ``budget`` (so the link carries the whole picture in time) and the encoder
+        can redraw over the video picture, the picture goes in parts of about ``part``
+        bytes instead, the first one now."""
         # A frame too big for one message goes in parts: send the rest before waiting.
         if (not keyframe and not encoder.pending
                 and not self.devices.capture.wait_for_change(wait)):
@@ -336,13 +363,20 @@ class Streamer:
         frame = (None if moving or hopeless
                  else encoder.encode(image, keyframe=keyframe, dirty=dirty) if moves is None
                  else encoder.encode(image, keyframe=keyframe, dirty=dirty, moves=moves))
+        # A part of a redraw is meant to leave the rest pending.
+        in_parts = encoder.pending and encoder.redrawn is None
         too_big = budget is not None and (
-            hopeless or (frame is not None and (len(frame.data) > budget or encoder.pending)))
+            hopeless or (frame is not None and (len(frame.data) > budget or in_parts)))
         if video is not None and (moving or too_big):
             log.debug("a %s frame begins a motion or is over the link's %s bytes: video "
                       "instead", spec.name, budget)
             spec, encoder = video()
             frame = encoder.encode(image, keyframe=video_keyframe)
+        elif (part is not None and frame is not None and frame.keyframe
+              and encoder.redraw(part)):
+            log.debug("the lossless picture (%d bytes) goes back in parts of %d bytes",
+                      len(frame.data), part)
+            frame = encoder.encode(image, dirty=dirty)
         if frame is None:
             return None, False, started, share, spec
         data = wire_frame(frame, spec, timestamp=timestamp, display_id=display.id,

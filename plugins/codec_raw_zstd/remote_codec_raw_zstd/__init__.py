@@ -2,7 +2,9 @@
 
 Lossless and cheap on CPU, heavy on bandwidth when much changes: the codec for
 a LAN (``CODEC_RAW``). Viewers that list its extension ``raw_copy`` get a scroll as a
-move of what they have (``RawFrame.copies``) and the rows it uncovers. It needs
+move of what they have (``RawFrame.copies``) and the rows it uncovers; those that list
+``raw_over`` get the lossless picture back after motion in parts drawn over the video
+picture (``Encoder.redraw``). It needs
 zstandard alone (no numpy), loaded only when a codec is built.
 """
 
@@ -15,7 +17,7 @@ from remote_core.interfaces import Decoder, Encoder
 from remote_core.protocol import pb
 from remote_core.types import CodecSpec, EncoderConfig
 
-from .scroll import COPY_EXTENSION
+from .extensions import COPY_EXTENSION, OVER_EXTENSION
 
 __all__ = ["SPEC", "register_codecs"]
 
@@ -38,7 +40,7 @@ def _available() -> bool:
 
 SPEC = CodecSpec(name="raw_zstd", preference=pb.CODEC_RAW, frame_field="raw",
                  encoder_factory=_encoder, decoder_factory=_decoder, auto_rank=10,
-                 lossless=True, available=_available, extensions=(COPY_EXTENSION,))
+                 lossless=True, available=_available, extensions=(COPY_EXTENSION, OVER_EXTENSION))
 
 
 @hookimpl

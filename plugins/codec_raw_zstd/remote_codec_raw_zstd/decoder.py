@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import zstandard
 
 from remote_core.codecs import MAX_PIXELS, MAX_SIDE
@@ -31,6 +33,15 @@ class RawZstdDecoder(Decoder):
         self._decompressor = zstandard.ZstdDecompressor()
         self._framebuffer = bytearray()
         self._size: tuple[int, int] | None = None  # the framebuffer's width and height
+
+    def begin_from(self, image: Any) -> None:
+        """Another codec's last picture: incremental frames drawn over it (``raw_over``)
+        build on it until a keyframe."""
+        picture = memoryview(image)
+        shape = picture.shape or ()
+        if len(shape) != 3 or shape[2] != 4:
+            return
+        self._framebuffer, self._size = bytearray(picture.tobytes()), (shape[1], shape[0])
 
     def decode(self, frame: EncodedFrame) -> memoryview | None:
         """The whole picture after ``frame``, as a ``(height, width, 4)`` view of a copy."""

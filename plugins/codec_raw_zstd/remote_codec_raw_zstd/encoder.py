@@ -12,9 +12,10 @@ from remote_core.interfaces import Encoder
 from remote_core.types import CopyRect, EncodedFrame, EncoderConfig, Moves, Rect
 
 from .dirty import clip_rects, find_dirty
+from .extensions import COPY_EXTENSION, OVER_EXTENSION
 from .parts import MESSAGE_LIMIT, PART_BYTES, PLACEHOLDER, fits, keyframe_part, pack_rects, rotate
 from .pixels import copy_rect, flat, move_rect, rect_bytes
-from .scroll import COPY_EXTENSION, find_scroll
+from .scroll import find_scroll
 
 __all__ = ["FULL_FRAME_SHARE", "RawZstdEncoder"]
 
@@ -33,7 +34,9 @@ class RawZstdEncoder(Encoder):
     viewer draws moves (:data:`COPY_EXTENSION`), a scroll goes as a move of what they
     have plus the rows it uncovers (:meth:`find_moves`, :mod:`.scroll`). A frame
     that would not fit one message under ``message_limit`` goes in parts
-    (:mod:`.parts`); :attr:`pending` then stays true until the rest is sent.
+    (:mod:`.parts`); :attr:`pending` then stays true until the rest is sent. When every
+    viewer draws over another codec's picture (:data:`OVER_EXTENSION`), :meth:`redraw`
+    sends the whole picture again as incremental frames, sweeping down the screen.
 
     :param message_limit: the largest message (the shipped 16 MiB cap).
     :param part_bytes: the largest part of a frame that does not fit.
@@ -50,11 +53,30 @@ class RawZstdEncoder(Encoder):
         self._owing = False
         self._next_y = 0  # where the next part starts, so parts sweep the screen
         self._moves = COPY_EXTENSION in config.extensions
+        self._over = OVER_EXTENSION in config.extensions
+        self._sweep: int | None = None  # a redraw's next row: from here down, all is owed
+        self._sweep_bytes = PART_BYTES  # a redraw's part
 
     @property
     def pending(self) -> bool:
         """True while the viewers lack part of the last picture (it came in parts)."""
         return self._owing
+
+    def redraw(self, part_bytes: int) -> bool:
+        """The viewers show another codec's picture: send the whole screen again, top to
+        bottom, in incremental frames of about ``part_bytes`` (up to :data:`PART_BYTES`),
+        each with what changed above the rows swept so far."""
+        if not self._over or self._size is None:
+            return False
+        self._sweep, self._owing = 0, True
+        self._sweep_bytes = max(1, min(part_bytes, PART_BYTES))
+        return True
+
+    @property
+    def redrawn(self) -> float | None:
+        if self._sweep is None or self._size is None:
+            return None
+        return self._sweep / self._size[1]
 
     def find_moves(self, image: Any, dirty: Sequence[Rect] | None = None) -> Moves | None:
         """A scroll in one of the largest changed rectangles, as one move and the rows
@@ -83,6 +105,8 @@ class RawZstdEncoder(Encoder):
                moves: Moves | None = None) -> EncodedFrame | None:
         current, w, h = flat(image)
         full = keyframe or self._size != (w, h) or self._clock.due()
+        if not full and self._sweep is not None:
+            return self._redraw_part(current, w, h, self._sweep)
         if not full:
             copies: tuple[CopyRect, ...] = ()
             if moves is not None and not self._owing:
@@ -102,6 +126,7 @@ class RawZstdEncoder(Encoder):
 
     def _keyframe(self, current: memoryview, w: int, h: int) -> EncodedFrame:
         self._clock.sent()
+        self._sweep = None
         whole = self._squeeze(current, 0)
         if whole is not None:
             self._remember(current, w, h, rows=h)
@@ -133,6 +158,22 @@ class RawZstdEncoder(Encoder):
         self._next_y = packed.rest[0].y if packed.rest else 0
         return _frame(w, h, packed.data, packed.compressed, keyframe=False, rects=packed.rects,
                       copies=copies)
+
+    def _redraw_part(self, current: memoryview, w: int, h: int, sweep: int) -> EncodedFrame:
+        """The next part of a redraw: what changed above row ``sweep`` (sent already, so
+        a comparison knows), then the rows from ``sweep`` down, whatever they were."""
+        above = [] if sweep == 0 else [
+            Rect(r.x, r.y, r.width, min(r.y + r.height, sweep) - r.y)
+            for r in find_dirty(self._previous, current, w, h) if r.y < sweep]
+        packed = pack_rects(current, w, [*above, Rect(0, sweep, w, h - sweep)],
+                            self._compressor, self._sweep_bytes, soft=True)
+        for r in packed.rects:
+            copy_rect(self._previous, current, w, r)
+        # What is left ends with the rows not swept yet, whole or cut.
+        self._sweep = packed.rest[-1].y if packed.rest else None
+        self._owing = self._sweep is not None
+        self._next_y = 0
+        return _frame(w, h, packed.data, packed.compressed, keyframe=False, rects=packed.rects)
 
     def _squeeze(self, payload: bytes | bytearray | memoryview,
                  rect_count: int) -> tuple[bytes, bool] | None:

@@ -120,12 +120,16 @@ class Packed:
 
 
 def pack_rects(image: Flat, width: int, rects: Sequence[Rect],
-               compressor: zstandard.ZstdCompressor, budget: int = PART_BYTES) -> Packed:
+               compressor: zstandard.ZstdCompressor, budget: int = PART_BYTES, *,
+               soft: bool = False) -> Packed:
     """As many of ``rects`` as fit ``budget`` (the last one cut between rows if need be),
     compressed, or raw when that is smaller; the first slice always goes.
 
     What fits is measured by compressing slice by slice; the part is then compressed
     again in one go, so that its frame declares its size as every other one does.
+    ``soft``: slices are taken until the budget is reached, so a part may pass it by
+    one slice (for a budget far under the message cap: a redraw's parts), where by
+    default a slice is taken only if it fits even incompressible.
     """
     stream = compressor.compressobj()
     total = 0
@@ -134,7 +138,7 @@ def pack_rects(image: Flat, width: int, rects: Sequence[Rect],
     for index, rect in enumerate(rects):
         rows = 0
         for part, count in _slices(image, width, rect, budget):
-            if raw and total + _worst(len(part)) > budget:
+            if raw and (total >= budget if soft else total + _worst(len(part)) > budget):
                 break
             total += len(stream.compress(part))
             total += len(stream.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK))

@@ -24,11 +24,7 @@ from remote_core.types import CopyRect, Rect
 
 from .pixels import Flat
 
-__all__ = ["COPY_EXTENSION", "MIN_ROWS", "STEP", "Scroll", "find_scroll"]
-
-COPY_EXTENSION = "raw_copy"
-"""The codec extension of viewers that draw moves (``RawFrame.copies``): only when every
-viewer lists it does a scroll go out as one."""
+__all__ = ["MIN_ROWS", "STEP", "Scroll", "find_scroll"]
 
 MIN_ROWS = 48
 """Fewest rows a move covers: below that, sending the pixels costs about as little."""

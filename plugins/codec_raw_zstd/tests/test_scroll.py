@@ -11,7 +11,8 @@ from remote_codec_raw_zstd import SPEC
 from remote_codec_raw_zstd.decoder import MAX_COPIES, RawZstdDecoder
 from remote_codec_raw_zstd.dirty import find_dirty
 from remote_codec_raw_zstd.encoder import RawZstdEncoder
-from remote_codec_raw_zstd.scroll import COPY_EXTENSION, MIN_ROWS, find_scroll
+from remote_codec_raw_zstd.extensions import COPY_EXTENSION
+from remote_codec_raw_zstd.scroll import MIN_ROWS, find_scroll
 
 from remote_core.codecs import encoder_config
 from remote_core.protocol import pb

@@ -27,7 +27,7 @@ import pytest
 from remote_server.testing.processes import ADMIN_PASSWORD, AgentProcess, Api, ServerProcess
 
 from remote_core.testing.browser import log_in, wait_until, watched_context
-from remote_core.testing.codec_contract import Desktop
+from remote_core.testing.codec_contract import Desktop, video_like
 from remote_core.testing.xvfb import Painter, Xvfb, scroll_page, xvfb
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xvfb]
@@ -282,6 +282,36 @@ def test_a_scroll_is_drawn_as_a_move_pixel_exact(attended: Attended, display: Xv
     wait_until(lambda: canvas_shows(viewer, desktop.image), timeout=3,
                what="the scrolled page, exactly")
     assert viewer.evaluate("window.remoteViewer.moves") - moves >= 5
+    paint(display, PATTERN)  # as the module's other tests expect the screen
+    wait_for_blocks(viewer, PATTERN[1:], tolerance=16)
+
+
+def test_after_motion_the_exact_picture_is_drawn_over_the_video_one(
+        attended: Attended, display: Xvfb) -> None:
+    """With the default codec, a moving screen goes out in a video codec; once it is calm,
+    the lossless picture comes back as raw frames drawn over the video picture (the page
+    lists raw_over), exactly, without a raw keyframe."""
+    viewer = attended.viewer
+    still = Desktop(WIDTH, HEIGHT, seed=22)
+    painter = Painter(display.display)
+    try:
+        redraws = viewer.evaluate("window.remoteViewer.redraws")
+        movie = [painter.upload(video_like(WIDTH, HEIGHT, t)) for t in range(4)]
+        deadline = time.monotonic() + 20
+        step = 0
+        while viewer.evaluate("window.remoteViewer.pictureCodec") not in CODECS.keys() - {"raw"}:
+            assert time.monotonic() < deadline, viewer.evaluate(VIEWER_STATE)
+            painter.blit(movie[step % len(movie)], 0, 0, WIDTH, HEIGHT)
+            painter.sync()
+            step += 1
+            time.sleep(1 / 30)
+        painter.put_bgra(0, 0, WIDTH, HEIGHT, still.image.tobytes())
+        painter.sync()
+        wait_until(lambda: canvas_shows(viewer, still.image), timeout=15,
+                   what=lambda: f"the calm picture, exactly; {viewer.evaluate(VIEWER_STATE)}")
+    finally:
+        painter.close()
+    assert viewer.evaluate("window.remoteViewer.redraws") > redraws
     paint(display, PATTERN)  # as the module's other tests expect the screen
     wait_for_blocks(viewer, PATTERN[1:], tolerance=16)
 

@@ -1,8 +1,9 @@
 // The codecs this page decodes, by wire name: what the viewer lists in
 // SessionRequest.codecs, so the relay and the agent never send it anything else.
 //
-// - "raw": decoded here (fzstd), with its extension "raw_copy" (frames that move what
-//   the page shows: a scroll), listed after it;
+// - "raw": decoded here (fzstd), with its extensions "raw_copy" (frames that move what
+//   the page shows: a scroll) and "raw_over" (incremental frames drawn over another
+//   codec's picture: the lossless picture back after motion, in parts), listed after it;
 // - "vp9", "h264", "h265", "av1": through WebCodecs, where VideoDecoder.isConfigSupported
 //   says this browser can (AV1's frames are plugin frames named "av1": SPEC has no slot);
 // - any codec plugin's browser decoder: the server lists them at /codecs/index.json and
@@ -77,9 +78,10 @@ async function pluginDecoders() {
   return found;
 }
 
-/** The codec extensions this page draws (RawFrame.copies): listed after the codecs in
- * SessionRequest.codecs, never offered in the codec menu. */
-export const EXTENSIONS = ["raw_copy"];
+/** The codec extensions this page draws (RawFrame.copies; raw frames over another codec's
+ * picture): listed after the codecs in SessionRequest.codecs, never offered in the codec
+ * menu. */
+export const EXTENSIONS = ["raw_copy", "raw_over"];
 
 /** What the viewer lists in SessionRequest.codecs: every codec it decodes, then the
  * extensions it draws. */

@@ -22,6 +22,8 @@ export class Screen {
     this.height = 0;
     this.drawn = 0; // frames that reached the canvas
     this.moves = 0; // moves of the picture drawn (RawFrame.copies: a scroll)
+    this.redraws = 0; // raw pictures drawn in parts over another codec's (raw_over)
+    this.pictureCodec = ""; // the codec that drew the canvas last
     this.scratch = null; // what a move goes through (move)
     this.scratchCtx = null;
     this.bytes = 0; // encoded bytes since the caller last cleared it
@@ -60,6 +62,7 @@ export class Screen {
     this.pluginCodec = "";
     this.pluginQueue = Promise.resolve();
     this.needKey = true;
+    this.pictureCodec = "";
   }
 
   /** Resolves once every frame given so far is drawn (or dropped). */
@@ -87,6 +90,13 @@ export class Screen {
     this.on.shown?.();
   }
 
+  /** A whole picture of ``codec`` reached the canvas: raw frames may draw over it
+   * (after motion, the agent sends the lossless picture back in parts: raw_over). */
+  pictured(codec) {
+    this.pictureCodec = codec;
+    this.needKey = false;
+  }
+
   bgraToImage(bytes, offset, width, height) {
     const image = this.ctx.createImageData(width, height);
     const out = image.data;
@@ -112,7 +122,7 @@ export class Screen {
       if (bytes.length !== raw.width * raw.height * 4) return;
       this.resize(raw.width, raw.height);
       this.ctx.putImageData(this.bgraToImage(bytes, 0, raw.width, raw.height), 0, 0);
-      this.needKey = false;
+      this.pictured("raw");
       this.shown();
       return;
     }
@@ -123,6 +133,10 @@ export class Screen {
     const copies = raw.copies || [];
     if (!copies.every((c) => inside(c.x, c.y, c.width, c.height) &&
       inside(c.srcX, c.srcY, c.width, c.height))) return;
+    if (this.pictureCodec !== "raw") {
+      this.redraws += 1;
+      this.pictureCodec = "raw";
+    }
     for (const c of copies) this.move(c);
     let offset = 0;
     for (const r of raw.dirtyRects) {
@@ -168,6 +182,7 @@ export class Screen {
           this.resize(width, height);
           this.ctx.drawImage(frame, 0, 0, width, height, 0, 0, width, height);
           frame.close();
+          this.pictured(kind);
           this.shown();
         },
         error: (error) => {
@@ -231,6 +246,7 @@ export class Screen {
         else this.ctx.drawImage(image, x, y);
         image.close?.();
       }
+      if (input.keyframe) this.pictured(codec);
       this.shown();
     });
   }

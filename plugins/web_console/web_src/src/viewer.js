@@ -42,7 +42,7 @@ const screen = new Screen(canvas, { names: [], labels: {}, plugins: new Map() },
 // What tests and diagnostics read of the picture (window.remoteViewer), from the screen;
 // state.codecs is what this page decodes (decodableCodecs), the screen's.
 for (const name of ["codecs", "width", "height", "drawn", "codecFrames", "decoderCodec",
-  "pluginCodec", "moves"]) {
+  "pluginCodec", "moves", "redraws", "pictureCodec"]) {
   Object.defineProperty(state, name, { get: () => screen[name], enumerable: true });
 }
 
