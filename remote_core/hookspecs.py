@@ -91,7 +91,11 @@ def register_codecs() -> list[CodecSpec]:
     encoder is built with those every viewer lists (``EncoderConfig.extensions``). An
     encoder that sends moves of what the viewers have also answers
     ``Encoder.find_moves(image, dirty)``, which the agent asks before it decides that a
-    large change is motion, and takes the answer back in ``encode(..., moves=)``.
+    large change is motion, and takes the answer back in ``encode(..., moves=)``. An
+    encoder whose viewers draw its frames over another codec's picture (the raw
+    codec's ``raw_over``) answers ``Encoder.redraw(part_bytes)``: the agent then
+    restores the picture after motion in parts, and the viewer's decoder is handed
+    the last picture first (``Decoder.begin_from``).
 
     **Slot and name.** Leave ``frame_field`` empty: the frames travel as plugin frames
     (``VideoFrame.plugin``) carrying the codec's ``name``, which is also how viewers
