@@ -34,7 +34,9 @@ AV1 is measured beside VP9 and H.264.
 
 Columns: p50/p99 latency, changes shown / drawn, fps (frames painted with a
 new marker per second), the longest time without a newly painted change while
-changes were being made (stall ms), Mbit/s the relay sent towards the browser
+changes were being made (stall ms), the longest time the marker's row of pixels did not
+change at all meanwhile (frozen ms: a moving picture too blurred for its markers to be
+read is not frozen), Mbit/s the relay sent towards the browser
 (the kernel's count for the relay's port), and the
 CPU (% of one core) of the sender (agent or x11vnc), the relay (server or
 websockify) and the browser's renderer and GPU processes.
@@ -112,14 +114,20 @@ RUN_SCENARIOS = _wanted("BENCH_SCENARIOS", SCENARIOS)
 STACKS = _wanted("BENCH_STACKS", ("console", "novnc"))
 
 # Reads the marker at (x, y) of the canvas on every painted frame; keeps each new value
-# with its wall-clock time in ms. The context is the page's own (getContext returns it).
+# with its wall-clock time in ms, and the time of every frame whose marker row changed at
+# all (a picture too blurred to read a marker in still moves). The context is the page's
+# own (getContext returns it).
 _WATCH = """([selector, x, y, block, blocks]) => {
   const canvas = document.querySelector(selector);
   const ctx = canvas.getContext("2d");
-  const watch = { x, y, last: -1, seen: [] };
+  const watch = { x, y, last: -1, seen: [], row: null, changed: [] };
   window.__benchWatch = watch;
   const read = () => {
     const row = ctx.getImageData(watch.x, watch.y + block / 2, blocks * block, 1).data;
+    if (watch.row === null || row.some((byte, i) => byte !== watch.row[i])) {
+      watch.row = row;
+      watch.changed.push(performance.timeOrigin + performance.now());
+    }
     let value = 0;
     for (let b = 0; b < blocks; b++) {
       const o = (b * block + block / 2) * 4;
@@ -200,6 +208,10 @@ class Page:
         return [tuple(pair) for pair in self.page.evaluate(
             "() => window.__benchWatch.seen.splice(0)")]
 
+    def take_changes(self) -> list[float]:
+        """The wall ms of each painted frame whose marker row changed since the last take."""
+        return list(self.page.evaluate("() => window.__benchWatch.changed.splice(0)"))
+
 
 def longest_stall(start_ms: float, end_ms: float, painted_ms: list[float]) -> float:
     """The longest time from ``start_ms`` on without a newly painted change, up to the
@@ -217,6 +229,7 @@ def measure(stack: str, scenario: str, view: Page, painter: Painter, desktop: De
     view.aim(driver.marker_xy)
     time.sleep(0.3)
     view.take()
+    view.take_changes()
     browser = browser_pids()
     cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
     browser0 = sum(cpu_seconds(pid) for pid in browser)
@@ -229,6 +242,7 @@ def measure(stack: str, scenario: str, view: Page, painter: Painter, desktop: De
     time.sleep(0.5)  # the last changes' way to the page
     elapsed = time.perf_counter() - started
     painted = view.take()
+    changes = view.take_changes()
     latencies = []
     shown = set()
     shown_at = []
@@ -239,10 +253,12 @@ def measure(stack: str, scenario: str, view: Page, painter: Painter, desktop: De
             shown_at.append(painted_ms)
             latencies.append(painted_ms - (drawn / 1e6 + wall_offset_ms))
     stall: float | str = ""
+    frozen: float | str = ""
     if driver.drawn:
         first, last = (min(driver.drawn.values()) / 1e6 + wall_offset_ms,
                        max(driver.drawn.values()) / 1e6 + wall_offset_ms)
         stall = longest_stall(first, last, shown_at)
+        frozen = longest_stall(first, last, changes)
     cpu = {name: 100 * (cpu_seconds(pid) - cpu0[name]) / elapsed for name, pid in pids.items()}
     browser_cpu = 100 * (sum(cpu_seconds(pid) for pid in browser) - browser0) / elapsed
     mbit = sent_since(sent0, port) * 8 / SECONDS / 1e6
@@ -253,6 +269,7 @@ def measure(stack: str, scenario: str, view: Page, painter: Painter, desktop: De
         "changes shown": f"{len(shown)}/{len(driver.drawn)}" if driver.drawn else "",
         "fps": len([1 for value, _ in painted if value in driver.drawn]) / SECONDS,
         "stall ms": stall,
+        "frozen ms": frozen,
         "Mbit/s": mbit,
         "sender CPU %": cpu["sender"], "relay CPU %": cpu["relay"],
         "browser CPU %": browser_cpu,
@@ -478,7 +495,8 @@ def main() -> None:
                f"{QUEUE_SECONDS:g} s); the relay and the browser on this side.",
                "changes shown: changes whose marker a painted frame showed / changes drawn; "
                "fps: painted frames with a new marker per second; stall ms: the longest "
-               "time without a newly painted change while changes were being made.",
+               "time without a newly painted change while changes were being made; frozen "
+               "ms: the longest time the marker's row of pixels did not change meanwhile.",
            ])
     report("browser_ratios", ratios(rows),
            title="The console over the best noVNC variant, same run and link (below 1: ahead)")
