@@ -60,6 +60,10 @@ WIDTH, HEIGHT = 1920, 1080
 RATE = 30
 SECONDS = float(os.environ.get("BENCH_SECONDS", "5"))
 TYPING = (200, 40)
+PAUSE = (1.5, 2.8)
+"""In "video paused", the seconds of the run the screen holds a still desktop (a video
+closed, one opened again): the automatic codec's calm second passes, the lossless
+picture is on its way, and the motion comes back."""
 X11VNC_OPTIONS = ["-nopw", "-localhost", "-shared", "-forever", "-quiet", "-noxrecord",
                   "-defer", "0", "-wait", "1"]
 
@@ -103,6 +107,8 @@ class Driver(threading.Thread):
         self.seconds = seconds
         self.drawn: dict[int, int] = {}
         self.marker = start_marker
+        self.resumed: int | None = None
+        """"video paused": the marker of the first change after the pause."""
         self.marker_xy = marker_position(scenario, desktop)
 
     def run(self) -> None:
@@ -125,6 +131,9 @@ class Driver(threading.Thread):
     def _change(self, step: int) -> None:
         """One change, drawn as a desktop would, its marker inside the last request."""
         p, d = self.painter, self.desktop
+        paused = self.scenario == "video paused" and PAUSE[0] <= step / RATE < PAUSE[1]
+        if paused and step != round(PAUSE[0] * RATE):
+            return  # the still desktop, drawn at the pause's first step
         self.marker = self.marker % 4095 + 1
         mx, my = self.marker_xy
         self.drawn[self.marker] = time.perf_counter_ns()
@@ -136,8 +145,14 @@ class Driver(threading.Thread):
         elif self.scenario == "scrolling":  # CopyArea up one line, PutImage the new line
             x0 = d.page[0]
             scroll_page(p, d, lambda line, top: stamp(line, self.marker, mx - x0, my - top))
-        elif self.scenario == "full screen":  # CopyArea of a whole new picture
-            p.blit(self.movie[step % len(self.movie)], 0, 0, WIDTH, HEIGHT)
+        elif self.scenario in ("full screen", "video paused"):
+            if paused:  # PutImage of the desktop
+                p.put_bgra(0, 0, WIDTH, HEIGHT, d.image.tobytes())
+            else:  # CopyArea of a whole new picture
+                p.blit(self.movie[step % len(self.movie)], 0, 0, WIDTH, HEIGHT)
+                if (self.scenario == "video paused" and self.resumed is None
+                        and step / RATE >= PAUSE[1]):
+                    self.resumed = self.marker
             for b, colour in enumerate(_colours(self.marker)):
                 p.fill(mx + b * BLOCK, my, BLOCK, BLOCK, colour)
         p.sync()

@@ -110,7 +110,11 @@ def _wanted(variable: str, every: tuple[str, ...]) -> tuple[str, ...]:
     return chosen
 
 
-RUN_SCENARIOS = _wanted("BENCH_SCENARIOS", SCENARIOS)
+BROWSER_SCENARIOS = (*SCENARIOS[:-1], "video paused", SCENARIOS[-1])
+"""The Python viewer's scenarios, and a video paused on a desktop (``bench.agent.PAUSE``): over a
+slow link the lossless picture restored in the pause is still on its way when the motion
+comes back (resume ms)."""
+RUN_SCENARIOS = _wanted("BENCH_SCENARIOS", BROWSER_SCENARIOS)
 STACKS = _wanted("BENCH_STACKS", ("console", "novnc"))
 
 # Reads the marker at (x, y) of the canvas on every painted frame; keeps each new value
@@ -259,6 +263,12 @@ def measure(stack: str, scenario: str, view: Page, painter: Painter, desktop: De
                        max(driver.drawn.values()) / 1e6 + wall_offset_ms)
         stall = longest_stall(first, last, shown_at)
         frozen = longest_stall(first, last, changes)
+    resume: float | str = ""
+    if driver.resumed is not None:  # from the motion's return to its first marker shown
+        back = driver.drawn[driver.resumed]
+        after = [at for value, at in painted if driver.drawn.get(value, 0) >= back]
+        if after:
+            resume = min(after) - (back / 1e6 + wall_offset_ms)
     cpu = {name: 100 * (cpu_seconds(pid) - cpu0[name]) / elapsed for name, pid in pids.items()}
     browser_cpu = 100 * (sum(cpu_seconds(pid) for pid in browser) - browser0) / elapsed
     mbit = sent_since(sent0, port) * 8 / SECONDS / 1e6
@@ -270,6 +280,7 @@ def measure(stack: str, scenario: str, view: Page, painter: Painter, desktop: De
         "fps": len([1 for value, _ in painted if value in driver.drawn]) / SECONDS,
         "stall ms": stall,
         "frozen ms": frozen,
+        "resume ms": resume,
         "Mbit/s": mbit,
         "sender CPU %": cpu["sender"], "relay CPU %": cpu["relay"],
         "browser CPU %": browser_cpu,
@@ -396,7 +407,9 @@ def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each console row's p50 and p99 over the best noVNC variant's in the same scenario."""
     out = []
     for link in dict.fromkeys(r["link"] for r in rows):
-        for scenario in SCENARIOS[:-1]:
+        for scenario in BROWSER_SCENARIOS:
+            if scenario == "idle":
+                continue
             here = [r for r in rows if r["link"] == link and r["scenario"] == scenario
                     and r["p50 ms"] != ""]
             peers = [r for r in here if r["stack"].startswith("noVNC/")]
