@@ -266,7 +266,10 @@ def measure(stack: str, scenario: str, view: Page, painter: Painter, desktop: De
     resume: float | str = ""
     if driver.resumed is not None:  # from the motion's return to its first marker shown
         back = driver.drawn[driver.resumed]
-        after = [at for value, at in painted if driver.drawn.get(value, 0) >= back]
+        # (a marker read before it was drawn is a blurred picture misread: not shown)
+        after = [at for value, at in painted
+                 if driver.drawn.get(value, 0) >= back
+                 and at >= driver.drawn[value] / 1e6 + wall_offset_ms]
         if after:
             resume = min(after) - (back / 1e6 + wall_offset_ms)
     cpu = {name: 100 * (cpu_seconds(pid) - cpu0[name]) / elapsed for name, pid in pids.items()}
