@@ -248,14 +248,22 @@ def measure(stack: str, scenario: str, view: Page, painter: Painter, desktop: De
     painted = view.take()
     changes = view.take_changes()
     latencies = []
-    shown = set()
-    shown_at = []
+    shown: list[int] = []
+    shown_at: list[float] = []
+    newest = 0  # when the newest change shown so far was drawn
     for value, painted_ms in painted:
         drawn = driver.drawn.get(value)
-        if drawn is not None and value not in shown:
-            shown.add(value)
-            shown_at.append(painted_ms)
-            latencies.append(painted_ms - (drawn / 1e6 + wall_offset_ms))
+        if drawn is None or value in shown:
+            continue
+        # A blurred picture can read as any marker: one read before it was drawn, or after
+        # a newer one was shown (a page draws changes in order), was not shown.
+        latency = painted_ms - (drawn / 1e6 + wall_offset_ms)
+        if latency < 0 or drawn < newest:
+            continue
+        newest = drawn
+        shown.append(value)
+        shown_at.append(painted_ms)
+        latencies.append(latency)
     stall: float | str = ""
     frozen: float | str = ""
     if driver.drawn:
@@ -266,10 +274,8 @@ def measure(stack: str, scenario: str, view: Page, painter: Painter, desktop: De
     resume: float | str = ""
     if driver.resumed is not None:  # from the motion's return to its first marker shown
         back = driver.drawn[driver.resumed]
-        # (a marker read before it was drawn is a blurred picture misread: not shown)
-        after = [at for value, at in painted
-                 if driver.drawn.get(value, 0) >= back
-                 and at >= driver.drawn[value] / 1e6 + wall_offset_ms]
+        after = [at for value, at in zip(shown, shown_at, strict=True)
+                 if driver.drawn[value] >= back]
         if after:
             resume = min(after) - (back / 1e6 + wall_offset_ms)
     cpu = {name: 100 * (cpu_seconds(pid) - cpu0[name]) / elapsed for name, pid in pids.items()}
