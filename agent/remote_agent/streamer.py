@@ -56,6 +56,13 @@ one-off change, a window opening, costs less this way than a video keyframe foll
 the lossless picture restored a second later; while the screen moves, video carries it
 from the second big change on, whatever its size: see ``motion_from``.)"""
 
+LOSSLESS_MOST_BYTES = 1024 * 1024
+"""Largest lossless frame of a change, however fast the link: the viewer decodes it too
+(the console took some 250 ms over a 6 MB frame of a moving 1080p screen, and the
+motion it began waited behind it). A desktop's change is far under it (a whole 1080p
+desktop is about 200 KB); a larger one goes out in video, and the exact picture comes
+back once the screen is calm."""
+
 RESTORE_SECONDS = 2.0
 """Longest a lossless keyframe may take on the link: the picture restored after motion
 (the screen is calm then), or one the viewers need (a viewer joins, the keyframe due
@@ -277,6 +284,8 @@ class Streamer:
                 if motion is not None and spec is not motion and not (needed and rate is None):
                     seconds = RESTORE_SECONDS if keyframe else LOSSLESS_SECONDS
                     budget = UNKNOWN_LINK_BYTES if rate is None else int(rate * seconds)
+                    if not keyframe:
+                        budget = min(budget, LOSSLESS_MOST_BYTES)
                     if keyframe and not needed and sent_in is motion:
                         part = (UNKNOWN_LINK_BYTES // 4 if rate is None
                                 else int(rate * REDRAW_PART_SECONDS))
