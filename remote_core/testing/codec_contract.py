@@ -362,6 +362,35 @@ class CodecContract:
         enc.close()
         dec.close()
 
+    def test_a_redraw_over_another_codecs_picture_restores_the_screen(self) -> None:
+        """An encoder that redraws (``Encoder.redraw``, with every extension it has) sends
+        the whole screen again in parts about the size asked, and a decoder that began
+        from another codec's picture (``Decoder.begin_from``) ends with the screen."""
+        desktop = Desktop(640, 400, seed=6)
+        assert self.spec.encoder_factory is not None
+        enc = self.spec.encoder_factory(dataclasses.replace(
+            encoder_config(640, 400), extensions=frozenset(self.spec.extensions)))
+        self.wire(enc.encode(desktop.image, keyframe=True))
+        if not enc.redraw(16 * 1024):  # it cannot: the agent sends a keyframe instead
+            assert not enc.pending and enc.redrawn is None
+            enc.close()
+            return
+        assert enc.pending and enc.redrawn == 0
+        dec = self.decoder()  # a viewer's, made when the stream came back to this codec
+        dec.begin_from(video_like(640, 400, 1))  # the picture another codec drew last
+        parts = 0
+        picture = None
+        while enc.pending:
+            assert parts < 100, "the redraw never ended"
+            frame = self.wire(enc.encode(desktop.image))
+            assert not frame.keyframe
+            picture = dec.decode(frame)
+            parts += 1
+        assert parts > 1 and enc.redrawn is None
+        self.assert_close(picture, desktop.image)
+        enc.close()
+        dec.close()
+
     def test_first_frame_and_requested_frames_are_keyframes(self) -> None:
         desktop = Desktop(160, 120, seed=2)
         enc = self.encoder(160, 120)
