@@ -287,8 +287,8 @@ class Streamer:
                     if not keyframe:
                         budget = min(budget, LOSSLESS_MOST_BYTES)
                     if keyframe and not needed and sent_in is motion:
-                        part = (UNKNOWN_LINK_BYTES // 4 if rate is None
-                                else int(rate * REDRAW_PART_SECONDS))
+                        part = min(LOSSLESS_MOST_BYTES // 2, UNKNOWN_LINK_BYTES // 4
+                                   if rate is None else int(rate * REDRAW_PART_SECONDS))
                 self.sequence += 1
                 # wait for a change no longer than until the keyframe or the calm is due
                 calm = switch.calm_left(now)
@@ -356,13 +356,15 @@ class Streamer:
         ``part``: the keyframe restores the lossless picture after motion. When it is
         within ``budget`` (so the link carries the whole picture in time) and the encoder
         can redraw over the video picture, the picture goes in parts of about ``part``
-        bytes instead, the first one now."""
+        bytes instead, the first one now. The parts after it are not held to ``budget``
+        (the whole picture was); only a motion cuts them short."""
         # A frame too big for one message goes in parts: send the rest before waiting.
         if (not keyframe and not encoder.pending
                 and not self.devices.capture.wait_for_change(wait)):
             return None
         started = self._clock()
         timestamp = time.time_ns() // 1000
+        redrawing = encoder.redrawn is not None and not keyframe  # a restore's next part
         image, dirty = self.devices.capture.grab(display.id)
         # A scroll the encoder sends as a move is a small change, not the start of motion.
         moves = None if keyframe else encoder.find_moves(image, dirty)
@@ -375,10 +377,9 @@ class Streamer:
         frame = (None if moving or hopeless
                  else encoder.encode(image, keyframe=keyframe, dirty=dirty) if moves is None
                  else encoder.encode(image, keyframe=keyframe, dirty=dirty, moves=moves))
-        # A part of a redraw is meant to leave the rest pending.
-        in_parts = encoder.pending and encoder.redrawn is None
-        too_big = budget is not None and (
-            hopeless or (frame is not None and (len(frame.data) > budget or in_parts)))
+        too_big = budget is not None and (hopeless or (
+            frame is not None and not redrawing
+            and (len(frame.data) > budget or encoder.pending)))
         if video is not None and (moving or too_big):
             log.debug("a %s frame begins a motion or is over the link's %s bytes: video "
                       "instead", spec.name, budget)

@@ -106,10 +106,15 @@ async def test_a_moving_screen_over_a_slow_link_goes_out_as_video_and_stays_ther
                     [(f.codec, f.size) for f in seen[stopped:]]
 
                 calmed = len(seen)
-                painter.put_bgra(0, 0, WIDTH, HEIGHT, desktop.image.tobytes())
-                painter.sync()  # a desktop again: lossless and exact once calm
+                # A desktop again, with a band of a photo: lossless and exact once calm (the
+                # band's rows take longer than a change may on this link; the whole picture
+                # is within what a restore may).
+                shown = desktop.image.copy()
+                shown[300:348] = rng.integers(0, 256, (48, WIDTH, 4), dtype=np.uint8)
+                painter.put_bgra(0, 0, WIDTH, HEIGHT, shown.tobytes())
+                painter.sync()
                 exact = await viewer.wait_for_image(
-                    lambda image: np.array_equal(image[:, :, :3], desktop.image[:, :, :3]), 60)
+                    lambda image: np.array_equal(image[:, :, :3], shown[:, :, :3]), 60)
                 # Drawn over the video picture in parts, each about a tenth of a second of
                 # the link, which a motion starting again could cut short. (The keyframe
                 # due every 10 s may come among them: it is whole.)
@@ -117,9 +122,7 @@ async def test_a_moving_screen_over_a_slow_link_goes_out_as_video_and_stays_ther
                 assert exact.codec == "raw" and len(raw) >= 2, \
                     [(f.codec, f.keyframe, f.size) for f in seen[calmed:]]
                 assert not raw[0].keyframe and raw[0].size < 64_000
-                assert not np.array_equal(raw[0].image[:, :, :3], desktop.image[:, :, :3])
-                assert all(f.size < 64_000 for f in raw if not f.keyframe), \
-                    [(f.keyframe, f.size) for f in raw]
+                assert not np.array_equal(raw[0].image[:, :, :3], shown[:, :, :3])
                 group.cancel_scope.cancel()
 
 
