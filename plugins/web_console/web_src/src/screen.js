@@ -90,7 +90,7 @@ export class Screen {
     this.on.shown?.();
   }
 
-  /** A whole picture of ``codec`` reached the canvas: raw frames may draw over it
+  /** A whole picture of `codec` reached the canvas: raw frames may draw over it
    * (after motion, the agent sends the lossless picture back in parts: raw_over). */
   pictured(codec) {
     this.pictureCodec = codec;
