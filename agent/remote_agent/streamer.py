@@ -278,10 +278,11 @@ class Streamer:
                 keyframe, fresh = needed or fresh, False
                 budget = None  # the most bytes a lossless frame may take: none in video
                 part = None  # the lossless picture restored after motion goes in parts
-                rate = self.rate.bytes_per_second(now)
+                budgeted = motion is not None and spec is not motion  # lossless, video at hand
+                rate = self.rate.bytes_per_second(now) if budgeted else None
                 # Before the link is known, a keyframe the viewers need goes out as it is
                 # (a session's first picture: a LAN's 4K desktop, lossless at once).
-                if motion is not None and spec is not motion and not (needed and rate is None):
+                if budgeted and not (needed and rate is None):
                     seconds = RESTORE_SECONDS if keyframe else LOSSLESS_SECONDS
                     budget = UNKNOWN_LINK_BYTES if rate is None else int(rate * seconds)
                     if not keyframe:
