@@ -104,6 +104,34 @@ async def test_the_automatic_codec_follows_the_content(managed, painter, api, se
 
 
 @pytest.mark.anyio
+async def test_a_screen_drawn_again_unchanged_is_no_motion(managed, painter, api, server):
+    """An application drawing its whole window again 30 times a second to blink a cursor:
+    X reports the whole screen drawn each time, and the stream sends the cursor, lossless,
+    rather than taking the screen for motion and going to video."""
+    _, session, _ = managed
+    desktop = Desktop(800, 600, seed=14).image
+    painter.put_bgra(0, 0, 800, 600, desktop.tobytes())
+    painter.sync()
+    async with open_viewer(server.url, api.viewer_token(session["id"])) as viewer:
+        await viewer.wait_for_image(lambda image: np.array_equal(image, desktop), 15)
+        seen, before = viewer.frames_received, viewer.bytes_received
+        codecs = set()
+        blinked = desktop.copy()
+        blinked[300:316, 200:202] = 255
+        for step in range(45):
+            painter.put_bgra(0, 0, 800, 600, (blinked if step % 8 < 4 else desktop).tobytes())
+            painter.sync()
+            await anyio.sleep(1 / 30)
+            if viewer.latest is not None and viewer.frames_received > seen:
+                codecs.add(viewer.latest.codec)
+        last = blinked if 44 % 8 < 4 else desktop
+        await viewer.wait_for_image(lambda image: np.array_equal(image, last), 10)
+        assert codecs == {"raw"}
+        # Eleven blinks of a band of rows, not 45 screens (a 800x600 desktop is some 60 KB).
+        assert viewer.bytes_received - before < 150_000, viewer.bytes_received - before
+
+
+@pytest.mark.anyio
 async def test_a_scrolling_page_goes_as_moves_and_stays_lossless(managed, painter, api,
                                                                  server):
     """Left to the agent, a page scrolling 30 times a second (X CopyArea, then the new

@@ -1,8 +1,8 @@
 """Built-in plugin ``capture_mss``: screen capture with mss, driven by X DAMAGE where available.
 
 On X11 the source subscribes to DAMAGE on the root window, so it wakes exactly
-when something is drawn and grabs only what changed; elsewhere it polls and
-the encoder finds the changes itself.
+when something is drawn, grabs only what was drawn and reports the rows of it
+that changed; elsewhere it polls and the encoder finds the changes itself.
 """
 
 from __future__ import annotations

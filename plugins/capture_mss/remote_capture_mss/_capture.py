@@ -3,6 +3,11 @@
 With DAMAGE the source keeps one image per display and refreshes only the
 areas X reports as drawn, so a small change costs a small grab; without it
 every grab is the whole display and ``dirty`` is ``None`` (the encoder diffs).
+What X reports as drawn is not always changed: an application often draws a
+whole window again to blink its cursor, and a still screen drawn again would
+look like motion to the stream and go out in video. So the rows of a drawn
+area are compared as they are copied in, and only the rows that changed are
+reported (about a millisecond for a whole 1080p screen).
 Images are ``memoryview`` objects shaped ``(height, width, 4)`` over mss's own
 BGRA buffer: no copy, and no numpy.
 """
@@ -14,7 +19,7 @@ import logging
 from remote_core.interfaces import CaptureSource
 from remote_core.types import DisplayDesc, Rect
 
-from ._regions import clip, merge_rects
+from ._regions import clip, merge_rects, row_runs
 from ._x11 import DamageWatcher, MonitorQuery
 
 __all__ = ["MssCapture"]
@@ -82,7 +87,8 @@ class MssCapture(CaptureSource):
         return shot.raw
 
     def grab(self, display_id: int) -> tuple[memoryview, list[Rect] | None]:
-        """The whole display; with DAMAGE, also the rectangles changed since the last grab.
+        """The whole display; with DAMAGE, also the rectangles changed since the last grab
+        (an empty list when what X reported drawn is as it was).
 
         The first grab of a display (after another display, a geometry change
         or :meth:`forget`) returns ``None`` for the rectangles: everything is new.
@@ -96,17 +102,12 @@ class MssCapture(CaptureSource):
             return _image(frame, display), None
         local = [clip(Rect(r.x - display.x, r.y - display.y, r.width, r.height),
                       display.width, display.height) for r in damaged]
-        rects = merge_rects(r for r in local if r is not None)
-        stride = display.width * 4
-        for rect in rects:
+        changed: list[Rect] = []
+        for rect in merge_rects(r for r in local if r is not None):
             area = self._grab_area(display.x + rect.x, display.y + rect.y, rect.width,
                                    rect.height)
-            length = rect.width * 4
-            offset = rect.y * stride + rect.x * 4
-            for row in range(0, len(area), length):
-                frame[offset:offset + length] = area[row:row + length]
-                offset += stride
-        return _image(frame, display), rects
+            changed += _refresh(frame, display.width * 4, area, rect)
+        return _image(frame, display), sorted(changed, key=lambda r: (r.y, r.x))
 
     def wait_for_change(self, timeout: float) -> bool:
         if self._watcher is None:
@@ -122,6 +123,22 @@ class MssCapture(CaptureSource):
             self._watcher.close()
         self._monitors.close()
         self._mss.close()
+
+
+def _refresh(frame: bytearray, stride: int, area: bytearray, rect: Rect) -> list[Rect]:
+    """Copy ``area``, the pixels grabbed of ``rect``, into ``frame``; the parts of ``rect``
+    whose rows changed. (Byte slices compare at memory speed; memoryview ones do not.)"""
+    length = rect.width * 4
+    offset = rect.y * stride + rect.x * 4
+    rows = []
+    for index, row in enumerate(range(0, len(area), length)):
+        line = area[row:row + length]
+        if frame[offset:offset + length] != line:
+            frame[offset:offset + length] = line
+            rows.append(index)
+        offset += stride
+    return [Rect(rect.x, rect.y + first, rect.width, end - first)
+            for first, end in row_runs(rows)]
 
 
 def _image(frame: bytearray, display: DisplayDesc) -> memoryview:

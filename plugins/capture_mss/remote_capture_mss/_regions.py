@@ -6,10 +6,14 @@ from collections.abc import Iterable
 
 from remote_core.types import Rect
 
-__all__ = ["bounding_box", "clip", "merge_rects"]
+__all__ = ["bounding_box", "clip", "merge_rects", "row_runs"]
 
 MAX_RECTS = 24
 """More changed rectangles than this are sent as their bounding box (fewer grabs)."""
+
+ROW_GAP = 16
+"""Runs of changed rows fewer than this many unchanged rows apart are one run: a line of
+text is one rectangle, not one per row its glyphs touch."""
 
 
 def clip(rect: Rect, width: int, height: int) -> Rect | None:
@@ -57,3 +61,15 @@ def merge_rects(rects: Iterable[Rect], max_rects: int = MAX_RECTS) -> list[Rect]
     if len(merged) > max_rects:
         return [bounding_box(merged)]
     return sorted(merged, key=lambda r: (r.y, r.x))
+
+
+def row_runs(rows: Iterable[int], gap: int = ROW_GAP) -> list[tuple[int, int]]:
+    """``[first, end)`` of each run of the ascending row numbers ``rows``, runs fewer
+    than ``gap`` rows apart joined."""
+    runs: list[tuple[int, int]] = []
+    for row in rows:
+        if runs and row - runs[-1][1] < gap:
+            runs[-1] = (runs[-1][0], row + 1)
+        else:
+            runs.append((row, row + 1))
+    return runs

@@ -75,6 +75,34 @@ def test_damage_reports_exactly_the_changed_area(painter):
         capture.close()
 
 
+def test_what_is_drawn_again_unchanged_is_no_change(painter):
+    """An application drawing its whole window again to blink a cursor: X reports the
+    whole area drawn, and only the rows that changed are reported changed."""
+    desktop = np.random.default_rng(2).integers(0, 256, (480, 640, 4), dtype=np.uint8)
+    desktop[:, :, 3] = 0  # X keeps no alpha: what is drawn again must read back the same
+    painter.put_bgra(0, 0, 640, 480, desktop.tobytes())
+    painter.sync()
+    capture = MssCapture()
+    try:
+        capture.grab(1)
+        painter.put_bgra(0, 0, 640, 480, desktop.tobytes())
+        painter.sync()
+        assert capture.wait_for_change(2.0)  # X did report it
+        _, dirty = capture.grab(1)
+        assert dirty == []
+        blinked = desktop.copy()
+        blinked[300:316, 200:202] = 255  # a text cursor, and rows 40 apart with a dot
+        blinked[356, 10] = blinked[357, 600] = 255
+        painter.put_bgra(0, 0, 640, 480, blinked.tobytes())
+        painter.sync()
+        assert capture.wait_for_change(2.0)
+        shown, dirty = capture.grab(1)
+        assert dirty == [Rect(0, 300, 640, 16), Rect(0, 356, 640, 2)]
+        assert np.array_equal(np.asarray(shown)[:, :, :3], blinked[:, :, :3])
+    finally:
+        capture.close()
+
+
 def test_an_interrupt_ends_a_wait_for_change_at_once(painter):
     """The agent ends a wait for damage when it has something else to do (a keyframe a
     viewer asked for); an interrupt with no one waiting ends the next wait instead."""

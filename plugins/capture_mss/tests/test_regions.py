@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from remote_capture_mss import merge_rects
-from remote_capture_mss._regions import clip
+from remote_capture_mss._regions import clip, row_runs
 
 from remote_core.types import Rect
 
@@ -30,3 +30,10 @@ def test_clip_cuts_to_the_display_and_drops_outside():
     assert clip(Rect(-5, -5, 10, 10), 100, 100) == Rect(0, 0, 5, 5)
     assert clip(Rect(95, 95, 10, 10), 100, 100) == Rect(95, 95, 5, 5)
     assert clip(Rect(200, 0, 10, 10), 100, 100) is None
+
+
+def test_changed_rows_become_runs_joined_across_short_gaps():
+    assert row_runs([]) == []
+    assert row_runs([3, 4, 5, 9, 40, 41], gap=16) == [(3, 10), (40, 42)]
+    assert row_runs([0, 17], gap=16) == [(0, 1), (17, 18)]  # 16 rows between: apart
+    assert row_runs([0, 16], gap=16) == [(0, 17)]
