@@ -99,6 +99,10 @@ def test_what_is_drawn_again_unchanged_is_no_change(painter):
         shown, dirty = capture.grab(1)
         assert dirty == [Rect(0, 300, 640, 16), Rect(0, 356, 640, 2)]
         assert np.array_equal(np.asarray(shown)[:, :, :3], blinked[:, :, :3])
+        painter.put_bgra(100, 290, 200, 40, blinked[290:330, 100:300].tobytes())
+        painter.sync()  # a part of the screen drawn again as it was
+        assert capture.wait_for_change(2.0)
+        assert capture.grab(1)[1] == []
     finally:
         capture.close()
 
