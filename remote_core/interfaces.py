@@ -102,6 +102,13 @@ class Encoder(ABC):
         decides whether a large change is motion, so a scroll stays a small change."""
         return None
 
+    def estimate(self, image: Image, rects: Sequence[Rect]) -> int | None:
+        """About how many bytes a frame sending ``rects`` of ``image`` would take, told
+        without encoding it (from a sample), so that the agent need not encode a large
+        change only to find it too big for the link; ``None`` (this default): the encoder
+        cannot tell. Nothing changes."""
+        return None
+
     @property
     def pending(self) -> bool:
         """True while the viewers lack part of the picture: the last frame was too large

@@ -20,14 +20,15 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import anyio
 
 from remote_core.codecs import KEYFRAME_INTERVAL_S, encoder_config, shared_extensions
 from remote_core.interfaces import Encoder
 from remote_core.protocol import NUMBER_BY_FIELD, pb
-from remote_core.types import CodecSpec, DisplayDesc, EncodedFrame
+from remote_core.types import CodecSpec, DisplayDesc, EncodedFrame, Rect
 from remote_core.video import to_wire
 
 from .adaptive import ContentSwitch, changed_share
@@ -92,6 +93,13 @@ BEST_LOSSLESS_RATIO = 40
 """About the best a lossless codec squeezes a desktop (raw_zstd: 39x on a 1080p desktop,
 ``bench.codecs``): a change whose pixels over this are already over the link's budget
 goes to video without a lossless try."""
+
+ESTIMATE_MARGIN = 1.5
+"""A change the lossless encoder estimates (``Encoder.estimate``) at over this many times
+the link's budget goes to video without a try: a 1080p picture of a video is 6 MB of
+compressed pixels, 50 ms to compress only to find that out. (raw_zstd's estimates came
+within a tenth of the size for photos and desktops; a real screen may repeat itself
+across more than its sample sees, hence the margin.)"""
 
 _REBUILD_RATIO = 1.5
 """A video encoder is rebuilt for the link when its cap is this far off (either way)."""
@@ -373,8 +381,10 @@ class Streamer:
                               display.height)
         changed = (1.0 if keyframe or share is None else share) * display.width * display.height
         moving = video is not None and _begins_motion(share, motion_from)
-        hopeless = (video is not None and budget is not None
-                    and changed * 4 / BEST_LOSSLESS_RATIO > budget)
+        hopeless = (video is not None and budget is not None and not moving
+                    and _sure_over(encoder, image, None if keyframe or share is None
+                                   else dirty if moves is None else moves.rest,
+                                   display, changed, budget))
         frame = (None if moving or hopeless
                  else encoder.encode(image, keyframe=keyframe, dirty=dirty) if moves is None
                  else encoder.encode(image, keyframe=keyframe, dirty=dirty, moves=moves))
@@ -396,6 +406,21 @@ class Streamer:
         data = wire_frame(frame, spec, timestamp=timestamp, display_id=display.id,
                           sequence=sequence)
         return data, frame.keyframe, started, share, spec
+
+
+def _sure_over(encoder: Encoder, image: Any, rects: Sequence[Rect] | None,
+               display: DisplayDesc, changed: float, budget: int) -> bool:
+    """Whether a lossless frame of ``changed`` pixels (``rects``, or the whole display) is
+    sure to be over ``budget`` bytes, told without encoding it: even at the best ratio a
+    lossless codec gets, or by the encoder's estimate of it (with a margin)."""
+    pixel_bytes = changed * 4
+    if pixel_bytes / BEST_LOSSLESS_RATIO > budget:
+        return True
+    if pixel_bytes <= budget:
+        return False
+    whole = [Rect(0, 0, display.width, display.height)]
+    estimate = encoder.estimate(image, whole if rects is None else rects)
+    return estimate is not None and estimate > ESTIMATE_MARGIN * budget
 
 
 def _begins_motion(share: float | None, motion_from: float | None) -> bool:

@@ -12,6 +12,7 @@ from remote_core.interfaces import Encoder
 from remote_core.types import CopyRect, EncodedFrame, EncoderConfig, Moves, Rect
 
 from .dirty import clip_rects, find_dirty
+from .estimate import estimate_size
 from .extensions import COPY_EXTENSION, OVER_EXTENSION
 from .parts import MESSAGE_LIMIT, PART_BYTES, PLACEHOLDER, fits, keyframe_part, pack_rects, rotate
 from .pixels import copy_rect, flat, move_rect, rect_bytes
@@ -37,6 +38,8 @@ class RawZstdEncoder(Encoder):
     (:mod:`.parts`); :attr:`pending` then stays true until the rest is sent. When every
     viewer draws over another codec's picture (:data:`OVER_EXTENSION`), :meth:`redraw`
     sends the whole picture again as incremental frames, sweeping down the screen.
+    :meth:`estimate` tells about what a change would take from a sample of it
+    (:mod:`.estimate`).
 
     :param message_limit: the largest message (the shipped 16 MiB cap).
     :param part_bytes: the largest part of a frame that does not fit.
@@ -99,6 +102,10 @@ class RawZstdEncoder(Encoder):
                 rest = (*rects[:index], *scroll.rest, *rects[index + 1:])
                 return Moves(copies=(scroll.copy,), rest=rest)
         return None if dirty is not None else Moves(copies=(), rest=tuple(rects))
+
+    def estimate(self, image: Any, rects: Sequence[Rect]) -> int:
+        current, w, h = flat(image)
+        return estimate_size(current, w, clip_rects(rects, w, h), self._compressor)
 
     def encode(self, image: Any, *, keyframe: bool = False,
                dirty: Sequence[Rect] | None = None,

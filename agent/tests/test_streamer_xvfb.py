@@ -1,0 +1,102 @@
+"""The streamer in this process, on a real X display with the real codecs: what it asks of
+the encoders, which the wire does not show."""
+
+# What the encoder was asked is written in the streamer's worker thread; polled here:
+# ruff: noqa: ASYNC110
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import anyio
+import numpy as np
+import pytest
+from remote_agent.adaptive import changed_share
+from remote_agent.devices import Devices
+from remote_agent.stream import StreamState
+from remote_agent.streamer import Streamer
+from remote_capture_mss import MssCapture
+from remote_codec_raw_zstd.encoder import RawZstdEncoder
+
+from remote_core.plugins import get_plugin_manager
+from remote_core.protocol import pb
+from remote_core.settings import PluginSettings
+from remote_core.testing.codec_contract import Desktop
+from remote_core.testing.xvfb import blank_painter
+
+pytestmark = pytest.mark.xvfb
+
+WIDTH, HEIGHT = 800, 600
+
+
+class RecordingRaw(RawZstdEncoder):
+    """raw_zstd, noting the share of the screen each frame it is asked to encode changed."""
+
+    shares: list[float] = []
+
+    def encode(self, image: Any, **options: Any) -> Any:
+        dirty = options.get("dirty")
+        share = 1.0 if options.get("keyframe") or dirty is None else changed_share(
+            dirty, WIDTH, HEIGHT)
+        self.shares.append(share or 0.0)
+        return super().encode(image, **options)
+
+
+@pytest.fixture
+def painter(x_display):
+    with blank_painter(x_display.display) as p:
+        yield p
+
+
+@pytest.mark.anyio
+async def test_a_change_the_estimate_puts_far_over_the_budget_is_not_encoded_lossless(
+        x_display, painter):
+    """A one-off whole screen of noise is some 1.9 MB compressed, over the 1 MB any
+    lossless change may take: raw_zstd's estimate says so from a sample, and the frame
+    goes straight to video, where it used to be compressed whole first only to be found
+    too big."""
+    codecs = [spec if spec.name != "raw_zstd"
+              else dataclasses.replace(spec, encoder_factory=RecordingRaw)
+              for spec in get_plugin_manager(PluginSettings()).codecs()]
+    desktop = Desktop(WIDTH, HEIGHT, seed=21).image
+    painter.put_bgra(0, 0, WIDTH, HEIGHT, desktop.tobytes())
+    painter.sync()
+    sent: list[pb.VideoFrame] = []
+    devices = Devices(capture=MssCapture(), input=None, codecs=codecs, prompt=None)
+    state = StreamState(codecs=codecs)
+    streamer: Streamer
+
+    async def send(data: bytes) -> None:
+        sent.append(pb.Message.FromString(data).video_frame)
+        streamer.ack(sent[-1].sequence)  # a viewer that keeps up
+
+    streamer = Streamer(devices, state, send, devices.capture.displays)
+    state.start("viewer", 0, ("raw", "h264", "raw_copy", "raw_over"))
+    RecordingRaw.shares = []
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(streamer.run)
+            with anyio.fail_after(15):
+                while not sent:
+                    await anyio.sleep(0.05)
+            await anyio.sleep(0.5)  # the first picture is out and acknowledged
+            typed = desktop.copy()
+            typed[100:120, 100:200] = 255
+            painter.put_bgra(0, 0, WIDTH, HEIGHT, typed.tobytes())  # a small change
+            painter.sync()
+            with anyio.fail_after(10):
+                while RecordingRaw.shares[-1] >= 0.5:
+                    await anyio.sleep(0.05)
+            before, asked = len(sent), len(RecordingRaw.shares)
+            noise = painter.upload(np.random.default_rng(22).integers(
+                0, 256, (HEIGHT, WIDTH, 4), dtype=np.uint8))
+            painter.blit(noise, 0, 0, WIDTH, HEIGHT)  # in one request, as a video player does
+            painter.sync()
+            with anyio.fail_after(10):
+                while not any(f.WhichOneof("encoding") == "h264" for f in sent[before:]):
+                    await anyio.sleep(0.05)
+            tasks.cancel_scope.cancel()
+    finally:
+        devices.close()
+    assert all(share < 0.5 for share in RecordingRaw.shares[asked:]), RecordingRaw.shares
