@@ -391,6 +391,28 @@ class CodecContract:
         enc.close()
         dec.close()
 
+    def test_an_estimate_is_near_the_frame_and_changes_nothing(self) -> None:
+        """An encoder that estimates (``Encoder.estimate``) tells about what the frame of a
+        change takes (the agent sends a change far over the link's budget to video on its
+        word), and asking changes nothing it then sends."""
+        desktop = Desktop(640, 400, seed=7)
+        asked, unasked = self.encoder(640, 400), self.encoder(640, 400)
+        for enc in (asked, unasked):
+            enc.encode(desktop.image, keyframe=True)
+        photo = desktop.image.copy()
+        photo[20:380, 20:620] = video_like(600, 360, 2)
+        rects = [Rect(16, 16, 608, 368)]
+        estimate = asked.estimate(photo, rects)
+        first = asked.encode(photo, dirty=rects)
+        second = unasked.encode(photo, dirty=rects)
+        assert first is not None and second is not None
+        assert first.data == second.data
+        if estimate is not None:
+            assert len(first.data) / 2 < estimate < len(first.data) * 2, (
+                estimate, len(first.data))
+        asked.close()
+        unasked.close()
+
     def test_first_frame_and_requested_frames_are_keyframes(self) -> None:
         desktop = Desktop(160, 120, seed=2)
         enc = self.encoder(160, 120)
