@@ -316,6 +316,45 @@ def test_after_motion_the_exact_picture_is_drawn_over_the_video_one(
     wait_for_blocks(viewer, PATTERN[1:], tolerance=16)
 
 
+ACK_WATCH = """() => {
+  // Each VideoAck the page sends (Message field 11: tag 0x5a), with what it had drawn then.
+  window.ackWatch = { acks: [], send: WebSocket.prototype.send };
+  WebSocket.prototype.send = function (data) {
+    const view = window.remoteViewer;
+    if (data instanceof Uint8Array && data[0] === 0x5a) {
+      window.ackWatch.acks.push([view.drawn, view.pictureCodec]);
+    }
+    return window.ackWatch.send.call(this, data);
+  };
+  return window.remoteViewer.drawn;
+}"""
+
+
+def test_a_frame_is_acknowledged_once_it_is_drawn(attended: Attended, display: Xvfb) -> None:
+    """CONTRACT "Acks": a viewer acknowledges a frame it has shown. A video frame reaches
+    the canvas when the browser's decoder gives it back, after the message is handled;
+    acknowledged then, the agent's flow window bounds what waits in the page's decoder
+    too, and a page that falls behind gets fewer, newer frames rather than a queue."""
+    viewer = attended.viewer
+    painter = Painter(display.display)
+    drawn = viewer.evaluate(ACK_WATCH)
+    try:
+        movie = [painter.upload(video_like(WIDTH, HEIGHT, t)) for t in range(4)]
+        for step in range(60):  # two seconds of motion: the stream goes to video
+            painter.blit(movie[step % len(movie)], 0, 0, WIDTH, HEIGHT)
+            painter.sync()
+            time.sleep(1 / 30)
+        acks = viewer.evaluate("window.ackWatch.acks")
+    finally:
+        viewer.evaluate("() => { WebSocket.prototype.send = window.ackWatch.send; }")
+        painter.close()
+    assert any(codec in CODECS.keys() - {"raw"} for _, codec in acks), acks
+    for index, (drawn_then, _) in enumerate(acks):  # every frame acknowledged was drawn
+        assert drawn_then - drawn >= index + 1, (index, drawn, acks)
+    paint(display, PATTERN)  # as the module's other tests expect the screen
+    wait_for_blocks(viewer, PATTERN[1:], tolerance=16)
+
+
 def test_a_dropped_socket_reconnects_and_draws_again(attended: Attended, display: Xvfb) -> None:
     viewer = attended.viewer
     drawn = viewer.evaluate("window.remoteViewer.drawn")

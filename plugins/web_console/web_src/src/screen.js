@@ -35,20 +35,39 @@ export class Screen {
     this.pluginCodec = "";
     this.pluginQueue = Promise.resolve();
     this.needKey = true;
+    this.decoding = []; // [timestamp, done] of the frames in the video decoder, in order
   }
 
-  /** Draw one VideoFrame message; returns its codec's wire name ("" for none). */
-  frame(frame) {
+  /** Draw one VideoFrame message; returns its codec's wire name ("" for none). `done` is
+   * called once the frame is on the canvas or dropped: a frame in a video decoder or a
+   * plugin's is drawn later, and the viewer acknowledges it then (CONTRACT "Acks"), so
+   * the agent's flow window bounds the frames waiting in this page too, and a page that
+   * falls behind gets fewer, newer frames instead of a queue. */
+  frame(frame, done = () => {}) {
     const { case: slot, value } = frame.encoding;
     // A slot whose message names its codec (a plugin frame) goes by that name.
     const codec = typeof value?.codec === "string" ? value.codec : slot;
-    if (!codec) return "";
+    if (!codec) {
+      done();
+      return "";
+    }
     this.codecFrames[codec] = (this.codecFrames[codec] || 0) + 1;
-    if (codec === "raw") this.raw(value);
-    else if (codec in WEBCODECS && this.codecs.names.includes(codec)) this.video(codec, value);
-    else if (this.codecs.plugins.has(codec)) this.pluginFrame(codec, value);
-    else this.on.notice?.(`This page cannot decode ${codec} frames; choose another codec.`);
+    if (codec in WEBCODECS && this.codecs.names.includes(codec)) {
+      this.video(codec, value, done);
+    } else if (codec !== "raw" && this.codecs.plugins.has(codec)) {
+      this.pluginFrame(codec, value, done);
+    } else {
+      if (codec === "raw") this.raw(value);
+      else this.on.notice?.(`This page cannot decode ${codec} frames; choose another codec.`);
+      done();
+    }
     return codec;
+  }
+
+  /** The video decoder drew the frame of `timestamp`: it and those before it are done
+   * (all of them, with no timestamp: the decoder is gone, and nothing more comes out). */
+  videoDone(timestamp = Infinity) {
+    while (this.decoding.length && this.decoding[0][0] <= timestamp) this.decoding.shift()[1]();
   }
 
   /** Forget every decoder's state: the next picture must start with a keyframe (a new
@@ -57,6 +76,7 @@ export class Screen {
     this.decoder?.close();
     this.decoder = null;
     this.decoderCodec = "";
+    this.videoDone();
     this.plugin?.close?.();
     this.plugin = null;
     this.pluginCodec = "";
@@ -168,12 +188,16 @@ export class Screen {
     this.moves += 1;
   }
 
-  video(kind, chunk) {
+  video(kind, chunk, done) {
     this.bytes += chunk.data.length;
-    if (!("VideoDecoder" in window)) return this.on.cannotDecode?.();
+    if (!("VideoDecoder" in window)) {
+      done();
+      return this.on.cannotDecode?.();
+    }
     if (this.decoderCodec !== kind) {
-      if (!chunk.keyframe) return;
+      if (!chunk.keyframe) return done();
       this.decoder?.close();
+      this.videoDone();
       const decoder = new VideoDecoder({
         output: (frame) => {
           // A frame that states the display's size (AV1's) may be coded larger: crop.
@@ -181,14 +205,17 @@ export class Screen {
           const height = this.codedDisplay?.height || frame.displayHeight;
           this.resize(width, height);
           this.ctx.drawImage(frame, 0, 0, width, height, 0, 0, width, height);
+          const timestamp = frame.timestamp;
           frame.close();
           this.pictured(kind);
           this.shown();
+          if (decoder === this.decoder) this.videoDone(timestamp);
         },
         error: (error) => {
           if (decoder !== this.decoder) return; // one this screen already let go
           console.warn("decoder error", error);
           this.decoderCodec = "";
+          this.videoDone();
           this.on.cannotDecode?.();
         },
       });
@@ -196,6 +223,7 @@ export class Screen {
       try {
         decoder.configure(webCodecsConfig(kind));
       } catch (error) {
+        done();
         return this.on.cannotDecode?.();
       }
       this.decoderCodec = kind;
@@ -204,18 +232,23 @@ export class Screen {
       this.codedDisplay = chunk.width && chunk.height
         ? { width: chunk.width, height: chunk.height } : null;
     }
-    this.decoder.decode(new EncodedVideoChunk({
-      type: chunk.keyframe ? "key" : "delta",
-      timestamp: toNumber(chunk.pts),
-      data: chunk.data,
-    }));
+    const timestamp = toNumber(chunk.pts);
+    this.decoding.push([timestamp, done]);
+    try {
+      this.decoder.decode(new EncodedVideoChunk({
+        type: chunk.keyframe ? "key" : "delta", timestamp, data: chunk.data,
+      }));
+    } catch (error) {
+      console.warn("undecodable frame", error);
+      this.videoDone(timestamp);
+    }
   }
 
   /** A codec plugin's frame, through its browser decoder; pieces are drawn in frame order. */
-  pluginFrame(codec, frame) {
+  pluginFrame(codec, frame, done) {
     this.bytes += frame.data.length;
     if (this.pluginCodec !== codec) {
-      if (!frame.keyframe) return;
+      if (!frame.keyframe) return done();
       this.plugin?.close?.();
       this.plugin = this.codecs.plugins.get(codec).createDecoder();
       this.pluginCodec = codec;
@@ -248,6 +281,6 @@ export class Screen {
       }
       if (input.keyframe) this.pictured(codec);
       this.shown();
-    });
+    }).finally(done);
   }
 }

@@ -154,8 +154,8 @@ const handlers = {
   },
   displayInfo: showDisplays,
   videoFrame(frame) {
-    screen.frame(frame);
-    send("videoAck", { sequence: frame.sequence, timestamp: frame.timestamp });
+    const ack = { sequence: frame.sequence, timestamp: frame.timestamp };
+    screen.frame(frame, () => send("videoAck", ack)); // once drawn (CONTRACT "Acks")
   },
   heartbeatAck(ack) {
     state.rtt = Date.now() - toNumber(ack.clientTimestamp);
