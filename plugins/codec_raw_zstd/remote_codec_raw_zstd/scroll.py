@@ -58,7 +58,8 @@ class Scroll:
         self.rest = rest
 
 
-def find_scroll(previous: Flat, current: Flat, width: int, rect: Rect) -> Scroll | None:
+def find_scroll(previous: bytearray, current: Flat, width: int,
+                rect: Rect) -> Scroll | None:
     """The largest vertical move, within ``rect``, of ``previous``'s rows to where
     ``current`` shows them; ``None`` when there is none of :data:`MIN_ROWS` rows or more.
 
@@ -94,11 +95,14 @@ def _samples(buffer: Flat, width: int, rect: Rect) -> list[bytes]:
     """Each of ``rect``'s rows as every :data:`STEP` th of its bytes, top to bottom."""
     stride, length = width * 4, rect.width * 4
     start = (rect.y * width + rect.x) * 4
+    rows = range(start, start + rect.height * stride, stride)
+    if isinstance(buffer, bytearray):  # a strided slice of it copies only the sample
+        return [bytes(buffer[offset:offset + length:STEP]) for offset in rows]
     return [bytes(buffer[offset:offset + length])[::STEP]  # a strided view's copy is slow
-            for offset in range(start, start + rect.height * stride, stride)]
+            for offset in rows]
 
 
-def _likely_shift(previous: Flat, current: Flat, width: int,
+def _likely_shift(previous: bytearray, current: Flat, width: int,
                   rect: Rect) -> tuple[int, list[int]] | None:
     """The shift (rows down in ``previous`` from where ``current`` shows them) that the
     most distinctive rows agree on, if enough do, and those rows (of ``rect``)."""
@@ -118,7 +122,7 @@ def _likely_shift(previous: Flat, current: Flat, width: int,
     return (shift, voters) if len(voters) >= _MIN_VOTES else None
 
 
-def _moving_columns(previous: Flat, current: Flat, width: int, rect: Rect, shift: int,
+def _moving_columns(previous: bytearray, current: Flat, width: int, rect: Rect, shift: int,
                     voters: list[int]) -> tuple[int, int] | None:
     """The widest run of ``rect``'s columns that, on rows that voted for ``shift``, are
     exactly ``previous``'s moved by it: ``(first, end)`` in display pixels, or ``None``
@@ -139,10 +143,13 @@ def _moving_columns(previous: Flat, current: Flat, width: int, rect: Rect, shift
     if best[1] - best[0] < MIN_COLUMNS:
         return None
     return rect.x + best[0], rect.x + best[1]
-def _matching_run(previous: Flat, current: Flat, width: int, rect: Rect,
+
+
+def _matching_run(previous: bytearray, current: Flat, width: int, rect: Rect,
                   shift: int) -> tuple[int, int]:
     """The longest run of ``rect``'s rows that ``current`` shows exactly as ``previous``
-    has them ``shift`` rows further down: its first row (in ``rect``) and its length."""
+    has them ``shift`` rows further down: its first row (in ``rect``) and its length.
+    (``startswith`` compares in place, where slices of both would be copied first.)"""
     stride, length = width * 4, rect.width * 4
     first = max(0, -shift)
     last = min(rect.height, rect.height - shift)
@@ -152,7 +159,7 @@ def _matching_run(previous: Flat, current: Flat, width: int, rect: Rect,
         if y < last:
             here = ((rect.y + y) * width + rect.x) * 4
             there = here + shift * stride
-            if previous[there:there + length] == current[here:here + length]:
+            if previous.startswith(current[here:here + length], there):
                 continue
         if y - run_start > best[1]:
             best = (run_start, y - run_start)
