@@ -65,9 +65,12 @@ export class Screen {
   }
 
   /** The video decoder drew the frame of `timestamp`: it and those before it are done
-   * (all of them, with no timestamp: the decoder is gone, and nothing more comes out). */
-  videoDone(timestamp = Infinity) {
-    while (this.decoding.length && this.decoding[0][0] <= timestamp) this.decoding.shift()[1]();
+   * (all of them, with no timestamp: the decoder is gone, and nothing more comes out).
+   * Matched by value, not order: a new encoder at the agent starts its timestamps over. */
+  videoDone(timestamp) {
+    const found = this.decoding.findIndex(([at]) => at === timestamp);
+    const done = timestamp === undefined ? this.decoding.length : found + 1 || 1;
+    for (const [, callback] of this.decoding.splice(0, done)) callback();
   }
 
   /** Forget every decoder's state: the next picture must start with a keyframe (a new
