@@ -52,13 +52,15 @@ export class Screen {
       return "";
     }
     this.codecFrames[codec] = (this.codecFrames[codec] || 0) + 1;
-    if (codec in WEBCODECS && this.codecs.names.includes(codec)) {
+    if (codec === "raw") {
+      this.raw(value);
+      done();
+    } else if (codec in WEBCODECS && this.codecs.names.includes(codec)) {
       this.video(codec, value, done);
-    } else if (codec !== "raw" && this.codecs.plugins.has(codec)) {
+    } else if (this.codecs.plugins.has(codec)) {
       this.pluginFrame(codec, value, done);
     } else {
-      if (codec === "raw") this.raw(value);
-      else this.on.notice?.(`This page cannot decode ${codec} frames; choose another codec.`);
+      this.on.notice?.(`This page cannot decode ${codec} frames; choose another codec.`);
       done();
     }
     return codec;
@@ -284,6 +286,6 @@ export class Screen {
       }
       if (input.keyframe) this.pictured(codec);
       this.shown();
-    }).finally(done);
+    }).catch((error) => console.warn(`${codec} frame not drawn`, error)).finally(done);
   }
 }
