@@ -377,14 +377,13 @@ class Streamer:
         image, dirty = self.devices.capture.grab(display.id)
         # A scroll the encoder sends as a move is a small change, not the start of motion.
         moves = None if keyframe else encoder.find_moves(image, dirty)
-        share = changed_share(dirty if moves is None else moves.rest, display.width,
-                              display.height)
+        rects = dirty if moves is None else moves.rest  # the pixels it would send
+        share = changed_share(rects, display.width, display.height)
         changed = (1.0 if keyframe or share is None else share) * display.width * display.height
         moving = video is not None and _begins_motion(share, motion_from)
         hopeless = (video is not None and budget is not None and not moving
-                    and _sure_over(encoder, image, None if keyframe or share is None
-                                   else dirty if moves is None else moves.rest,
-                                   display, changed, budget))
+                    and _sure_over(encoder, image, None if keyframe else rects, display,
+                                   changed, budget))
         frame = (None if moving or hopeless
                  else encoder.encode(image, keyframe=keyframe, dirty=dirty) if moves is None
                  else encoder.encode(image, keyframe=keyframe, dirty=dirty, moves=moves))
