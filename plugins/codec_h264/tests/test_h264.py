@@ -36,10 +36,23 @@ def test_nothing_changed_sends_nothing() -> None:
     desktop = Desktop(64, 64)
     assert enc.encode(desktop.image, dirty=[]) is not None  # the first frame is always sent
     assert enc.encode(desktop.image, dirty=[]) is None  # the capture source says so
-    assert enc.encode(desktop.image.copy()) is None  # the pixels say so
     assert enc.encode(desktop.image, dirty=[Rect(0, 0, 8, 8)]) is not None  # the hint is trusted
+    assert enc.encode(desktop.image.copy()) is not None  # no hint, and no picture kept
+    assert enc.encode(desktop.image.copy()) is None  # the pixels say so
     desktop.type(1)
     assert enc.encode(desktop.image) is not None
+
+
+def test_a_picture_without_rectangles_is_compared_with_the_last_one_sent() -> None:
+    """One sent with rectangles is not kept (they said what changed), so an older picture
+    that was kept cannot pass for what the viewers show."""
+    enc = H264Encoder(encoder_config(64, 64))
+    desktop = Desktop(64, 64)
+    before = desktop.image.copy()
+    assert enc.encode(before) is not None
+    desktop.type(1)
+    assert enc.encode(desktop.image, dirty=[Rect(0, 0, 64, 64)]) is not None
+    assert enc.encode(before.copy()) is not None  # the viewers show the typed picture
 
 
 def test_odd_sizes_are_padded_and_cropped_through_the_size_sei() -> None:
