@@ -9,7 +9,9 @@ side by side in one run:
   shipped configuration sends it straight there), or to node b (which forwards them to
   node a), 1 -> 1 and 1 -> 4 viewers at 100 KB and 1 MB frames: frames per second each
   viewer receives (at most ``WINDOW`` in flight, as in ``bench/relay.py``) and the
-  latency at 20 frames/s;
+  latency at 20 frames/s; once with every process on both cores, once with node a and
+  the benchmark's peers on one core and the rest on the other (``--cores``), as nodes on
+  machines of their own would be;
 - **idle**: ``--idle`` real agents (:mod:`remote_agent.fleet`, shipped
   heartbeat and status intervals, each from its own loopback address, as a
   fleet of machines would be; they join at 150 a second) on node a: its memory
@@ -27,6 +29,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
+import os
 import statistics
 import tempfile
 import time
@@ -48,6 +52,7 @@ from remote_core.protocol import pb, wrap
 
 SHARED_KEY = "bench-cluster-shared-key"
 SCENARIOS = [(1, 100_000), (4, 100_000), (1, 1_000_000), (4, 1_000_000)]
+CORES = ("shared", "separate")
 
 
 @contextlib.contextmanager
@@ -122,10 +127,45 @@ async def session(agent_url: str, viewer_url: str, viewers: int,
         drainer.cancel()
 
 
+def pin(pid: int, cpus: set[int]) -> None:
+    """Every thread of ``pid`` onto ``cpus`` (threads it starts later inherit them)."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(ProcessLookupError):  # a thread that just ended
+            os.sched_setaffinity(int(tid), cpus)
+
+
+@contextlib.contextmanager
+def cores(nodes: dict[str, ServerProcess], balancer: LoadBalancer,
+          separate: bool) -> Iterator[None]:
+    """With ``separate``, the agent's node and this benchmark's peers on one core, the other
+    nodes and HAProxy on the other, as on machines of their own: the hop's work is then
+    not taken from the node it relays for. Without, every process on every core."""
+    every = set(range(os.cpu_count() or 1))
+    home, away = ({0}, every - {0}) if separate else (every, every)
+    others = [p.process.pid for n, p in nodes.items() if n != "a" and p.process]
+    placed = {os.getpid(): home, nodes["a"].process.pid: home,  # type: ignore[union-attr]
+              balancer.pid: away} | dict.fromkeys(others, away)
+    for pid, cpus in placed.items():
+        pin(pid, cpus)
+    try:
+        yield
+    finally:
+        for pid in placed:
+            pin(pid, every)
+
+
 async def relay_row(nodes: dict[str, ServerProcess], balancer: LoadBalancer, where: str,
-                    viewers: int, size: int, seconds: float) -> dict[str, Any]:
+                    viewers: int, size: int, seconds: float, separate: bool) -> dict[str, Any]:
     viewer_node = "a" if where == "same node" else "b"
     routed = balancer.url if where == "routed" else None
+    with cores(nodes, balancer, separate):
+        return await _relay_row(nodes, where, viewers, size, seconds, viewer_node, routed,
+                                separate)
+
+
+async def _relay_row(nodes: dict[str, ServerProcess], where: str, viewers: int, size: int,
+                     seconds: float, viewer_node: str, routed: str | None,
+                     separate: bool) -> dict[str, Any]:
     async with session(nodes["a"].url, nodes[viewer_node].url, viewers, routed) as s:
         await stream(s, size, 10, None)  # warm-up
         sent, elapsed = 0, 0.0
@@ -139,19 +179,23 @@ async def relay_row(nodes: dict[str, ServerProcess], balancer: LoadBalancer, whe
             v.received, v.latencies = 0, []
         await stream(s, size, max(20, int(seconds * PACED_FPS / 2)), PACED_FPS)
         latencies = [x for v in s.viewers for x in v.latencies]
-    return {"where": where, "viewers": viewers, "frame_kb": size // 1000,
+    return {"cores": "separate" if separate else "shared", "where": where,
+            "viewers": viewers, "frame_kb": size // 1000,
             "fps": sent / elapsed, "mbit_s": sent / elapsed * size * 8 / 1e6 * viewers,
             "p50_ms": statistics.median(latencies), "p99_ms": percentile(latencies, 0.99)}
 
 
 def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out = []
-    for viewers, size in SCENARIOS:
-        found = {r["where"]: r for r in rows
-                 if r["viewers"] == viewers and r["frame_kb"] == size // 1000}
+    for placing, (viewers, size) in itertools.product(CORES, SCENARIOS):
+        found = {r["where"]: r for r in rows if r["cores"] == placing
+                 and r["viewers"] == viewers and r["frame_kb"] == size // 1000}
+        if not found:
+            continue
         same = found["same node"]
         for where in ("routed", "cross node"):
-            out.append({"viewers": viewers, "frame_kb": size // 1000, "where": where,
+            out.append({"cores": placing, "viewers": viewers, "frame_kb": size // 1000,
+                        "where": where,
                         "vs_same_fps": found[where]["fps"] / same["fps"],
                         "added_p50_ms": found[where]["p50_ms"] - same["p50_ms"]})
     return out
@@ -178,9 +222,26 @@ async def idle(nodes: dict[str, ServerProcess], count: int, seconds: float) -> d
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        left = time.monotonic()
+        await settled(pid)
     return {"agents": count, "connect_s": connected, "rss_before_mb": rss0,
             "rss_idle_mb": max(rss1, rss2), "kb_per_agent": (max(rss1, rss2) - rss0) * 1024 / count,
-            "cpu_percent_of_one_core": 100 * (cpu2 - cpu1) / seconds, "window_s": seconds}
+            "cpu_percent_of_one_core": 100 * (cpu2 - cpu1) / seconds, "window_s": seconds,
+            "departure_s": time.monotonic() - left}
+
+
+async def settled(pid: int, busy: float = 0.1) -> None:
+    """Until the node at ``pid`` is quiet (under ``busy`` of a core for a second): done
+    with the sessions of agents that left, so what runs next is not measured against
+    that work."""
+    _, before = proc_stats(pid)
+    async with asyncio.timeout(600):
+        while True:
+            await asyncio.sleep(1.0)
+            _, now = proc_stats(pid)
+            if now - before < busy:
+                return
+            before = now
 
 
 async def storm(nodes: dict[str, ServerProcess], balancer: LoadBalancer,
@@ -218,10 +279,10 @@ async def run(args: argparse.Namespace, workdir: Path) -> None:
             balancer = LoadBalancer(workdir / "haproxy-relay",
                                     {n: p.port for n, p in nodes.items()}).start()
             try:
-                for viewers, size in SCENARIOS:
+                for placing, (viewers, size) in itertools.product(args.cores, SCENARIOS):
                     for where in ("same node", "routed", "cross node"):
                         rows.append(await relay_row(nodes, balancer, where, viewers, size,
-                                                    args.seconds))
+                                                    args.seconds, placing == "separate"))
             finally:
                 balancer.stop()
             report("cluster_relay", rows, title="Relay: viewer on the agent's node, sent "
@@ -231,12 +292,17 @@ async def run(args: argparse.Namespace, workdir: Path) -> None:
                    notes=["Goal: at least 0.7 of same-node throughput, at most 1 ms added "
                           "p50. routed: through HAProxy naming the session's node (what the "
                           "console does); cross node: a viewer that reached another node, "
-                          "which forwards it."])
+                          "which forwards it. cores: shared, every process on both of this "
+                          "machine's cores; separate, node a and the benchmark's agent and "
+                          "viewers on one, the other nodes and HAProxy on the other, as "
+                          "they would be on machines of their own."])
         if "idle" in args.parts:
             report("cluster_idle", [await idle(nodes, args.idle, args.idle_seconds)],
                    title="Idle agents on one cluster node",
                    notes=["Shipped intervals: heartbeat 15 s, status report 60 s. Goal: "
-                          "under 1 GiB and 10% of one core for 10,000 agents."])
+                          "under 1 GiB and 10% of one core for 10,000 agents. departure: "
+                          "from the fleet leaving until the node is quiet again (its "
+                          "sessions ended), before the storm starts."])
         if "storm" not in args.parts:
             return
         balancer = LoadBalancer(workdir / "haproxy",
@@ -256,6 +322,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--idle-seconds", type=float, default=60.0)
     parser.add_argument("--storm", type=int, default=2_000)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--cores", default=",".join(CORES), type=lambda v: v.split(","),
+                        help="relay with the processes on shared or separate cores, or both")
     parser.add_argument("--parts", default="relay,idle,storm",
                         help="which of relay, idle, storm to run (comma-separated)")
     args = parser.parse_args(argv)

@@ -37,6 +37,11 @@ class LoadBalancer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def pid(self) -> int:
+        assert self._process is not None, "start() first"
+        return self._process.pid
+
     def config(self) -> str:
         """The shipped file with this test's bind address and nodes (a ``server`` line and a
         ``use-server`` line routing ``?node=NAME`` each)."""
