@@ -125,9 +125,14 @@ class Runner:
             ) from error
         if self.dialect == "sqlite":
             _sqlite_setup(self.engine)
+        self._options_for = {True: {"remote_write": True}, False: {"remote_write": False}}
+        if self.dialect != "sqlite":
+            # A read runs without BEGIN and COMMIT, two round trips fewer: under READ
+            # COMMITTED (the default) each statement has a snapshot of its own anyway.
+            self._options_for[False]["isolation_level"] = "AUTOCOMMIT"
         # A connection's options set per transaction cost the dialect a call each time.
-        self._engine_for = {write: self.engine.execution_options(remote_write=write)
-                            for write in (True, False)}
+        self._engine_for = {write: self.engine.execution_options(**options)
+                            for write, options in self._options_for.items()}
 
     @property
     def writes_waiting(self) -> int:
@@ -206,7 +211,7 @@ class Runner:
         try:
             if self._async is not None:
                 async with self._async.connect() as aconn:
-                    await aconn.execution_options(remote_write=write)
+                    await aconn.execution_options(**self._options_for[write])
                     async with aconn.begin():
                         return await aconn.run_sync(fn, *args)
             return await anyio.to_thread.run_sync(partial(self._in_thread, fn, args, write))

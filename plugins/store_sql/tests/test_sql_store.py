@@ -414,3 +414,26 @@ async def test_a_flood_of_readiness_pings_costs_postgresql_one_connection(
         assert await store.ping() and len(opened) == 2  # a caller after it: a fresh look
     finally:
         await store.close()
+
+
+def _in_a_transaction_block(conn: Connection) -> bool:
+    """Whether two statements in a row share one transaction (a BEGIN's)."""
+    conn.exec_driver_sql("SELECT pg_current_xact_id()")  # the first one's, made now
+    return conn.exec_driver_sql("SELECT pg_current_xact_id_if_assigned()").scalar() is not None
+
+
+@pytest.mark.parametrize("driver", ["postgresql", "postgresql+psycopg",
+                                    "postgresql+psycopg_async"])
+async def test_postgresql_reads_need_no_begin_and_commit(
+        driver: str, scratch: Callable[[str], Database]) -> None:
+    """Two round trips fewer a read: under READ COMMITTED each statement has a snapshot
+    of its own whether or not a transaction block holds it. Writes keep theirs."""
+    store = SqlStore(scratch("postgresql").with_driver(driver).url)
+    await store.open()
+    try:
+        assert await store.runner.read(_in_a_transaction_block) is False
+        assert await store.runner.write(_in_a_transaction_block) is True
+        assert await store.runner.read(_in_a_transaction_block) is False  # reset for reads
+        assert await store.runner.write(_in_a_transaction_block) is True  # and back
+    finally:
+        await store.close()
