@@ -8,26 +8,27 @@ import httpx
 import pytest
 from remote_server.testing.liveserver import LiveServer
 from remote_server.web.codecs import codec_modules
-from starlette.testclient import TestClient
 
 from remote_core.errors import PluginError
 from remote_core.types import CodecSpec
 
 
-def test_each_browser_decoder_is_listed_and_served_as_a_module(tmp_path: Path) -> None:
+@pytest.mark.anyio
+async def test_each_browser_decoder_is_listed_and_served_as_a_module(tmp_path: Path) -> None:
     module = tmp_path / "acme.js"
     module.write_text('export default { codec: "acme", createDecoder() {} };\n')
     app = codec_modules([CodecSpec(name="acme", browser_decoder=module),
                          CodecSpec(name="raw_zstd", frame_field="raw")])
-    with TestClient(app) as client:
-        assert client.get("/index.json").json() == [{"codec": "acme",
-                                                     "module": "/codecs/acme.js"}]
-        served = client.get("/acme.js")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                 base_url="http://server") as client:
+        listed = await client.get("/index.json")
+        assert listed.json() == [{"codec": "acme", "module": "/codecs/acme.js"}]
+        served = await client.get("/acme.js")
         assert served.status_code == 200 and served.text == module.read_text()
         assert served.headers["content-type"] == "text/javascript; charset=utf-8"
         assert served.headers["x-content-type-options"] == "nosniff"
-        assert client.get("/raw.js").status_code == 404
-        assert client.get("/acme%2F..%2Facme.js").status_code == 404  # names, never paths
+        assert (await client.get("/raw.js")).status_code == 404
+        assert (await client.get("/acme%2F..%2Facme.js")).status_code == 404  # names only
 
 
 def test_a_browser_decoder_that_is_not_a_readable_module_stops_start_up(tmp_path: Path) -> None:
