@@ -158,7 +158,6 @@ class PyAVEncoder(Encoder):
         """Nothing to send: the capture source says so, or the pixels equal the last frame's
         (one vectorised compare, a fraction of a millisecond at 1080p)."""
         if dirty is not None:
-            self._previous = None
             return not dirty
         return self._previous is not None and np.array_equal(self._previous, current)
 
