@@ -125,7 +125,8 @@ class Runner:
             ) from error
         if self.dialect == "sqlite":
             _sqlite_setup(self.engine)
-        self._options_for = {True: {"remote_write": True}, False: {"remote_write": False}}
+        self._options_for: dict[bool, dict[str, Any]] = {
+            write: {"remote_write": write} for write in (True, False)}
         if self.dialect != "sqlite":
             # A read runs without BEGIN and COMMIT, two round trips fewer: under READ
             # COMMITTED (the default) each statement has a snapshot of its own anyway.
