@@ -141,6 +141,8 @@ def cores(nodes: dict[str, ServerProcess], balancer: LoadBalancer,
     nodes and HAProxy on the other, as on machines of their own: the hop's work is then
     not taken from the node it relays for. Without, every process on every core."""
     every = set(range(os.cpu_count() or 1))
+    if separate and len(every) < 2:
+        raise SystemExit("--cores separate needs a machine with two cores or more")
     home, away = ({0}, every - {0}) if separate else (every, every)
     others = [p.process.pid for n, p in nodes.items() if n != "a" and p.process]
     placed = {os.getpid(): home, nodes["a"].process.pid: home,  # type: ignore[union-attr]
@@ -159,26 +161,19 @@ async def relay_row(nodes: dict[str, ServerProcess], balancer: LoadBalancer, whe
     viewer_node = "a" if where == "same node" else "b"
     routed = balancer.url if where == "routed" else None
     with cores(nodes, balancer, separate):
-        return await _relay_row(nodes, where, viewers, size, seconds, viewer_node, routed,
-                                separate)
-
-
-async def _relay_row(nodes: dict[str, ServerProcess], where: str, viewers: int, size: int,
-                     seconds: float, viewer_node: str, routed: str | None,
-                     separate: bool) -> dict[str, Any]:
-    async with session(nodes["a"].url, nodes[viewer_node].url, viewers, routed) as s:
-        await stream(s, size, 10, None)  # warm-up
-        sent, elapsed = 0, 0.0
-        deadline = time.perf_counter() + seconds
-        while time.perf_counter() < deadline:
+        async with session(nodes["a"].url, nodes[viewer_node].url, viewers, routed) as s:
+            await stream(s, size, 10, None)  # warm-up
+            sent, elapsed = 0, 0.0
+            deadline = time.perf_counter() + seconds
+            while time.perf_counter() < deadline:
+                for v in s.viewers:
+                    v.received, v.latencies = 0, []
+                took, _ = await stream(s, size, 20, None)
+                sent, elapsed = sent + 20, elapsed + took
             for v in s.viewers:
                 v.received, v.latencies = 0, []
-            took, _ = await stream(s, size, 20, None)
-            sent, elapsed = sent + 20, elapsed + took
-        for v in s.viewers:
-            v.received, v.latencies = 0, []
-        await stream(s, size, max(20, int(seconds * PACED_FPS / 2)), PACED_FPS)
-        latencies = [x for v in s.viewers for x in v.latencies]
+            await stream(s, size, max(20, int(seconds * PACED_FPS / 2)), PACED_FPS)
+            latencies = [x for v in s.viewers for x in v.latencies]
     return {"cores": "separate" if separate else "shared", "where": where,
             "viewers": viewers, "frame_kb": size // 1000,
             "fps": sent / elapsed, "mbit_s": sent / elapsed * size * 8 / 1e6 * viewers,
@@ -327,6 +322,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--parts", default="relay,idle,storm",
                         help="which of relay, idle, storm to run (comma-separated)")
     args = parser.parse_args(argv)
+    if not args.cores or set(args.cores) - set(CORES):
+        parser.error(f"--cores takes {' or '.join(CORES)} (comma-separated)")
     if args.quick:
         args.seconds, args.idle, args.idle_seconds, args.storm = 1.0, 200, 5.0, 200
     raise_fd_limit(4 * max(args.idle, args.storm) + 4096)
