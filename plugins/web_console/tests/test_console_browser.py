@@ -224,20 +224,48 @@ def test_each_codec_draws_the_remote_screen(attended: Attended, display: Xvfb,
     draws(attended, display, codec)
 
 
+PICTURE_WATCH = """() => {
+  // How decoded pictures reach the canvas: drawn as VideoFrames, or converted (copyTo).
+  const watch = window.pictureWatch = { drawn: 0, converted: 0,
+    draw: CanvasRenderingContext2D.prototype.drawImage, copy: VideoFrame.prototype.copyTo };
+  CanvasRenderingContext2D.prototype.drawImage = function (image, ...rest) {
+    if (image instanceof VideoFrame) watch.drawn += 1;
+    return watch.draw.call(this, image, ...rest);
+  };
+  VideoFrame.prototype.copyTo = function (...args) {
+    if (args[1]?.format === "RGBA") watch.converted += 1;
+    return watch.copy.apply(this, args);
+  };
+}"""
+
+PICTURE_UNWATCH = """() => { const watch = window.pictureWatch;
+  CanvasRenderingContext2D.prototype.drawImage = watch.draw;
+  VideoFrame.prototype.copyTo = watch.copy;
+  return { drawn: watch.drawn, converted: watch.converted }; }"""
+
+
 def draws(attended: Attended, display: Xvfb, codec: str) -> None:
-    """The viewer switched to ``codec`` draws a change made after the switch."""
+    """The viewer switched to ``codec`` draws a change made after the switch. A decoded
+    picture is converted to RGBA by the browser and put on the canvas, never drawn as a
+    VideoFrame: where the CPU draws the canvas, drawImage took twice the page's CPU in
+    bench/browser.py (full screen)."""
     tolerance, colour = CODECS[codec]
     viewer = attended.viewer
     viewer.select_option("#codec", codec)
     count = f"window.remoteViewer.codecFrames.{codec} || 0"
     wait_until(lambda: viewer.evaluate(count) > 0, what=f"a {codec} frame")
     before = viewer.evaluate(count)
-    paint(display, [(*MARK, colour)])  # drawn after the switch: only this codec carries it
-    wait_for_blocks(viewer, [(*MARK, colour)], tolerance)
-    wait_for_blocks(viewer, PATTERN[1:], tolerance)
+    viewer.evaluate(PICTURE_WATCH)
+    try:
+        paint(display, [(*MARK, colour)])  # drawn after the switch: only this codec carries it
+        wait_for_blocks(viewer, [(*MARK, colour)], tolerance)
+        wait_for_blocks(viewer, PATTERN[1:], tolerance)
+    finally:
+        pictures = viewer.evaluate(PICTURE_UNWATCH)
     assert viewer.evaluate(count) > before
     if codec != "raw":
         assert viewer.evaluate("window.remoteViewer.decoderCodec") == codec
+        assert pictures["converted"] > 0 and pictures["drawn"] == 0, pictures
     viewer.select_option("#codec", "")  # the module's later tests see the stream as it starts
 
 

@@ -36,6 +36,9 @@ export class Screen {
     this.pluginQueue = Promise.resolve();
     this.needKey = true;
     this.decoding = []; // [timestamp, done] of the frames in the video decoder, in order
+    this.drawing = Promise.resolve(); // raw frames and decoded pictures, drawn in turn
+    this.stream = 0; // counts resets: what was in line before one is not drawn
+    this.rgba = null; // the ImageData a decoded picture is converted into (put)
   }
 
   /** Draw one VideoFrame message; returns its codec's wire name ("" for none). `done` is
@@ -53,8 +56,7 @@ export class Screen {
     }
     this.codecFrames[codec] = (this.codecFrames[codec] || 0) + 1;
     if (codec === "raw") {
-      this.raw(value);
-      done();
+      this.draw(() => this.raw(value), done);
     } else if (codec in WEBCODECS && this.codecs.names.includes(codec)) {
       this.video(codec, value, done);
     } else if (this.codecs.plugins.has(codec)) {
@@ -86,8 +88,37 @@ export class Screen {
     this.plugin = null;
     this.pluginCodec = "";
     this.pluginQueue = Promise.resolve();
+    this.stream += 1;
     this.needKey = true;
     this.pictureCodec = "";
+  }
+
+  /** Draw in turn after what is being drawn (a decoded picture's conversion takes a
+   * while), unless the screen was reset meanwhile, then call `done`; the first in line is
+   * drawn before the page next paints. */
+  draw(drawing, done = () => {}) {
+    const stream = this.stream;
+    const turn = this.drawing.then(() => (stream === this.stream ? drawing() : undefined))
+      .catch((error) => console.warn("frame not drawn", error)).finally(done);
+    this.drawing = turn;
+    return turn;
+  }
+
+  /** A decoded picture onto the canvas, as RGBA the browser converts it to (copyTo), not
+   * drawn as a VideoFrame: where the CPU draws the canvas (no GPU), drawImage took twice
+   * the page's CPU in bench/browser.py's full screen, and a page that falls behind gets
+   * frames late. drawImage where the picture cannot be copied. */
+  async put(frame, width, height) {
+    this.resize(width, height);
+    if (this.rgba?.width !== width || this.rgba?.height !== height) {
+      this.rgba = new ImageData(width, height);
+    }
+    try {
+      await frame.copyTo(this.rgba.data, { rect: { x: 0, y: 0, width, height }, format: "RGBA" });
+      this.ctx.putImageData(this.rgba, 0, 0);
+    } catch {
+      this.ctx.drawImage(frame, 0, 0, width, height, 0, 0, width, height);
+    }
   }
 
   /** Resolves once every frame given so far is drawn (or dropped). */
@@ -99,6 +130,7 @@ export class Screen {
         // reset or closed meanwhile: nothing more to draw
       }
     }
+    await this.drawing;
     await this.pluginQueue;
   }
 
@@ -208,13 +240,14 @@ export class Screen {
           // A frame that states the display's size (AV1's) may be coded larger: crop.
           const width = this.codedDisplay?.width || frame.displayWidth;
           const height = this.codedDisplay?.height || frame.displayHeight;
-          this.resize(width, height);
-          this.ctx.drawImage(frame, 0, 0, width, height, 0, 0, width, height);
           const timestamp = frame.timestamp;
-          frame.close();
-          this.pictured(kind);
-          this.shown();
-          if (decoder === this.decoder) this.videoDone(timestamp);
+          this.draw(async () => {
+            if (decoder !== this.decoder) return; // replaced since
+            await this.put(frame, width, height);
+            this.pictured(kind);
+            this.shown();
+            if (decoder === this.decoder) this.videoDone(timestamp);
+          }, () => frame.close());
         },
         error: (error) => {
           if (decoder !== this.decoder) return; // one this screen already let go
