@@ -35,7 +35,9 @@ class State(enum.Enum):
 
 _FIRST = {Role.SERVER: "session_response"}
 _VIDEO_FRAME = NUMBER_BY_FIELD["video_frame"]
-_HEARTBEAT = NUMBER_BY_FIELD["heartbeat"]
+_IDLE_KINDS_PAYLOADS: dict[str, type[Message]] = {
+    "heartbeat": pb.Heartbeat, "agent_status": pb.AgentStatus}
+_IDLE_KINDS = {NUMBER_BY_FIELD[kind]: kind for kind in _IDLE_KINDS_PAYLOADS}
 _EITHER_CHANNEL = frozenset({"heartbeat", "disconnect"})
 _ANY_CHANNEL = frozenset().union(*CHANNEL_KINDS.values())
 _SESSION_TYPE = {Channel.TERMINAL: "BACKSTAGE", Channel.FILES: "FILE_TRANSFER"}
@@ -124,25 +126,30 @@ class Connection:
             return None
         return peeked[1]
 
-    def heartbeat(self, data: bytes) -> Any | None:
-        """The other fast path: the ``Heartbeat`` in ``data`` when it is a well-formed
-        heartbeat this connection takes now, else None (take the full path).
+    def idle_message(self, data: bytes) -> tuple[str, Any] | None:
+        """The other fast path: the kind and payload in ``data`` when it is a well-formed
+        ``heartbeat`` or ``agent_status`` this connection takes now, else None (take the
+        full path).
 
-        Exactly what :meth:`receive_data` would accept as ``heartbeat``, with nothing
-        counted or changed: an idle fleet's commonest message, answered where it is read.
+        Exactly what :meth:`receive_data` would accept as either, with nothing counted or
+        changed: what an idle fleet says (667 heartbeats and 167 status reports a second
+        from 10,000 agents), answered where it is read.
         """
-        if (self.state is not State.AUTHENTICATED or "heartbeat" not in self._inbound
-                or len(data) > self.max_message_bytes):
+        if self.state is not State.AUTHENTICATED or len(data) > self.max_message_bytes:
             return None
         peeked = peek(data)
-        if peeked is None or peeked[0] != _HEARTBEAT:
+        if peeked is None:
             return None
-        beat = pb.Heartbeat()
+        number, offset = peeked
+        kind = _IDLE_KINDS.get(number)
+        if kind is None or kind not in self._inbound:
+            return None
+        message = _IDLE_KINDS_PAYLOADS[kind]()
         try:
-            beat.ParseFromString(data[peeked[1]:])
+            message.ParseFromString(data[offset:])
         except DecodeError:
             return None  # the full path refuses it, with its close code
-        return beat
+        return kind, message
 
     def _frame(self, data: bytes) -> ProtocolEvent:
         peeked = peek(data)

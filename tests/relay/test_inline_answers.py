@@ -59,3 +59,32 @@ async def test_a_heartbeat_that_does_not_parse_still_closes_the_socket_with_1007
     await anyio.sleep(0.2)  # as above: read by the inline path, not behind another message
     await agent.ws.send(b"\x92\x03\x01\xff")  # field 50 (heartbeat), one byte of garbage
     assert (await agent.closed())[0] == 1007
+
+
+async def test_a_status_report_with_nothing_new_is_taken_as_it_is_read(
+        server: LiveServer, admin: Admin) -> None:
+    """An idle agent's report every minute is the one before it: taken where it is read (the
+    machine marked seen for the next batched write), while a report that says something
+    new still reaches the reader, which stores it."""
+    agent_id, key = admin.keyed_machine()
+    agent = await Peer.agent(server, key)
+    await agent.accepted()
+    await anyio.sleep(0.2)  # as above
+
+    async def report(hostname: str) -> None:
+        await agent.send("agent_status", pb.AgentStatus(
+            hostname=hostname, os_version="Debian 12", agent_version="1.0.0"))
+        await agent.send("heartbeat", pb.Heartbeat(timestamp=1))  # once answered, all done
+        await agent.expect("heartbeat_ack")
+        await anyio.sleep(0.05)
+
+    before = RELAY.reports_inline
+    await report("desk-1")  # the first: the reader stores it
+    assert RELAY.reports_inline == before
+    for _ in range(3):
+        await report("desk-1")
+    assert RELAY.reports_inline - before == 3
+    await report("desk-2")  # something new
+    assert RELAY.reports_inline - before == 3
+    stored = admin.ok("GET", f"/api/machines/{agent_id}")
+    assert stored["hostname"] == "desk-2"

@@ -15,10 +15,11 @@ __all__ = ["AUTH_FAILURES", "AUTH_METHODS", "RATE_LIMITED", "RELAY", "RelayCount
 
 
 class RelayCounts:
-    """Video through the relay, and heartbeats answered inline, since the process started."""
+    """Video through the relay, and heartbeats and status reports taken inline, since the
+    process started."""
 
     __slots__ = ("bytes_in", "bytes_out", "frames_dropped", "frames_in", "frames_out",
-                 "heartbeats_inline")
+                 "heartbeats_inline", "reports_inline")
 
     def __init__(self) -> None:
         self.frames_in = 0  # video frames received from agents
@@ -27,6 +28,7 @@ class RelayCounts:
         self.bytes_out = 0
         self.frames_dropped = 0  # frames a viewer's outbox dropped (slow, or wrong codec)
         self.heartbeats_inline = 0  # answered as read, the socket's reader not woken
+        self.reports_inline = 0  # status reports with nothing new, taken as read
 
 
 RELAY = RelayCounts()

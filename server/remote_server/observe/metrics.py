@@ -84,7 +84,11 @@ class _Live(Collector):
                  RELAY.frames_dropped),
                 ("heartbeats_answered_inline", "Heartbeats answered as they were read, "
                                                "without waking the socket's reader",
-                 RELAY.heartbeats_inline)):
+                 RELAY.heartbeats_inline),
+                ("status_reports_taken_inline", "Status reports with nothing new taken as "
+                                                "they were read, without waking the "
+                                                "socket's reader",
+                 RELAY.reports_inline)):
             yield CounterMetricFamily(f"remote_support_{name}", doc, value=value)
         auth = CounterMetricFamily("remote_support_auth_failures",
                                    "Refused credentials, by method", labels=["method"])

@@ -205,13 +205,27 @@ class Registry:
         if refused:
             log.warning("agent %s reported %s breaking the text rule (control characters, "
                         "or too long); ignored", session.agent_id, ", ".join(refused))
-        if report == session.reported:  # nothing new but that it is alive: batched
-            self._seen[session.agent_id] = utcnow()
+        if self._alive(session, report):
             return
         session.reported = report
         await self.writes.submit(("machine", session.agent_id),
                                  f"status report of machine {session.agent_id}",
                                  partial(self._write_status, session, report), coalesce=True)
+
+    def status_heard(self, session: Session, status: Any) -> bool:
+        """Take a status report that says nothing new where the socket reads it (True);
+        False leaves it to the reader's full path. An idle fleet's reports are nearly all
+        the same as the last one written."""
+        report, refused = status_report(session.agent_id, status)
+        return not refused and self._alive(session, report)
+
+    def _alive(self, session: Session, report: MachineReport) -> bool:
+        """Whether ``report`` is the one last written: then it says only that the machine
+        is alive, which the next batched last-seen write records."""
+        if report != session.reported:
+            return False
+        self._seen[session.agent_id] = utcnow()
+        return True
 
     async def _write_status(self, session: Session, report: MachineReport) -> None:
         """Runs now or after an outage: the machine's state is what it is when it runs.

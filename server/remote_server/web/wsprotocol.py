@@ -2,13 +2,13 @@
 
 Each message an ASGI app receives costs a queue put, a task woken, a pause and a
 resume of reading, and its reply the same again on the way out. An idle fleet's
-traffic is nearly all heartbeats; the relay answers those through
-:class:`InlineAnswers`, which this protocol puts in the socket's ASGI scope
-(``scope["extensions"]``): a reply it gives is written at once, and the message
-never reaches the app. The app offers an answer only while it waits for the next
-message, and nothing is answered while messages wait in the queue, so a reply
-never overtakes what the peer said before. Everything else takes uvicorn's path
-unchanged.
+traffic is nearly all heartbeats and status reports; the relay answers the heartbeats
+(and takes the reports that say nothing new) through :class:`InlineAnswers`, which this
+protocol puts in the socket's ASGI scope (``scope["extensions"]``): a reply it gives is
+written at once, and the message never reaches the app. The app offers an answer only
+while it waits for the next message, and nothing is answered while messages wait in the
+queue, so a reply never overtakes what the peer said before. Everything else takes
+uvicorn's path unchanged.
 """
 
 from __future__ import annotations
@@ -52,8 +52,9 @@ class RelayWebSocketProtocol(WebSocketsSansIOProtocol):
                 and self.queue.empty() and not self.close_sent
                 and not self.transport.is_closing()):
             reply = inline.answer(bytes(event.data))
-            if reply is not None:
+            if reply:
                 self.conn.send_binary(reply)
                 self.transport.write(b"".join(self.conn.data_to_send()))
+            if reply is not None:
                 return
         super().handle_bytes(event)
