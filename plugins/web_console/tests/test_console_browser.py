@@ -441,6 +441,58 @@ def test_a_view_only_technician_cannot_move_the_pointer(
         managed.stop()
 
 
+REFUSED_FRAME = """async () => {
+  // A screen of its own (the player's class), two H.264 frames from this browser's encoder.
+  const Screen = window.remotePlayer.screen.constructor;
+  const screen = new Screen(document.createElement("canvas"),
+    { names: ["h264"], plugins: new Map() });
+  const [width, height] = [320, 240];
+  const chunks = [];
+  const encoder = new VideoEncoder({ output: (chunk) => chunks.push(chunk),
+    error: (error) => { throw error; } });
+  encoder.configure({ codec: "avc1.42001f", width, height, avc: { format: "annexb" } });
+  for (let i = 0; i < 2; i++) {
+    const picture = new VideoFrame(new Uint8Array(width * height * 3 / 2).fill(40 + i * 80),
+      { format: "I420", codedWidth: width, codedHeight: height, timestamp: i * 33333 });
+    encoder.encode(picture, { keyFrame: i === 0 });
+    picture.close();
+  }
+  await encoder.flush();
+  const message = (chunk, pts) => {
+    const data = new Uint8Array(chunk.byteLength);
+    chunk.copyTo(data);
+    return { encoding: { case: "h264", value: { data, keyframe: chunk.type === "key",
+      pts: BigInt(pts), width: 0, height: 0 } } };
+  };
+  const acks = [];
+  screen.frame(message(chunks[0], 1), () => acks.push(["first", screen.drawn]));
+  const decode = VideoDecoder.prototype.decode;
+  VideoDecoder.prototype.decode = () => { throw new DOMException("refused", "DataError"); };
+  try {
+    screen.frame(message(chunks[1], 2), () => acks.push(["second", screen.drawn]));
+  } finally {
+    VideoDecoder.prototype.decode = decode;
+  }
+  const atOnce = acks.slice();
+  await screen.settle();
+  return { atOnce, acks };
+}"""
+
+
+def test_a_frame_the_decoder_refuses_releases_its_own_ack_only(
+        server: ServerProcess, browser: Any) -> None:
+    """A frame whose decode() throws is acknowledged as dropped at once; a frame still in
+    the decoder before it is acknowledged only once drawn (CONTRACT "Acks")."""
+    with watched_context(browser, allow=("404", "Not Found")) as context:
+        page = context.new_page()
+        log_in(page, server.url, "admin", ADMIN_PASSWORD)
+        page.goto(f"{server.url}/console/player.html?recording=no-such-recording")
+        page.locator("#state[data-state='error']").wait_for()
+        result = page.evaluate(REFUSED_FRAME)
+    assert result["atOnce"] == [["second", 0]], result
+    assert result["acks"] == [["second", 0], ["first", 1]], result
+
+
 def test_agent_reported_text_is_shown_as_text(server: ServerProcess, admin: Api,
                                               browser: Any) -> None:
     markup = '<img src=x onerror="window.pwned=1"><b>bold</b>'

@@ -278,7 +278,8 @@ export class Screen {
       }));
     } catch (error) {
       console.warn("undecodable frame", error);
-      this.videoDone(timestamp);
+      this.decoding.pop(); // this frame's alone: those before it are still in the decoder
+      done();
     }
   }
 
