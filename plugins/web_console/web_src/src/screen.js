@@ -98,10 +98,8 @@ export class Screen {
    * drawn before the page next paints. */
   draw(drawing, done = () => {}) {
     const stream = this.stream;
-    const turn = this.drawing.then(() => (stream === this.stream ? drawing() : undefined))
+    this.drawing = this.drawing.then(() => (stream === this.stream ? drawing() : undefined))
       .catch((error) => console.warn("frame not drawn", error)).finally(done);
-    this.drawing = turn;
-    return turn;
   }
 
   /** A decoded picture onto the canvas, as RGBA the browser converts it to (copyTo), not
