@@ -483,7 +483,7 @@ def test_a_frame_the_decoder_refuses_releases_its_own_ack_only(
         server: ServerProcess, browser: Any) -> None:
     """A frame whose decode() throws is acknowledged as dropped at once; a frame still in
     the decoder before it is acknowledged only once drawn (CONTRACT "Acks")."""
-    with watched_context(browser, allow=("404", "Not Found")) as context:
+    with watched_context(browser, allow=("404",)) as context:  # the recording, not found
         page = context.new_page()
         log_in(page, server.url, "admin", ADMIN_PASSWORD)
         page.goto(f"{server.url}/console/player.html?recording=no-such-recording")
