@@ -16,7 +16,7 @@ from google.protobuf.message import Message
 
 from ._wire import FIELD_BY_NUMBER, NUMBER_BY_FIELD, DecodeError, pb, peek, wrap
 from .errors import CloseCode, LocalProtocolError, RemoteProtocolError
-from .events import Dropped, Inbound, ProtocolEvent
+from .events import _PAYLOADS, Dropped, Inbound, ProtocolEvent
 from .routes import ALLOWED, CHANNEL_KINDS, INPUT_KINDS, ROUTES, Channel, Role
 
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "Connection", "State"]
@@ -35,9 +35,7 @@ class State(enum.Enum):
 
 _FIRST = {Role.SERVER: "session_response"}
 _VIDEO_FRAME = NUMBER_BY_FIELD["video_frame"]
-_IDLE_KINDS_PAYLOADS: dict[str, type[Message]] = {
-    "heartbeat": pb.Heartbeat, "agent_status": pb.AgentStatus}
-_IDLE_KINDS = {NUMBER_BY_FIELD[kind]: kind for kind in _IDLE_KINDS_PAYLOADS}
+_IDLE_KINDS = {NUMBER_BY_FIELD[kind]: kind for kind in ("heartbeat", "agent_status")}
 _EITHER_CHANNEL = frozenset({"heartbeat", "disconnect"})
 _ANY_CHANNEL = frozenset().union(*CHANNEL_KINDS.values())
 _SESSION_TYPE = {Channel.TERMINAL: "BACKSTAGE", Channel.FILES: "FILE_TRANSFER"}
@@ -144,7 +142,7 @@ class Connection:
         kind = _IDLE_KINDS.get(number)
         if kind is None or kind not in self._inbound:
             return None
-        message = _IDLE_KINDS_PAYLOADS[kind]()
+        message = _PAYLOADS[kind]()
         try:
             message.ParseFromString(data[offset:])
         except DecodeError:
