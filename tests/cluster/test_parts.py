@@ -1,12 +1,17 @@
-"""The cluster's sans-I/O parts: membership and the replica of the other nodes' sessions."""
+"""The cluster's sans-I/O parts: membership, the replica of the other nodes' sessions,
+and the whole frames a forwarding node passes on."""
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta
 
+import pytest
+from remote_server.cluster.frames import FrameTooLarge, WholeFrames, frame_size
 from remote_server.cluster.members import Members
 from remote_server.cluster.replica import Replica, from_wire, to_wire
 from remote_server.relay.session import SessionSnapshot
+from websockets.frames import Close, Frame, Opcode
 
 
 def test_a_node_is_alive_for_its_lease_and_the_lowest_live_id_sweeps() -> None:
@@ -44,3 +49,42 @@ def test_the_replica_finds_sessions_and_an_agents_newest_session() -> None:
 def test_a_snapshot_survives_the_wire() -> None:
     snapshot = _snapshot("s1", "agent", 3)
     assert from_wire(to_wire(snapshot)) == snapshot
+
+
+def _frames(data: bytes) -> list[bytes]:
+    """``data`` cut into its frames; fails unless it ends at a frame's end."""
+    frames, at = [], 0
+    while at < len(data):
+        size = frame_size(data, at)
+        assert size is not None and at + size <= len(data), "a frame cut short"
+        frames.append(data[at:at + size])
+        at += size
+    return frames
+
+
+@pytest.mark.parametrize("chunks", ["bytes", "small", "large"])
+def test_whole_frames_come_out_whatever_the_reads_and_stop_at_the_close(chunks: str) -> None:
+    rng = random.Random(chunks)
+    sizes = [0, 1, 125, 126, 127, 65535, 65536, 200_000, 3]
+    sent = [Frame(Opcode.BINARY, rng.randbytes(n)).serialize(mask=False) for n in sizes]
+    sent.insert(4, Frame(Opcode.PING, b"ping").serialize(mask=False))
+    close = Frame(Opcode.CLOSE, Close(1003, "a reason").serialize()).serialize(mask=False)
+    stream = b"".join(sent) + close + b"anything after the close"
+    reads, at = [], 0
+    while at < len(stream):
+        step = {"bytes": 1, "small": rng.randint(1, 13), "large": rng.randint(1, 70_000)}[chunks]
+        reads.append(stream[at:at + step])
+        at += step
+    cutter = WholeFrames(limit=1_000_000)
+    passed = [bytes(cutter.feed(read)) for read in reads]
+    assert [frame for out in passed for frame in _frames(out)] == sent
+    assert cutter.close == (1003, "a reason")
+    assert cutter.feed(sent[0]) == b""
+
+
+def test_a_frame_over_the_limit_is_refused_even_read_a_byte_at_a_time() -> None:
+    header = bytes([0x82, 127]) + (1 << 40).to_bytes(8, "big")
+    cutter = WholeFrames(limit=1_000_000)
+    with pytest.raises(FrameTooLarge):
+        for byte in header:
+            cutter.feed(bytes([byte]))
