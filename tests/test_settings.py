@@ -44,6 +44,9 @@ def test_lists_from_environment() -> None:
     ({"REMOTE_SUPPORT_AUTOLOAD_PLUGINS": "maybe"}, r"expected true or false"),
     ({"REMOTE_SUPPORT_DATABASE_URL": "remote.db"}, r"must be a URL"),
     ({"REMOTE_SUPPORT_HEARTBEAT_TIMEOUT": "5"}, r"must exceed 'heartbeat_interval'"),
+    ({"REMOTE_SUPPORT_BUS_URL": "nats://127.0.0.1:4222",
+      "REMOTE_SUPPORT_LIMITS_URL": "redis://127.0.0.1:6379/0",
+      "REMOTE_SUPPORT_WS_IMPL": "wsproto"}, r"cluster mode \(bus_url\) needs 'ws_impl'"),
 ])
 def test_bad_values_name_the_setting(env: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):

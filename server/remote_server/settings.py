@@ -233,6 +233,9 @@ class ServerSettings(PluginSettings):
                 raise ConfigError("cluster mode (bus_url) needs 'limits_url' (redis://...): "
                                   "each node counting attempts alone would multiply every "
                                   "rate limit by the number of nodes")
+            if self.ws_impl != "websockets-sansio":
+                raise ConfigError("cluster mode (bus_url) needs 'ws_impl' websockets-sansio "
+                                  "(the default): a node forwards viewers' sockets through it")
         if self.limits_url is not None and not self.limits_url.startswith(
                 ("redis://", "rediss://", "unix://")):
             raise ConfigError(f"setting 'limits_url' must be a redis:// URL, got "

@@ -55,7 +55,7 @@ from ..relay.registry import Registry
 from ..relay.session import SessionSnapshot
 from ..settings import ServerSettings
 from .directory import ClusterDirectory, act, act_subject
-from .forward import forward
+from .forward import ViewerEnd, forward
 from .members import Members
 from .replica import Replica, from_wire, to_wire
 
@@ -418,10 +418,10 @@ class ClusterNode:
         os.kill(os.getpid(), signal.SIGTERM)
 
     # -- viewers that reach this node ---------------------------------------------------------
-    async def serve_viewer(self, transport: Transport, *, client_ip: str,
+    async def serve_viewer(self, transport: Transport, viewer: ViewerEnd, *, client_ip: str,
                            session_hint: str | None) -> None:
         """Serve a viewer here when its session is here (or nowhere: the relay refuses
-        it as usual), else pipe it to the session's node."""
+        it as usual), else tunnel it (``viewer``, its socket) to the session's node."""
         first: bytes | str | None = None
         wait = self.settings.first_message_timeout
         with anyio.move_on_after(wait) as waited:
@@ -446,7 +446,7 @@ class ClusterNode:
         self._edges.setdefault(owner, set()).add(lost)
         log.info("viewer from %s forwarded to node %s", client_ip, owner)
         try:
-            why = await forward(transport, first, url, client_ip=client_ip,
+            why = await forward(transport, viewer, first, url, client_ip=client_ip,
                                 session_hint=session_hint,
                                 limit=self.settings.max_message_bytes, owner_lost=lost)
             log.info("viewer from %s forwarded to node %s: ended, %s", client_ip, owner, why)

@@ -27,7 +27,7 @@ from .context import ServerContext
 from .origin import check_origin
 from .pending import Slot
 from .viewers import viewer_verifier
-from .wsprotocol import INLINE_ANSWERS, InlineAnswers
+from .wsprotocol import INLINE_ANSWERS, RAW_SOCKET, InlineAnswers
 
 __all__ = ["routes"]
 
@@ -150,7 +150,8 @@ async def viewer_socket(scope: Scope, receive: Receive, send: Send) -> None:
         transport = AsgiTransport(scope, receive, send, slot.release)
         hint = websocket.query_params.get("session_id") or None
         if ctx.cluster is not None:
-            await ctx.cluster.serve_viewer(transport, client_ip=address, session_hint=hint)
+            await ctx.cluster.serve_viewer(transport, scope["extensions"][RAW_SOCKET],
+                                           client_ip=address, session_hint=hint)
         else:
             await serve_viewer(transport, ctx.registry, viewer_verifier(ctx.tokens),
                                client_ip=address, session_hint=hint)

@@ -9,20 +9,29 @@ written at once, and the message never reaches the app. The app offers an answer
 while it waits for the next message, and nothing is answered while messages wait in the
 queue, so a reply never overtakes what the peer said before. Everything else takes
 uvicorn's path unchanged.
+
+A cluster node forwarding a viewer to the node holding its session passes that node's
+frames to the socket as they are (:mod:`remote_server.cluster.forward`); the protocol
+itself is in the scope for that (``RAW_SOCKET``), with what the forwarding needs of it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
 
 from ..relay.peer import InlineAnswer
 
-__all__ = ["INLINE_ANSWERS", "InlineAnswers", "RelayWebSocketProtocol"]
+__all__ = ["INLINE_ANSWERS", "RAW_SOCKET", "InlineAnswers", "RelayWebSocketProtocol"]
 
 INLINE_ANSWERS = "remote_support.inline_answers"
 """The scope extension naming a socket's :class:`InlineAnswers`."""
+
+RAW_SOCKET = "remote_support.raw_socket"
+"""The scope extension naming the socket's :class:`RelayWebSocketProtocol` (a
+``remote_server.cluster.forward.ViewerEnd``)."""
 
 
 class InlineAnswers:
@@ -38,6 +47,8 @@ class RelayWebSocketProtocol(WebSocketsSansIOProtocol):
     """``websockets-sansio``, the shipped implementation, with :class:`InlineAnswers`."""
 
     inline: InlineAnswers | None = None
+    on_writable: Callable[[bool], None] | None = None
+    """Told when the socket's send buffer fills (False) and drains again (True)."""
 
     def handle_connect(self, event: Any) -> None:
         super().handle_connect(event)
@@ -45,6 +56,27 @@ class RelayWebSocketProtocol(WebSocketsSansIOProtocol):
         if scope is not None:  # an upgrade accepted (a refused one has no scope)
             self.inline = InlineAnswers()
             scope["extensions"][INLINE_ANSWERS] = self.inline
+            scope["extensions"][RAW_SOCKET] = self
+
+    def closing(self) -> bool:
+        """A close frame went out, or the socket is going: no frame may follow."""
+        return (self.close_sent or self.conn.close_sent is not None
+                or self.transport.is_closing())
+
+    def resume_reading(self) -> None:
+        """Read again, unless a message waits for the app (uvicorn reads one at a time)."""
+        if not self.read_paused:
+            self.transport.resume_reading()
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self.on_writable is not None:
+            self.on_writable(False)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self.on_writable is not None:
+            self.on_writable(True)
 
     def handle_bytes(self, event: Any) -> None:
         inline = self.inline
