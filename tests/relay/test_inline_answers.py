@@ -1,5 +1,6 @@
-"""Heartbeats answered where the socket reads them (``web/wsprotocol.py``), never ahead of
-what the peer said before them, and never differently from the reader's own answer."""
+"""Heartbeats answered and video frames relayed where the socket reads them
+(``web/wsprotocol.py``), never ahead of what the peer said before them, and never
+differently from the reader's own answer."""
 
 from __future__ import annotations
 
@@ -88,3 +89,49 @@ async def test_a_status_report_with_nothing_new_is_taken_as_it_is_read(
     assert RELAY.reports_inline - before == 3
     stored = admin.ok("GET", f"/api/machines/{agent_id}")
     assert stored["hostname"] == "desk-2"
+
+
+def _frame(sequence: int) -> pb.VideoFrame:
+    return pb.VideoFrame(timestamp=sequence, sequence=sequence, display_id=1, raw=pb.RawFrame(
+        width=10, height=10, data=bytes([sequence]) * 400, is_keyframe=True))
+
+
+async def test_an_agents_video_frames_are_relayed_as_they_are_read(
+        server: LiveServer, admin: Admin) -> None:
+    agent = await Peer.agent(server, admin.keyed_machine()[1])
+    session_id = await agent.accepted()
+    viewer = await Peer.viewer(server, admin.viewer_token(session_id))
+    await viewer.accepted()
+    await agent.expect("start_stream")
+    await anyio.sleep(0.2)  # the agent's reader waits for the next message
+    before = RELAY.frames_inline
+    for sequence in range(1, 6):
+        await agent.send("video_frame", _frame(sequence))
+        got = await viewer.expect("video_frame")
+        assert (got.sequence, got.raw.data) == (sequence, bytes([sequence]) * 400)
+        await anyio.sleep(0.05)
+    assert RELAY.frames_inline - before == 5
+
+
+async def test_a_video_frame_never_overtakes_what_the_agent_said_before_it(
+        server: LiveServer, admin: Admin) -> None:
+    """A frame read behind a message still waiting for the agent's reader is left to the
+    reader, so the viewer hears both in the order the agent sent them."""
+    agent = await Peer.agent(server, admin.keyed_machine()[1])
+    session_id = await agent.accepted()
+    viewer = await Peer.viewer(server, admin.viewer_token(session_id))
+    await viewer.accepted()
+    await agent.expect("start_stream")
+    await anyio.sleep(0.2)
+    for count in range(1, 6):
+        before = RELAY.frames_inline
+        info = pb.DisplayInfo(displays=[pb.Display(id=1, name=f"screen-{count}",
+                                                   width=800, height=600)])
+        protocol = agent.ws.protocol  # both messages in one write: read together
+        protocol.send_binary(wrap("display_info", info))
+        protocol.send_binary(wrap("video_frame", _frame(count)))
+        agent.ws.transport.write(b"".join(protocol.data_to_send()))
+        assert (await viewer.expect("display_info")).displays[0].name == f"screen-{count}"
+        assert (await viewer.expect("video_frame")).sequence == count
+        assert RELAY.frames_inline == before  # the reader relayed it, in order
+        await anyio.sleep(0.05)

@@ -15,14 +15,15 @@ __all__ = ["AUTH_FAILURES", "AUTH_METHODS", "RATE_LIMITED", "RELAY", "RelayCount
 
 
 class RelayCounts:
-    """Video through the relay, and heartbeats and status reports taken inline, since the
-    process started."""
+    """Video through the relay, and what of it and of heartbeats and status reports was
+    taken inline, since the process started."""
 
-    __slots__ = ("bytes_in", "bytes_out", "frames_dropped", "frames_in", "frames_out",
-                 "heartbeats_inline", "reports_inline")
+    __slots__ = ("bytes_in", "bytes_out", "frames_dropped", "frames_in", "frames_inline",
+                 "frames_out", "heartbeats_inline", "reports_inline")
 
     def __init__(self) -> None:
         self.frames_in = 0  # video frames received from agents
+        self.frames_inline = 0  # of those, relayed as read, the socket's reader not woken
         self.bytes_in = 0
         self.frames_out = 0  # video frames handed to a viewer's socket
         self.bytes_out = 0

@@ -76,6 +76,10 @@ class _Live(Collector):
                 ("video_frames_received", "Video frames received from agents", RELAY.frames_in),
                 ("video_bytes_received", "Bytes of video frames received from agents",
                  RELAY.bytes_in),
+                ("video_frames_relayed_inline", "Video frames received from agents and "
+                                                "relayed as they were read, without waking "
+                                                "the socket's reader",
+                 RELAY.frames_inline),
                 ("video_frames_relayed", "Video frames sent to viewers", RELAY.frames_out),
                 ("video_bytes_relayed", "Bytes of video frames sent to viewers",
                  RELAY.bytes_out),

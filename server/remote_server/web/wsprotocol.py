@@ -1,9 +1,10 @@
 """uvicorn's WebSocket protocol, able to answer some messages where it reads them.
 
 Each message an ASGI app receives costs a queue put, a task woken, a pause and a
-resume of reading, and its reply the same again on the way out. An idle fleet's
-traffic is nearly all heartbeats and status reports; the relay answers the heartbeats
-(and takes the reports that say nothing new) through :class:`InlineAnswers`, which this
+resume of reading, and its reply the same again on the way out. An agent's traffic is
+nearly all video frames, and an idle fleet's heartbeats and status reports; the relay
+passes the frames on to the viewers' outboxes, answers the heartbeats (and takes the
+reports that say nothing new) through :class:`InlineAnswers`, which this
 protocol puts in the socket's ASGI scope (``scope["extensions"]``): a reply it gives is
 written at once, and the message never reaches the app. The app offers an answer only
 while it waits for the next message, and nothing is answered while messages wait in the
