@@ -83,8 +83,10 @@ def test_whole_frames_come_out_whatever_the_reads_and_stop_at_the_close(chunks: 
 
 
 def test_a_frame_over_the_limit_is_refused_even_read_a_byte_at_a_time() -> None:
-    header = bytes([0x82, 127]) + (1 << 40).to_bytes(8, "big")
-    cutter = WholeFrames(limit=1_000_000)
+    largest = Frame(Opcode.BINARY, bytes(70_000)).serialize(mask=False)
+    assert bytes(WholeFrames(limit=70_000).feed(largest)) == largest  # the limit: payload
+    header = bytes([0x82, 127]) + (70_100).to_bytes(8, "big")
+    cutter = WholeFrames(limit=70_000)
     with pytest.raises(FrameTooLarge):
         for byte in header:
             cutter.feed(bytes([byte]))

@@ -11,6 +11,7 @@ from __future__ import annotations
 __all__ = ["FrameTooLarge", "WholeFrames"]
 
 CLOSE = 0x8
+MAX_HEADER = 14  # two bytes, an eight-byte length, a four-byte mask key
 
 
 class FrameTooLarge(ValueError):
@@ -41,12 +42,12 @@ def frame_size(data: bytes, at: int) -> int | None:
 class WholeFrames:
     """Cuts a stream of unmasked (server) frames at frame edges, up to its close frame.
 
-    :param limit: the longest frame held, in bytes (a longer one raises
-        :class:`FrameTooLarge`).
+    :param limit: the longest payload held, in bytes: a frame longer than that and the
+        longest header raises :class:`FrameTooLarge`.
     """
 
     def __init__(self, limit: int) -> None:
-        self._limit = limit
+        self._limit = limit + MAX_HEADER
         self._held: list[bytes] = []  # the start of a frame still arriving
         self._held_bytes = 0
         self._need = 0  # that frame's whole length, once its header is in (else 0)
