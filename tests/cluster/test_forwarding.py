@@ -135,3 +135,13 @@ async def test_the_session_nodes_close_reaches_a_forwarded_viewer_in_its_words(c
         assert closed.value.rcvd is not None, f"node {node}: no close frame"
         closes.append((closed.value.rcvd.code, closed.value.rcvd.reason))
     assert closes[0] == closes[1] and closes[0][0] == 1003, closes
+
+
+async def test_a_forwarded_viewers_address_is_the_one_the_session_node_records(cluster):
+    """Node b believes the address its trusted proxy (here: this test, from 127.0.0.1)
+    names, and names it in turn to node a, which audits the viewer under it."""
+    _, session_id = await agent_on_a(cluster)
+    await viewer(cluster, "b", session_id,
+                 additional_headers={"X-Forwarded-For": "198.51.100.23"})
+    joined = cluster.api("c").events(session_id, "viewer.joined")
+    assert [event["client_ip"] for event in joined] == ["198.51.100.23"]
