@@ -16,7 +16,7 @@ from remote_viewer.client import open_viewer
 
 from remote_core.protocol import MAX_CLIPBOARD_BYTES, pb
 from remote_core.testing.codec_contract import Desktop
-from remote_core.testing.xvfb import blank_painter, pointer_location, scroll_page
+from remote_core.testing.xvfb import blank_painter, pointer_location, scroll_page, tk_root
 
 pytestmark = [pytest.mark.xvfb, pytest.mark.slow]
 
@@ -179,7 +179,7 @@ def entry(x_display):
     """A real Tk window whose text entry has the keyboard focus."""
     import tkinter
 
-    root = tkinter.Tk()
+    root = tk_root()
     root.geometry("300x80+400+400")
     widget = tkinter.Entry(root)
     widget.pack(fill="both", expand=True)
@@ -241,9 +241,7 @@ async def test_slow_viewer_lowers_the_frame_rate_instead_of_queueing(managed, ap
 @pytest.fixture
 def desktop_app(x_display):
     """Another X client, as the user's application: copies and pastes through Tk."""
-    import tkinter
-
-    root = tkinter.Tk()
+    root = tk_root()
     root.withdraw()
     yield root
     root.destroy()

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
     from .codec_contract import Desktop
 
 __all__ = ["Painter", "Xvfb", "blank_painter", "pointer_location", "scroll_page",
-           "shared_xvfb", "xvfb"]
+           "shared_xvfb", "tk_root", "xvfb"]
 
+_TK_ROOTS: list[Any] = []
 _READY_TIMEOUT = 15.0
 _ATTEMPTS = 64
 _numbers = itertools.count(100 + os.getpid() % 400 * 8)
@@ -237,3 +238,16 @@ async def pointer_location(env: dict[str, str]) -> tuple[int, int]:
     done = await anyio.run_process(["xdotool", "getmouselocation", "--shell"], env=env)
     values = dict(line.split("=", 1) for line in done.stdout.decode().split())
     return int(values["X"]), int(values["Y"])
+
+
+def tk_root() -> Any:
+    """A Tk main window (an X client of the tests' own) on ``$DISPLAY``, kept for the
+    process's lifetime: Tcl aborts the process when its interpreter is freed in another
+    thread than the one that made it, and the cycles among a window's widgets are
+    collected in whichever thread the garbage collector happens to run (a test's
+    worker thread). Call ``destroy()`` on it when done."""
+    import tkinter
+
+    root = tkinter.Tk()
+    _TK_ROOTS.append(root)
+    return root

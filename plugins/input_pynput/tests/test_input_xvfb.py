@@ -8,7 +8,7 @@ import time
 import pytest
 
 from remote_core.protocol import pb
-from remote_core.testing.xvfb import shared_xvfb
+from remote_core.testing.xvfb import shared_xvfb, tk_root
 from remote_core.types import DisplayDesc
 
 pytestmark = pytest.mark.xvfb
@@ -50,7 +50,7 @@ class _Window:
     def __init__(self, env) -> None:
         import tkinter
 
-        self.root = tkinter.Tk()
+        self.root = tk_root()
         self.root.geometry("300x120+0+0")
         self.entry = tkinter.Entry(self.root)
         self.entry.pack(fill="both", expand=True)
