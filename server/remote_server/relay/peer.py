@@ -162,11 +162,15 @@ def _heartbeat(link: Link, event: Inbound) -> str | None:
 
 def _inline_answers(link: Link, alone: Callable[[], bool],
                     status: Callable[[Any], bool],
-                    video: Callable[[bytes, int], None]) -> InlineAnswer:
-    """An agent's video frames relayed, heartbeats answered, and status reports with nothing
-    new taken (``status``), where they are read. Video is the relay's hot path, and the
-    others are what an idle fleet says (10,000 agents: 667 heartbeats and 167 reports a
-    second); the reader's path costs a task switch on each side of the outbox."""
+                    video: Callable[[bytes, int], None],
+                    sent_on: Callable[[], bool]) -> InlineAnswer:
+    """An agent's video frames relayed while every viewer's outbox is empty (``sent_on``),
+    heartbeats answered, and status reports with nothing new taken (``status``), where
+    they are read. Video is the relay's hot path, and the others are what an idle fleet
+    says (10,000 agents: 667 heartbeats and 167 reports a second); the reader's path costs
+    a task switch on each side of the outbox. A frame that finds an outbox still holding
+    one takes that path: it reads the agent a message at a time, so a burst waits in the
+    agent's socket while the viewers' writers drain, not in an outbox that would drop it."""
     conn = link.conn
 
     def answer(data: bytes) -> bytes | None:
@@ -174,6 +178,8 @@ def _inline_answers(link: Link, alone: Callable[[], bool],
             return None
         offset = conn.video_offset(data)
         if offset is not None:  # no reply: it may go out whatever waits for the agent
+            if not sent_on():
+                return None
             link.last_heard = time.monotonic()
             RELAY.frames_inline += 1
             video(data, offset)
@@ -350,7 +356,9 @@ async def _serve_session_agent(transport: Transport, registry: Registry,
         # video relayed inline; heartbeats and reports taken inline while no viewer watches
         inline = _inline_answers(link, alone=lambda: not session.viewers,
                                  status=lambda status: registry.status_heard(session, status),
-                                 video=session.fan_out_video)
+                                 video=session.fan_out_video,
+                                 sent_on=lambda: not any(viewer.outbox for viewer
+                                                         in session.viewers.values()))
         reason = await _run(transport, link, registry.silence, read, extras, inline)
     finally:
         with anyio.CancelScope(shield=True):
