@@ -135,3 +135,26 @@ async def test_a_video_frame_never_overtakes_what_the_agent_said_before_it(
         assert (await viewer.expect("video_frame")).sequence == count
         assert RELAY.frames_inline == before  # the reader relayed it, in order
         await anyio.sleep(0.05)
+
+
+async def test_a_frame_that_finds_an_outbox_holding_one_is_left_to_the_reader(
+        server: LiveServer, admin: Admin) -> None:
+    """Two frames read together: the first goes inline into the empty outbox, the second
+    finds it there (its writer has not run yet) and takes the reader's path, which reads
+    the agent a message at a time; both reach the viewer, in order."""
+    agent = await Peer.agent(server, admin.keyed_machine()[1])
+    session_id = await agent.accepted()
+    viewer = await Peer.viewer(server, admin.viewer_token(session_id))
+    await viewer.accepted()
+    await agent.expect("start_stream")
+    await anyio.sleep(0.2)
+    for first in range(1, 10, 2):
+        before = RELAY.frames_inline
+        protocol = agent.ws.protocol  # both frames in one write: read together
+        protocol.send_binary(wrap("video_frame", _frame(first)))
+        protocol.send_binary(wrap("video_frame", _frame(first + 1)))
+        agent.ws.transport.write(b"".join(protocol.data_to_send()))
+        assert (await viewer.expect("video_frame")).sequence == first
+        assert (await viewer.expect("video_frame")).sequence == first + 1
+        assert RELAY.frames_inline - before == 1
+        await anyio.sleep(0.05)
