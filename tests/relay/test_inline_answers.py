@@ -16,6 +16,14 @@ from .conftest import Admin, Peer
 pytestmark = pytest.mark.anyio
 
 
+def in_one_write(agent: Peer, *messages: bytes) -> None:
+    """Send ``messages`` in one write, so the server reads them together."""
+    protocol = agent.ws.protocol
+    for message in messages:
+        protocol.send_binary(message)
+    agent.ws.transport.write(b"".join(protocol.data_to_send()))
+
+
 async def test_an_idle_agents_heartbeats_are_answered_as_they_are_read(
         server: LiveServer, admin: Admin) -> None:
     agent = await Peer.agent(server, admin.keyed_machine()[1])
@@ -43,10 +51,8 @@ async def test_a_heartbeats_answer_never_overtakes_what_came_before_it(
         before = RELAY.heartbeats_inline
         info = pb.DisplayInfo(displays=[pb.Display(id=1, name=f"screen-{count}",
                                                    width=800, height=600)])
-        protocol = agent.ws.protocol  # both messages in one write: read together
-        protocol.send_binary(wrap("display_info", info))
-        protocol.send_binary(wrap("heartbeat", pb.Heartbeat(timestamp=count)))
-        agent.ws.transport.write(b"".join(protocol.data_to_send()))
+        in_one_write(agent, wrap("display_info", info),
+                     wrap("heartbeat", pb.Heartbeat(timestamp=count)))
         assert (await agent.expect("heartbeat_ack")).client_timestamp == count
         assert session.display_info.displays[0].name == f"screen-{count}"
         assert RELAY.heartbeats_inline == before  # the reader answered, in order
@@ -96,14 +102,21 @@ def _frame(sequence: int) -> pb.VideoFrame:
         width=10, height=10, data=bytes([sequence]) * 400, is_keyframe=True))
 
 
-async def test_an_agents_video_frames_are_relayed_as_they_are_read(
-        server: LiveServer, admin: Admin) -> None:
+async def _watched(server: LiveServer, admin: Admin) -> tuple[Peer, Peer]:
+    """An agent and a viewer of its session, the agent's reader waiting for the next
+    message (so what the agent sends next is read where the socket reads it)."""
     agent = await Peer.agent(server, admin.keyed_machine()[1])
     session_id = await agent.accepted()
     viewer = await Peer.viewer(server, admin.viewer_token(session_id))
     await viewer.accepted()
     await agent.expect("start_stream")
-    await anyio.sleep(0.2)  # the agent's reader waits for the next message
+    await anyio.sleep(0.2)
+    return agent, viewer
+
+
+async def test_an_agents_video_frames_are_relayed_as_they_are_read(
+        server: LiveServer, admin: Admin) -> None:
+    agent, viewer = await _watched(server, admin)
     before = RELAY.frames_inline
     for sequence in range(1, 6):
         await agent.send("video_frame", _frame(sequence))
@@ -117,20 +130,12 @@ async def test_a_video_frame_never_overtakes_what_the_agent_said_before_it(
         server: LiveServer, admin: Admin) -> None:
     """A frame read behind a message still waiting for the agent's reader is left to the
     reader, so the viewer hears both in the order the agent sent them."""
-    agent = await Peer.agent(server, admin.keyed_machine()[1])
-    session_id = await agent.accepted()
-    viewer = await Peer.viewer(server, admin.viewer_token(session_id))
-    await viewer.accepted()
-    await agent.expect("start_stream")
-    await anyio.sleep(0.2)
+    agent, viewer = await _watched(server, admin)
     for count in range(1, 6):
         before = RELAY.frames_inline
         info = pb.DisplayInfo(displays=[pb.Display(id=1, name=f"screen-{count}",
                                                    width=800, height=600)])
-        protocol = agent.ws.protocol  # both messages in one write: read together
-        protocol.send_binary(wrap("display_info", info))
-        protocol.send_binary(wrap("video_frame", _frame(count)))
-        agent.ws.transport.write(b"".join(protocol.data_to_send()))
+        in_one_write(agent, wrap("display_info", info), wrap("video_frame", _frame(count)))
         assert (await viewer.expect("display_info")).displays[0].name == f"screen-{count}"
         assert (await viewer.expect("video_frame")).sequence == count
         assert RELAY.frames_inline == before  # the reader relayed it, in order
@@ -142,18 +147,11 @@ async def test_a_frame_that_finds_an_outbox_holding_one_is_left_to_the_reader(
     """Two frames read together: the first goes inline into the empty outbox, the second
     finds it there (its writer has not run yet) and takes the reader's path, which reads
     the agent a message at a time; both reach the viewer, in order."""
-    agent = await Peer.agent(server, admin.keyed_machine()[1])
-    session_id = await agent.accepted()
-    viewer = await Peer.viewer(server, admin.viewer_token(session_id))
-    await viewer.accepted()
-    await agent.expect("start_stream")
-    await anyio.sleep(0.2)
+    agent, viewer = await _watched(server, admin)
     for first in range(1, 10, 2):
         before = RELAY.frames_inline
-        protocol = agent.ws.protocol  # both frames in one write: read together
-        protocol.send_binary(wrap("video_frame", _frame(first)))
-        protocol.send_binary(wrap("video_frame", _frame(first + 1)))
-        agent.ws.transport.write(b"".join(protocol.data_to_send()))
+        in_one_write(agent, wrap("video_frame", _frame(first)),
+                     wrap("video_frame", _frame(first + 1)))
         assert (await viewer.expect("video_frame")).sequence == first
         assert (await viewer.expect("video_frame")).sequence == first + 1
         assert RELAY.frames_inline - before == 1
