@@ -353,7 +353,8 @@ async def _serve_session_agent(transport: Transport, registry: Registry,
         extras = [consent] if session.consent is not None else []
         if session.recorder is not None:
             extras.append(session.recorder.run)  # writes the recording's segments
-        # video relayed inline; heartbeats and reports taken inline while no viewer watches
+        # video relayed inline while the outboxes are empty; heartbeats and reports
+        # taken inline while no viewer watches
         inline = _inline_answers(link, alone=lambda: not session.viewers,
                                  status=lambda status: registry.status_heard(session, status),
                                  video=session.fan_out_video,
