@@ -29,16 +29,18 @@ JOIN_ASSETS = frozenset({"join.js", "console.css", "favicon.svg"})
 every other path under /join is the page itself."""
 
 # Scripts only from this origin and never from strings (no 'unsafe-eval'), no
-# inline code, no plugins, no framing, no <base> tricks, and DOM sinks that
-# take only Trusted Types (the console uses none): what an agent reports can
-# never run as script even if it slipped into markup. Violations go to the API,
+# inline code ('wasm-unsafe-eval' lets the page compile WebAssembly, the raw
+# frames' zstd decoder bundled in its own script, and no script), no plugins,
+# no framing, no <base> tricks, and DOM sinks that take only Trusted Types (the
+# console uses none): what an agent reports can never run as script even if it
+# slipped into markup. Violations go to the API,
 # which logs each as one warning. Only report-uri: every browser sends it at
 # once, while Chromium ignores report-uri as soon as report-to is present and
 # then, measured here, delivered nothing within 20 s (the endpoint still takes
 # report-to batches, for a proxy or a later policy that adds them).
 CSP_REPORT_PATH = "/api/csp-report"
 POLICY = "; ".join([
-    "default-src 'self'", "script-src 'self'", "style-src 'self'",
+    "default-src 'self'", "script-src 'self' 'wasm-unsafe-eval'", "style-src 'self'",
     "img-src 'self' data: blob:", "connect-src 'self'", "object-src 'none'",
     "frame-ancestors 'none'", "base-uri 'none'", "form-action 'self'",
     "require-trusted-types-for 'script'", "trusted-types 'none'",

@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
+import zstandard
 from remote_server.testing.processes import ADMIN_PASSWORD, AgentProcess, Api, ServerProcess
 
 from remote_core.testing.browser import log_in, wait_until, watched_context
@@ -479,18 +481,80 @@ REFUSED_FRAME = """async () => {
 }"""
 
 
-def test_a_frame_the_decoder_refuses_releases_its_own_ack_only(
-        server: ServerProcess, browser: Any) -> None:
-    """A frame whose decode() throws is acknowledged as dropped at once; a frame still in
-    the decoder before it is acknowledged only once drawn (CONTRACT "Acks")."""
+@pytest.fixture(scope="module")
+def lone_player(server: ServerProcess, browser: Any) -> Iterator[Any]:
+    """The recordings player's page, with no recording: its Screen class, to draw frames
+    a test makes (one login for the tests that use it: logins are rate-limited per IP)."""
     with watched_context(browser, allow=("404",)) as context:  # the recording, not found
         page = context.new_page()
         log_in(page, server.url, "admin", ADMIN_PASSWORD)
         page.goto(f"{server.url}/console/player.html?recording=no-such-recording")
         page.locator("#state[data-state='error']").wait_for()
-        result = page.evaluate(REFUSED_FRAME)
+        yield page
+
+
+def test_a_frame_the_decoder_refuses_releases_its_own_ack_only(lone_player: Any) -> None:
+    """A frame whose decode() throws is acknowledged as dropped at once; a frame still in
+    the decoder before it is acknowledged only once drawn (CONTRACT "Acks")."""
+    result = lone_player.evaluate(REFUSED_FRAME)
     assert result["atOnce"] == [["second", 0]], result
     assert result["acks"] == [["second", 0], ["first", 1]], result
+
+
+RAW_FRAMES = """async ([frames, width, height]) => {
+  // A screen of its own (the player's class) drawing raw frames given in base64.
+  const Screen = window.remotePlayer.screen.constructor;
+  const canvas = document.createElement("canvas");
+  const screen = new Screen(canvas, { names: ["raw"], plugins: new Map() });
+  const bytes = (text, at) => { // at an offset of its buffer (a field inside a message)
+    const raw = Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
+    const buffer = new Uint8Array(raw.length + at);
+    buffer.set(raw, at);
+    return buffer.subarray(at);
+  };
+  const drawn = [];
+  for (const { data, at, compressed, key, rects } of frames) {
+    screen.frame({ encoding: { case: "raw", value: { width, height, compressed,
+      data: bytes(data, at), isKeyframe: key, copies: [],
+      dirtyRects: rects.map(([x, y, w, h]) => ({ x, y, width: w, height: h })) } } });
+    await screen.settle();
+    drawn.push(screen.drawn);
+  }
+  const rgba = canvas.getContext("2d").getImageData(0, 0, width, height).data;
+  return { drawn, zstd: screen.zstd, rgba: btoa(String.fromCharCode(...rgba)) };
+}"""
+
+
+def test_raw_frames_decode_exactly_and_a_wrong_one_is_dropped(lone_player: Any) -> None:
+    """Raw frames (CONTRACT "Raw frames") through the page's WebAssembly zstd decoder, under
+    the shipped CSP, pixel for pixel: a keyframe, a compressed change, and an uncompressed
+    one at an odd offset of its message. A frame that decompresses to other than its
+    rectangles' size is dropped (a warning, no error) and the next is drawn."""
+    width, height = 64, 48
+    rng = np.random.default_rng(5)
+    image = rng.integers(0, 256, (height, width, 4), np.uint8)
+    image[..., 3] = 255
+    zstd = zstandard.ZstdCompressor()
+    frames = [{"data": zstd.compress(image.tobytes()), "at": 0, "compressed": True,
+               "key": True, "rects": []}]
+    for at, compressed, (x, y, w, h) in ((0, True, (8, 8, 16, 8)), (1, False, (30, 20, 9, 5)),
+                                         (0, True, (0, 40, 64, 8))):
+        image[y:y + h, x:x + w, :3] = rng.integers(0, 256, (h, w, 3), np.uint8)
+        pixels = image[y:y + h, x:x + w].tobytes()
+        frames.append({"data": zstd.compress(pixels) if compressed else pixels, "at": at,
+                       "compressed": compressed, "key": False, "rects": [[x, y, w, h]]})
+    shown = image.copy()
+    frames.insert(3, {"data": zstd.compress(bytes(4 * 7)), "at": 0, "compressed": True,
+                      "key": False, "rects": [[0, 0, 2, 4]]})  # 7 pixels, not 8
+    for frame in frames:
+        frame["data"] = base64.b64encode(frame["data"]).decode()
+    wait_until(lambda: lone_player.evaluate("window.remotePlayer.screen.zstd") == "wasm",
+               what="the WebAssembly zstd decoder, under the console's CSP")
+    result = lone_player.evaluate(RAW_FRAMES, [frames, width, height])
+    assert result["zstd"] == "wasm"
+    assert result["drawn"] == [1, 2, 3, 3, 4], result["drawn"]
+    rgba = np.frombuffer(base64.b64decode(result["rgba"]), np.uint8).reshape(height, width, 4)
+    assert (rgba[..., 2::-1] == shown[..., :3]).all() and (rgba[..., 3] == 255).all()
 
 
 def test_agent_reported_text_is_shown_as_text(server: ServerProcess, admin: Api,
@@ -539,13 +603,15 @@ def test_console_is_served_with_a_strict_content_security_policy(server: ServerP
         assert response.status_code == 200
         directives = {d.split()[0]: d.split()[1:]
                       for d in response.headers["content-security-policy"].split("; ")}
-        assert directives["script-src"] == ["'self'"]  # no 'unsafe-eval', no 'unsafe-inline'
+        # no 'unsafe-eval', no 'unsafe-inline': WebAssembly (the zstd decoder) only
+        assert directives["script-src"] == ["'self'", "'wasm-unsafe-eval'"]
         assert directives["object-src"] == ["'none'"] and directives["base-uri"] == ["'none'"]
         assert directives["frame-ancestors"] == ["'none'"]
         assert directives["form-action"] == ["'self'"]
         assert directives["require-trusted-types-for"] == ["'script'"]
         assert directives["report-uri"] == ["/api/csp-report"]
-        assert "unsafe" not in response.headers["content-security-policy"]
+        policy = response.headers["content-security-policy"]
+        assert "'unsafe-eval'" not in policy and "'unsafe-inline'" not in policy
 
 
 def test_a_violation_in_the_console_reaches_the_server_log(server: ServerProcess,

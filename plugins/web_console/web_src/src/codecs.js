@@ -1,7 +1,7 @@
 // The codecs this page decodes, by wire name: what the viewer lists in
 // SessionRequest.codecs, so the relay and the agent never send it anything else.
 //
-// - "raw": decoded here (fzstd), with its extensions "raw_copy" (frames that move what
+// - "raw": decoded here (zstd.js), with its extensions "raw_copy" (frames that move what
 //   the page shows: a scroll) and "raw_over" (incremental frames drawn over another
 //   codec's picture: the lossless picture back after motion, in parts), listed after it;
 // - "vp9", "h264", "h265", "av1": through WebCodecs, where VideoDecoder.isConfigSupported

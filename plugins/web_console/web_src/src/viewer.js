@@ -5,6 +5,7 @@ import { api, token, viewerSocket } from "./api.js";
 import { decodableCodecs, wireCodecs } from "./codecs.js";
 import { scanCode } from "./keys.js";
 import { Screen } from "./screen.js";
+import { ready as zstdReady } from "./zstd.js";
 import {
   ClipboardFormat, CodecPreference, KeyEventType, MouseEventType, SessionType, SpecialKey,
   decode, encode, toNumber,
@@ -42,7 +43,7 @@ const screen = new Screen(canvas, { names: [], labels: {}, plugins: new Map() },
 // What tests and diagnostics read of the picture (window.remoteViewer), from the screen;
 // state.codecs is what this page decodes (decodableCodecs), the screen's.
 for (const name of ["codecs", "width", "height", "drawn", "codecFrames", "decoderCodec",
-  "pluginCodec", "moves", "redraws", "pictureCodec"]) {
+  "pluginCodec", "moves", "redraws", "pictureCodec", "zstd"]) {
   Object.defineProperty(state, name, { get: () => screen[name], enumerable: true });
 }
 
@@ -440,7 +441,8 @@ setInterval(() => {
 }, 1000);
 
 window.remoteViewer = state; // for diagnostics and tests
-decodableCodecs().then((codecs) => {
+// The first frame is the largest (a whole screen): its decoder first.
+Promise.all([decodableCodecs(), zstdReady]).then(([codecs]) => {
   screen.codecs = codecs;
   codecMenu();
   // Browsers give WebCodecs only to secure contexts (HTTPS, or loopback).
