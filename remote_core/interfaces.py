@@ -178,6 +178,18 @@ class CaptureSource(ABC):
         """
         return True
 
+    def change_fd(self) -> int | None:
+        """A descriptor that turns readable when :meth:`wait_for_change` may have news, so
+        an event loop can watch it and then ask ``wait_for_change(0)`` instead of blocking
+        a thread; ``None``: there is none, wait in a thread."""
+        return None
+
+    def pending_pixels(self) -> int | None:
+        """How many pixels the changes the next :meth:`grab` takes in cover at most, or
+        ``None`` when unknown: a small change is grabbed at once on the agent's event
+        loop, a large or unknown one in a worker thread."""
+        return None
+
     def interrupt(self) -> None:  # noqa: B027 - optional hook
         """End a :meth:`wait_for_change` blocked in another thread now (it answers as if
         its time ran out): the agent has something else to do, such as a keyframe a

@@ -7,6 +7,7 @@ the encoders, which the wire does not show."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import Any
 
 import anyio
@@ -15,7 +16,7 @@ import pytest
 from remote_agent.adaptive import changed_share
 from remote_agent.devices import Devices
 from remote_agent.stream import StreamState
-from remote_agent.streamer import Streamer
+from remote_agent.streamer import INLINE_PIXELS, Streamer
 from remote_capture_mss import MssCapture
 from remote_codec_raw_zstd.encoder import RawZstdEncoder
 
@@ -100,3 +101,65 @@ async def test_a_change_the_estimate_puts_far_over_the_budget_is_not_encoded_los
     finally:
         devices.close()
     assert all(share < 0.5 for share in RecordingRaw.shares[asked:]), RecordingRaw.shares
+
+
+class ThreadNotingRaw(RawZstdEncoder):
+    """raw_zstd, noting the pixels of each change it encodes and the thread it ran in."""
+
+    made: list[tuple[int, int]] = []
+
+    def encode(self, image: Any, **options: Any) -> Any:
+        dirty = options.get("dirty")
+        if not options.get("keyframe") and dirty:
+            pixels = sum(r.width * r.height for r in dirty)
+            self.made.append((pixels, threading.get_ident()))
+        return super().encode(image, **options)
+
+
+@pytest.mark.anyio
+async def test_a_small_change_is_made_on_the_event_loop_a_large_one_in_a_worker(
+        x_display, painter):
+    """With X DAMAGE the loop itself waits for a change, and a typed word (200x40) is
+    grabbed and encoded on it at once, sparing the hand-over from a worker thread; a
+    change over INLINE_PIXELS goes to a worker, so the loop stays free for input."""
+    codecs = [spec if spec.name != "raw_zstd"
+              else dataclasses.replace(spec, encoder_factory=ThreadNotingRaw)
+              for spec in get_plugin_manager(PluginSettings()).codecs()]
+    loop_thread = threading.get_ident()
+    sent: list[pb.VideoFrame] = []
+    devices = Devices(capture=MssCapture(), input=None, codecs=codecs, prompt=None)
+    state = StreamState(codecs=codecs)
+    streamer: Streamer
+
+    async def send(data: bytes) -> None:
+        sent.append(pb.Message.FromString(data).video_frame)
+        streamer.ack(sent[-1].sequence)
+
+    async def change(x: int, y: int, width: int, height: int, rgb: int) -> tuple[int, int]:
+        ThreadNotingRaw.made = []
+        painter.fill(x, y, width, height, rgb)
+        painter.sync()
+        with anyio.fail_after(10):
+            while not ThreadNotingRaw.made:
+                await anyio.sleep(0.02)
+        return ThreadNotingRaw.made[0]
+
+    streamer = Streamer(devices, state, send, devices.capture.displays)
+    state.start("viewer", 0, ("raw",))
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(streamer.run)
+            with anyio.fail_after(15):
+                while not sent:
+                    await anyio.sleep(0.05)
+            typed = await change(100, 100, 200, 40, 0x336699)
+            assert typed == (200 * 40, loop_thread)
+            large = 400 * 300
+            assert large > INLINE_PIXELS
+            pixels, thread = await change(0, 200, 400, 300, 0x996633)
+            assert pixels == large and thread != loop_thread
+            typed = await change(300, 100, 200, 40, 0x669933)  # and back on the loop
+            assert typed == (200 * 40, loop_thread)
+            tasks.cancel_scope.cancel()
+    finally:
+        devices.close()

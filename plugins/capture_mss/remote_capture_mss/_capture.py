@@ -119,6 +119,14 @@ class MssCapture(CaptureSource):
             return True
         return self._watcher.wait(timeout)
 
+    def change_fd(self) -> int | None:
+        return None if self._watcher is None else self._watcher.fileno()
+
+    def pending_pixels(self) -> int | None:
+        if self._watcher is None or self._frame is None or self._frame_display not in self._known:
+            return None  # the next grab is of the whole display
+        return self._watcher.pending_pixels()
+
     def interrupt(self) -> None:
         if self._watcher is not None:
             self._watcher.interrupt()

@@ -111,6 +111,16 @@ class DamageWatcher:
                 self._drain()
             return bool(self._pending)
 
+    def fileno(self) -> int:
+        """The X connection's socket: readable when events (damage) may have come."""
+        return int(self._conn.fileno())
+
+    def pending_pixels(self) -> int:
+        """The area of the rectangles reported so far (overlaps counted twice)."""
+        with self._lock:
+            self._drain()
+            return sum(r.width * r.height for r in self._pending)
+
     def interrupt(self) -> None:
         """End a :meth:`wait` in another thread now (or the next one, if none waits)."""
         with self._lock, contextlib.suppress(OSError):  # BlockingIOError: one is pending

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import select
 import subprocess
 import threading
 import time
@@ -105,6 +106,33 @@ def test_what_is_drawn_again_unchanged_is_no_change(painter):
         assert capture.grab(1)[1] == []
     finally:
         capture.close()
+
+
+def test_a_loop_watches_the_descriptor_and_learns_the_size_of_what_changed(painter):
+    """``change_fd`` turns readable on a change, for an event loop to watch instead of a
+    thread blocked in ``wait_for_change``; ``pending_pixels`` bounds what the next grab
+    takes in (unknown before the first grab, which is whole)."""
+    capture = MssCapture()
+    try:
+        assert capture.pending_pixels() is None
+        capture.grab(1)
+        fd = capture.change_fd()
+        assert fd is not None
+        assert not capture.wait_for_change(0) and capture.pending_pixels() == 0
+        painter.fill(100, 50, 200, 40, 0x3366AA)
+        painter.sync()
+        readable, _, _ = select.select([fd], [], [], 2.0)
+        assert readable == [fd]
+        assert capture.wait_for_change(0) and capture.pending_pixels() == 200 * 40
+        capture.grab(1)
+        assert capture.pending_pixels() == 0
+    finally:
+        capture.close()
+    polling = MssCapture(use_damage=False)
+    try:
+        assert polling.change_fd() is None and polling.pending_pixels() is None
+    finally:
+        polling.close()
 
 
 def test_an_interrupt_ends_a_wait_for_change_at_once(painter):
