@@ -97,9 +97,9 @@ async def test_a_status_report_with_nothing_new_is_taken_as_it_is_read(
     assert stored["hostname"] == "desk-2"
 
 
-def _frame(sequence: int) -> pb.VideoFrame:
+def _frame(sequence: int, size: int = 400) -> pb.VideoFrame:
     return pb.VideoFrame(timestamp=sequence, sequence=sequence, display_id=1, raw=pb.RawFrame(
-        width=10, height=10, data=bytes([sequence]) * 400, is_keyframe=True))
+        width=10, height=10, data=bytes([sequence % 256]) * size, is_keyframe=True))
 
 
 async def _watched(server: LiveServer, admin: Admin) -> tuple[Peer, Peer]:
@@ -144,15 +144,48 @@ async def test_a_video_frame_never_overtakes_what_the_agent_said_before_it(
 
 async def test_a_frame_that_finds_an_outbox_holding_one_is_left_to_the_reader(
         server: LiveServer, admin: Admin) -> None:
-    """Two frames read together: the first goes inline into the empty outbox, the second
-    finds it there (its writer has not run yet) and takes the reader's path, which reads
-    the agent a message at a time; both reach the viewer, in order."""
+    """A viewer that stops reading fills its socket's buffers, then its outbox: a frame
+    that finds the outbox holding one takes the reader's path, which reads the agent a
+    message at a time; once the viewer reads again it sees every frame in order (the
+    outbox keeps the newest keyframe when it drops)."""
+    agent = await Peer.agent(server, admin.keyed_machine()[1])
+    session_id = await agent.accepted()
+    viewer = await Peer.viewer(server, admin.viewer_token(session_id), max_queue=1)
+    await viewer.accepted()
+    viewer_id = (await agent.expect("start_stream")).viewer_id
+    outbox = server.ctx.registry.live(session_id).viewers[viewer_id].outbox
+    sequence = 0
+    with anyio.fail_after(20):
+        while not outbox:  # written at once until the socket's buffers are full
+            sequence += 1
+            await agent.send("video_frame", _frame(sequence, 64 * 1024))
+            await anyio.sleep(0.005)
+    await anyio.sleep(0.2)
+    before = RELAY.frames_inline
+    sequence += 1
+    await agent.send("video_frame", _frame(sequence))
+    await anyio.sleep(0.2)
+    assert RELAY.frames_inline == before  # the reader relayed it, behind the queue
+    seen = 0
+    while seen != sequence:
+        got = await viewer.expect("video_frame", skip=frozenset({"heartbeat_ack",
+                                                                 "start_stream"}))
+        assert got.sequence > seen
+        seen = got.sequence
+
+
+async def test_a_message_for_a_waiting_writer_is_written_at_once(
+        server: LiveServer, admin: Admin) -> None:
+    """A frame for a viewer whose writer waits on an empty outbox, and an input event
+    for the agent likewise, are written as they are queued: no writer task is woken."""
     agent, viewer = await _watched(server, admin)
-    for first in range(1, 10, 2):
-        before = RELAY.frames_inline
-        in_one_write(agent, wrap("video_frame", _frame(first)),
-                     wrap("video_frame", _frame(first + 1)))
-        assert (await viewer.expect("video_frame")).sequence == first
-        assert (await viewer.expect("video_frame")).sequence == first + 1
-        assert RELAY.frames_inline - before == 1
+    for sequence in range(1, 6):
+        before = (RELAY.messages_direct, RELAY.frames_out)
+        await agent.send("video_frame", _frame(sequence))
+        assert (await viewer.expect("video_frame")).sequence == sequence
+        assert (RELAY.messages_direct - before[0], RELAY.frames_out - before[1]) == (1, 1)
+        before = (RELAY.messages_direct, RELAY.frames_out)
+        await viewer.send("mouse_event", pb.MouseEvent(x=sequence, y=2))
+        assert (await agent.expect("mouse_event")).x == sequence
+        assert (RELAY.messages_direct - before[0], RELAY.frames_out - before[1]) == (1, 0)
         await anyio.sleep(0.05)

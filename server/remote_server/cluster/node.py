@@ -115,6 +115,9 @@ class _Replayed:
     def answer_inline(self, answer: InlineAnswer | None) -> None:
         self._transport.answer_inline(answer)
 
+    def send_now(self, data: bytes) -> bool:
+        return self._transport.send_now(data)
+
 
 class ClusterNode:
     """This process as a member of the cluster (use :meth:`running`)."""

@@ -19,7 +19,7 @@ class RelayCounts:
     taken inline, since the process started."""
 
     __slots__ = ("bytes_in", "bytes_out", "frames_dropped", "frames_in", "frames_inline",
-                 "frames_out", "heartbeats_inline", "reports_inline")
+                 "frames_out", "heartbeats_inline", "messages_direct", "reports_inline")
 
     def __init__(self) -> None:
         self.frames_in = 0  # video frames received from agents
@@ -30,6 +30,7 @@ class RelayCounts:
         self.frames_dropped = 0  # frames a viewer's outbox dropped (slow, or wrong codec)
         self.heartbeats_inline = 0  # answered as read, the socket's reader not woken
         self.reports_inline = 0  # status reports with nothing new, taken as read
+        self.messages_direct = 0  # messages written as queued, the socket's writer not woken
 
 
 RELAY = RelayCounts()

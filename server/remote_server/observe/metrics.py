@@ -86,6 +86,9 @@ class _Live(Collector):
                 ("video_frames_dropped", "Video frames dropped for a viewer that fell behind "
                                          "(or does not decode their codec)",
                  RELAY.frames_dropped),
+                ("messages_sent_direct", "Messages to agents and viewers written as they "
+                                         "were queued, without waking the socket's writer",
+                 RELAY.messages_direct),
                 ("heartbeats_answered_inline", "Heartbeats answered as they were read, "
                                                "without waking the socket's reader",
                  RELAY.heartbeats_inline),

@@ -72,6 +72,11 @@ class Transport(Protocol):
         is read: no task woken, nothing queued (``None``: stop). A transport that cannot
         ignores it; every message then comes to :meth:`receive`, as it would anyway."""
 
+    def send_now(self, data: bytes) -> bool:
+        """Write ``data`` at once if the socket takes it now (open, its buffer not full),
+        as :meth:`send` would; ``False``: it goes through :meth:`send` in its turn. A
+        transport that cannot always says ``False``."""
+
 
 class CodeLimiter(Protocol):
     """The support-code attempt limiter the REST API shares (SPEC 8)."""
@@ -229,6 +234,7 @@ async def _run(transport: Transport, link: Link, watch: SilenceWatch,
     watch.watch(link)
     if inline is not None:
         transport.answer_inline(inline)
+    link.outbox.direct = transport.send_now
     try:
         async with anyio.create_task_group() as group:
             group.start_soon(_writer, transport, link, group)
@@ -239,6 +245,7 @@ async def _run(transport: Transport, link: Link, watch: SilenceWatch,
             if not link.closed:
                 group.cancel_scope.cancel()  # the peer left: nothing more to send
     finally:
+        link.outbox.direct = None
         transport.answer_inline(None)
         watch.forget(link)
     reason = reason or link.close_reason or "connection closed"

@@ -60,6 +60,9 @@ class FakeTransport:
     def answer_inline(self, answer: InlineAnswer | None) -> None:
         self._answer = answer
 
+    def send_now(self, data: bytes) -> bool:
+        return False  # everything through send(), which the test side reads in order
+
     # -- the test's side -----------------------------------------------------------------
     def put(self, data: bytes | str) -> None:
         """What the peer sends the server; what the server answers inline is answered at

@@ -27,7 +27,7 @@ from .context import ServerContext
 from .origin import check_origin
 from .pending import Slot
 from .viewers import viewer_verifier
-from .wsprotocol import INLINE_ANSWERS, RAW_SOCKET, InlineAnswers
+from .wsprotocol import INLINE_ANSWERS, RAW_SOCKET, InlineAnswers, RelayWebSocketProtocol
 
 __all__ = ["routes"]
 
@@ -50,7 +50,9 @@ class AsgiTransport:
         self._receive = receive
         self._send = send
         self._answered = answered
-        self._inline: InlineAnswers | None = scope.get("extensions", {}).get(INLINE_ANSWERS)
+        extensions = scope.get("extensions", {})
+        self._inline: InlineAnswers | None = extensions.get(INLINE_ANSWERS)
+        self._socket: RelayWebSocketProtocol | None = extensions.get(RAW_SOCKET)
         self._answer: InlineAnswer | None = None
 
     def _settle(self) -> None:
@@ -81,6 +83,11 @@ class AsgiTransport:
         if self._answered is not None:
             self._settle()
         await self._send({"type": "websocket.send", "bytes": data})
+
+    def send_now(self, data: bytes) -> bool:
+        """Through the protocol itself (``RAW_SOCKET``), once the socket has been answered:
+        no task woken; the ASGI middleware has nothing to do with a WebSocket's messages."""
+        return self._answered is None and self._socket is not None and self._socket.send_now(data)
 
     async def close(self, code: int, reason: str) -> None:
         self._settle()

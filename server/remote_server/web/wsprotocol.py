@@ -11,6 +11,10 @@ while it waits for the next message, and nothing is answered while messages wait
 queue, so a reply never overtakes what the peer said before. Everything else takes
 uvicorn's path unchanged.
 
+The other way, a message the relay queues for a socket whose writer waits on an empty
+outbox is written at once (:meth:`RelayWebSocketProtocol.send_now`), the writer not
+woken, while the socket's send buffer has room.
+
 A cluster node forwarding a viewer to the node holding its session passes that node's
 frames to the socket as they are (:mod:`remote_server.cluster.forward`); the protocol
 itself is in the scope for that (``RAW_SOCKET``), with what the forwarding needs of it.
@@ -22,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from websockets.protocol import State
 
 from ..relay.peer import InlineAnswer
 
@@ -78,6 +83,16 @@ class RelayWebSocketProtocol(WebSocketsSansIOProtocol):
         super().resume_writing()
         if self.on_writable is not None:
             self.on_writable(True)
+
+    def send_now(self, data: bytes) -> bool:
+        """Write a binary message at once, as the app's ``websocket.send`` would, if it can
+        go now: the handshake done, the socket open and its send buffer not full."""
+        if (not self.handshake_complete or self.disconnected or self.closing()
+                or self.conn.state is not State.OPEN or not self.writable.is_set()):
+            return False
+        self.conn.send_binary(data)
+        self.transport.write(b"".join(self.conn.data_to_send()))
+        return True
 
     def handle_bytes(self, event: Any) -> None:
         inline = self.inline
