@@ -101,11 +101,9 @@ class MssCapture(CaptureSource):
             frame = self._grab_area(display.x, display.y, display.width, display.height)
             self._frame, self._frame_display = frame, display
             return _image(frame, display), None
-        local = [clip(Rect(r.x - display.x, r.y - display.y, r.width, r.height),
-                      display.width, display.height) for r in damaged]
         whole = Rect(0, 0, display.width, display.height)
         changed: list[Rect] = []
-        for rect in merge_rects(r for r in local if r is not None):
+        for rect in _areas(damaged, display):
             area = self._grab_area(display.x + rect.x, display.y + rect.y, rect.width,
                                    rect.height)
             keep = rect == whole  # the new grab becomes the frame: no copy of it
@@ -123,9 +121,10 @@ class MssCapture(CaptureSource):
         return None if self._watcher is None else self._watcher.fileno()
 
     def pending_pixels(self) -> int | None:
-        if self._watcher is None or self._frame is None or self._frame_display not in self._known:
+        display = self._frame_display
+        if self._watcher is None or display is None or display not in self._known:
             return None  # the next grab is of the whole display
-        return self._watcher.pending_pixels()
+        return sum(r.width * r.height for r in _areas(self._watcher.pending(), display))
 
     def interrupt(self) -> None:
         if self._watcher is not None:
@@ -136,6 +135,14 @@ class MssCapture(CaptureSource):
             self._watcher.close()
         self._monitors.close()
         self._mss.close()
+
+
+def _areas(damaged: list[Rect], display: DisplayDesc) -> list[Rect]:
+    """The areas of ``display`` a grab takes in for the ``damaged`` rectangles (root
+    coordinates): clipped to it, and merged (:func:`merge_rects`)."""
+    local = [clip(Rect(r.x - display.x, r.y - display.y, r.width, r.height),
+                  display.width, display.height) for r in damaged]
+    return merge_rects(r for r in local if r is not None)
 
 
 def _refresh(frame: bytearray, stride: int, area: bytearray, rect: Rect, *,

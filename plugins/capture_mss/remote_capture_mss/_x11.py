@@ -115,11 +115,11 @@ class DamageWatcher:
         """The X connection's socket: readable when events (damage) may have come."""
         return int(self._conn.fileno())
 
-    def pending_pixels(self) -> int:
-        """The area of the rectangles reported so far (overlaps counted twice)."""
+    def pending(self) -> list[Rect]:
+        """The rectangles reported since the last :meth:`take`, left for it."""
         with self._lock:
             self._drain()
-            return sum(r.width * r.height for r in self._pending)
+            return list(self._pending)
 
     def interrupt(self) -> None:
         """End a :meth:`wait` in another thread now (or the next one, if none waits)."""

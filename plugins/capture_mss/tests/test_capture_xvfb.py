@@ -126,6 +126,12 @@ def test_a_loop_watches_the_descriptor_and_learns_the_size_of_what_changed(paint
         assert capture.wait_for_change(0) and capture.pending_pixels() == 200 * 40
         capture.grab(1)
         assert capture.pending_pixels() == 0
+        for i in range(30):  # more rectangles than a grab takes one by one: their box
+            painter.fill(10 + 15 * i, 20 + 10 * i, 4, 4, 0xAA3366)
+        painter.sync()
+        assert capture.wait_for_change(2.0)
+        time.sleep(0.2)  # every report in
+        assert capture.pending_pixels() == (15 * 29 + 4) * (10 * 29 + 4)
     finally:
         capture.close()
     polling = MssCapture(use_damage=False)
