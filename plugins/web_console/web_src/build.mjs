@@ -30,7 +30,8 @@ execFileSync(bin("buf"), ["generate", protoDir, "--template", JSON.stringify({
 })], { stdio: "inherit" });
 
 // The raw codec's Zstandard decoder: zstd itself built to WebAssembly (zstddec, a pinned
-// npm package), four times fzstd's speed on a 1080p keyframe (8.8 ms against 34 in V8).
+// npm package), about three times fzstd's speed on a 1080p keyframe (11-13 ms against
+// 29-35 in Chromium).
 // The package fetches its module from a data: URL, which the console's connect-src
 // refuses, so the module's bytes go into gen/ and src/zstd.js instantiates them.
 const zstdSource = await readFile(join(here, "node_modules", "zstddec", "dist", "zstddec.mjs"),

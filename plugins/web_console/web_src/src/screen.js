@@ -157,18 +157,19 @@ export class Screen {
     this.needKey = false;
   }
 
-  /** BGRA rows as an opaque RGBA ImageData, a pixel at a time as one 32-bit word (four
-   * times faster than a byte at a time: 3 ms for a 1080p picture against 12). */
+  /** BGRA rows as an opaque RGBA ImageData, a pixel at a time as one 32-bit word (signed:
+   * V8 keeps those small integers, where unsigned words past 2^31 become doubles), about
+   * twice as fast as a byte at a time. */
   bgraToImage(bytes, offset, width, height) {
     const image = this.ctx.createImageData(width, height);
-    const out = new Uint32Array(image.data.buffer);
+    const out = new Int32Array(image.data.buffer);
     let start = bytes.byteOffset + offset;
     let buffer = bytes.buffer;
     if (start % 4) { // a frame sent uncompressed sits anywhere in its message
       buffer = bytes.slice(offset, offset + out.length * 4).buffer;
       start = 0;
     }
-    const pixels = new Uint32Array(buffer, start, out.length);
+    const pixels = new Int32Array(buffer, start, out.length);
     // Words in the byte order of every browser's platform (little-endian): BGRA is ARGB.
     for (let i = 0; i < out.length; i++) {
       const p = pixels[i];

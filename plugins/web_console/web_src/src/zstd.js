@@ -1,9 +1,9 @@
 // Zstandard decompression of raw frames: zstd's own decoder built to WebAssembly
-// (build.mjs takes it from the zstddec package), about four times fzstd's speed: a
-// 1080p keyframe, which every viewer gets at least every 10 s, took 34 ms in fzstd and
-// held every change behind it that long. fzstd stays for a page that cannot compile
-// WebAssembly (a policy without 'wasm-unsafe-eval'), and for the frames that arrive
-// before the module is ready.
+// (build.mjs takes it from the zstddec package), about three times fzstd's speed: a
+// 1080p keyframe, which every viewer gets at least every 10 s, took 29-35 ms in fzstd
+// (11-13 here, in Chromium) and held every change behind it that long. fzstd stays for
+// a page that cannot compile WebAssembly (a policy without 'wasm-unsafe-eval'), and for
+// the frames that arrive before the module is ready.
 import { decompress as decompressInJs } from "fzstd";
 import wasmBase64 from "../gen/zstd_wasm.js";
 
