@@ -184,7 +184,8 @@ export class Screen {
       : raw.dirtyRects.reduce((sum, r) => sum + r.width * r.height * 4, 0);
     let bytes;
     try {
-      bytes = !raw.compressed || size === 0 ? raw.data : decompress(raw.data, size);
+      bytes = size === 0 ? new Uint8Array(0) // moves only (raw_copy)
+        : raw.compressed ? decompress(raw.data, size) : raw.data;
     } catch (error) {
       console.warn("bad zstd frame", error);
       return;

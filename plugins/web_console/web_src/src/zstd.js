@@ -11,8 +11,8 @@ const MAX_BYTES = 8192 * 4608 * 4; // the largest frame a viewer accepts (MAX_PI
 
 let zstd = null; // the module's exports, once instantiated
 let heap = null; // a view of its memory, made again when the memory grows
-let input = { at: 0, size: 0 }; // buffers in its memory, kept from frame to frame
-let output = { at: 0, size: 0 };
+const input = { at: 0, size: 0 }; // buffers in its memory, kept from frame to frame
+const output = { at: 0, size: 0 };
 
 /** The decoder in use: "wasm" once the module is ready, "js" before or without it. */
 export let decoder = "js";
@@ -31,12 +31,14 @@ export const ready = (async () => {
   return decoder;
 })();
 
+/** Make `buffer` (one of the two above) hold at least `size` bytes. */
 function room(buffer, size) {
-  if (buffer.size >= size) return buffer;
+  if (buffer.size >= size) return;
   if (buffer.at) zstd.free(buffer.at);
+  Object.assign(buffer, { at: 0, size: 0 }); // never left naming freed memory
   const at = zstd.malloc(size);
   if (!at) throw new Error(`no memory for ${size} bytes`);
-  return { at, size };
+  Object.assign(buffer, { at, size });
 }
 
 /** The `size` bytes `data` decompresses to, or an error when it is not exactly that.
@@ -49,8 +51,8 @@ export function decompress(data, size) {
     if (bytes.length !== size) throw new Error(`${bytes.length} bytes, not ${size}`);
     return bytes;
   }
-  input = room(input, data.length);
-  output = room(output, size);
+  room(input, data.length);
+  room(output, size);
   heap ??= new Uint8Array(zstd.memory.buffer);
   heap.set(data, input.at);
   const made = zstd.ZSTD_decompress(output.at, size, input.at, data.length);
