@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -44,6 +46,37 @@ class RecordingRaw(RawZstdEncoder):
         return super().encode(image, **options)
 
 
+@asynccontextmanager
+async def streaming(raw: type[RawZstdEncoder], listed: tuple[str, ...]
+                    ) -> AsyncIterator[list[pb.VideoFrame]]:
+    """Stream this display, with ``raw`` as raw_zstd's encoder, to a viewer that lists
+    ``listed`` and keeps up (each frame acknowledged as it is sent); yields what it was
+    sent, from the first frame on."""
+    codecs = [spec if spec.name != "raw_zstd"
+              else dataclasses.replace(spec, encoder_factory=raw)
+              for spec in get_plugin_manager(PluginSettings()).codecs()]
+    sent: list[pb.VideoFrame] = []
+    devices = Devices(capture=MssCapture(), input=None, codecs=codecs, prompt=None)
+    state = StreamState(codecs=codecs)
+
+    async def send(data: bytes) -> None:
+        sent.append(pb.Message.FromString(data).video_frame)
+        streamer.ack(sent[-1].sequence)
+
+    streamer = Streamer(devices, state, send, devices.capture.displays)
+    state.start("viewer", 0, listed)
+    try:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(streamer.run)
+            with anyio.fail_after(15):
+                while not sent:
+                    await anyio.sleep(0.05)
+            yield sent
+            tasks.cancel_scope.cancel()
+    finally:
+        devices.close()
+
+
 @pytest.fixture
 def painter(x_display):
     with blank_painter(x_display.display) as p:
@@ -57,49 +90,27 @@ async def test_a_change_the_estimate_puts_far_over_the_budget_is_not_encoded_los
     lossless change may take: raw_zstd's estimate says so from a sample, and the frame
     goes straight to video, where it used to be compressed whole first only to be found
     too big."""
-    codecs = [spec if spec.name != "raw_zstd"
-              else dataclasses.replace(spec, encoder_factory=RecordingRaw)
-              for spec in get_plugin_manager(PluginSettings()).codecs()]
     desktop = Desktop(WIDTH, HEIGHT, seed=21).image
     painter.put_bgra(0, 0, WIDTH, HEIGHT, desktop.tobytes())
     painter.sync()
-    sent: list[pb.VideoFrame] = []
-    devices = Devices(capture=MssCapture(), input=None, codecs=codecs, prompt=None)
-    state = StreamState(codecs=codecs)
-    streamer: Streamer
-
-    async def send(data: bytes) -> None:
-        sent.append(pb.Message.FromString(data).video_frame)
-        streamer.ack(sent[-1].sequence)  # a viewer that keeps up
-
-    streamer = Streamer(devices, state, send, devices.capture.displays)
-    state.start("viewer", 0, ("raw", "h264", "raw_copy", "raw_over"))
     RecordingRaw.shares = []
-    try:
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(streamer.run)
-            with anyio.fail_after(15):
-                while not sent:
-                    await anyio.sleep(0.05)
-            await anyio.sleep(0.5)  # the first picture is out and acknowledged
-            typed = desktop.copy()
-            typed[100:120, 100:200] = 255
-            painter.put_bgra(0, 0, WIDTH, HEIGHT, typed.tobytes())  # a small change
-            painter.sync()
-            with anyio.fail_after(10):
-                while RecordingRaw.shares[-1] >= 0.5:
-                    await anyio.sleep(0.05)
-            before, asked = len(sent), len(RecordingRaw.shares)
-            noise = painter.upload(np.random.default_rng(22).integers(
-                0, 256, (HEIGHT, WIDTH, 4), dtype=np.uint8))
-            painter.blit(noise, 0, 0, WIDTH, HEIGHT)  # in one request, as a video player does
-            painter.sync()
-            with anyio.fail_after(10):
-                while not any(f.WhichOneof("encoding") == "h264" for f in sent[before:]):
-                    await anyio.sleep(0.05)
-            tasks.cancel_scope.cancel()
-    finally:
-        devices.close()
+    async with streaming(RecordingRaw, ("raw", "h264", "raw_copy", "raw_over")) as sent:
+        await anyio.sleep(0.5)  # the first picture is out and acknowledged
+        typed = desktop.copy()
+        typed[100:120, 100:200] = 255
+        painter.put_bgra(0, 0, WIDTH, HEIGHT, typed.tobytes())  # a small change
+        painter.sync()
+        with anyio.fail_after(10):
+            while RecordingRaw.shares[-1] >= 0.5:
+                await anyio.sleep(0.05)
+        before, asked = len(sent), len(RecordingRaw.shares)
+        noise = painter.upload(np.random.default_rng(22).integers(
+            0, 256, (HEIGHT, WIDTH, 4), dtype=np.uint8))
+        painter.blit(noise, 0, 0, WIDTH, HEIGHT)  # in one request, as a video player does
+        painter.sync()
+        with anyio.fail_after(10):
+            while not any(f.WhichOneof("encoding") == "h264" for f in sent[before:]):
+                await anyio.sleep(0.05)
     assert all(share < 0.5 for share in RecordingRaw.shares[asked:]), RecordingRaw.shares
 
 
@@ -122,18 +133,7 @@ async def test_a_small_change_is_made_on_the_event_loop_a_large_one_in_a_worker(
     """With X DAMAGE the loop itself waits for a change, and a typed word (200x40) is
     grabbed and encoded on it at once, sparing the hand-over from a worker thread; a
     change over INLINE_PIXELS goes to a worker, so the loop stays free for input."""
-    codecs = [spec if spec.name != "raw_zstd"
-              else dataclasses.replace(spec, encoder_factory=ThreadNotingRaw)
-              for spec in get_plugin_manager(PluginSettings()).codecs()]
     loop_thread = threading.get_ident()
-    sent: list[pb.VideoFrame] = []
-    devices = Devices(capture=MssCapture(), input=None, codecs=codecs, prompt=None)
-    state = StreamState(codecs=codecs)
-    streamer: Streamer
-
-    async def send(data: bytes) -> None:
-        sent.append(pb.Message.FromString(data).video_frame)
-        streamer.ack(sent[-1].sequence)
 
     async def change(x: int, y: int, width: int, height: int, rgb: int) -> tuple[int, int]:
         ThreadNotingRaw.made = []
@@ -144,22 +144,12 @@ async def test_a_small_change_is_made_on_the_event_loop_a_large_one_in_a_worker(
                 await anyio.sleep(0.02)
         return ThreadNotingRaw.made[0]
 
-    streamer = Streamer(devices, state, send, devices.capture.displays)
-    state.start("viewer", 0, ("raw",))
-    try:
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(streamer.run)
-            with anyio.fail_after(15):
-                while not sent:
-                    await anyio.sleep(0.05)
-            typed = await change(100, 100, 200, 40, 0x336699)
-            assert typed == (200 * 40, loop_thread)
-            large = 400 * 300
-            assert large > INLINE_PIXELS
-            pixels, thread = await change(0, 200, 400, 300, 0x996633)
-            assert pixels == large and thread != loop_thread
-            typed = await change(300, 100, 200, 40, 0x669933)  # and back on the loop
-            assert typed == (200 * 40, loop_thread)
-            tasks.cancel_scope.cancel()
-    finally:
-        devices.close()
+    async with streaming(ThreadNotingRaw, ("raw",)):
+        typed = await change(100, 100, 200, 40, 0x336699)
+        assert typed == (200 * 40, loop_thread)
+        large = 400 * 300
+        assert large > INLINE_PIXELS
+        pixels, thread = await change(0, 200, 400, 300, 0x996633)
+        assert pixels == large and thread != loop_thread
+        typed = await change(300, 100, 200, 40, 0x669933)  # and back on the loop
+        assert typed == (200 * 40, loop_thread)
