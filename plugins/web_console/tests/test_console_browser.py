@@ -611,7 +611,7 @@ def test_console_is_served_with_a_strict_content_security_policy(server: ServerP
         assert directives["require-trusted-types-for"] == ["'script'"]
         assert directives["report-uri"] == ["/api/csp-report"]
         policy = response.headers["content-security-policy"]
-        assert "'unsafe-eval'" not in policy and "'unsafe-inline'" not in policy
+        assert "unsafe" not in policy.replace("'wasm-unsafe-eval'", "", 1)
 
 
 def test_a_violation_in_the_console_reaches_the_server_log(server: ServerProcess,

@@ -90,9 +90,12 @@ class RelayWebSocketProtocol(WebSocketsSansIOProtocol):
         if (not self.handshake_complete or self.disconnected or self.closing()
                 or self.conn.state is not State.OPEN or not self.writable.is_set()):
             return False
+        self._write_binary(data)
+        return True
+
+    def _write_binary(self, data: bytes) -> None:
         self.conn.send_binary(data)
         self.transport.write(b"".join(self.conn.data_to_send()))
-        return True
 
     def handle_bytes(self, event: Any) -> None:
         inline = self.inline
@@ -101,8 +104,7 @@ class RelayWebSocketProtocol(WebSocketsSansIOProtocol):
                 and not self.transport.is_closing()):
             reply = inline.answer(bytes(event.data))
             if reply:
-                self.conn.send_binary(reply)
-                self.transport.write(b"".join(self.conn.data_to_send()))
+                self._write_binary(reply)
             if reply is not None:
                 return
         super().handle_bytes(event)
