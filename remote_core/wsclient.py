@@ -70,7 +70,10 @@ class WebSocketClient:
         self._frames: deque[Frame] = deque(frames)
         self._message: list[bytes | bytearray | memoryview] = []
         self._text = False
-        self._send_lock = anyio.Lock()
+        # An uncontended send writes at once: a lock that yields first would hold every
+        # frame back a turn of the loop (70 µs of a typed word's way). Each send still
+        # yields once its bytes are written, so no sender starves another.
+        self._send_lock = anyio.Lock(fast_acquire=True)
         self.closed: ConnectionClosed | None = None
         self._unsendable: ConnectionClosed | None = None
 

@@ -112,6 +112,30 @@ async def test_concurrent_senders_do_not_interleave_frames(server_url):
 
 
 @pytest.mark.anyio
+async def test_an_uncontended_send_writes_before_other_ready_tasks_run(server_url):
+    """A frame goes to the socket at once: a send that yielded to the loop first would let
+    whatever else was ready run ahead of it (a typed word's frame waited a turn)."""
+    async with await connect(ws_url(server_url, "/ws")) as ws:
+        order: list[str] = []
+        stream = ws._stream
+        write = stream.send
+
+        async def written(data: bytes) -> None:
+            order.append("written")
+            await write(data)
+
+        async def other() -> None:
+            order.append("other ran")
+
+        stream.send = written
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(other)  # ready before the send begins
+            await ws.send(b"typed")
+        assert order == ["written", "other ran"]
+        assert await ws.receive() == b"typed"
+
+
+@pytest.mark.anyio
 async def test_connection_refused_raises_oserror():
     with pytest.raises(OSError):
         await connect("ws://127.0.0.1:9/ws")
