@@ -366,7 +366,8 @@ async def latency(kind: str, port: int, viewers: int, size: int, frames: int
     return statistics.median(values), percentile(values, 0.99)
 
 
-SCENARIOS = [(1, 100_000), (4, 100_000), (1, 1_000_000), (4, 1_000_000)]
+SCENARIOS = [(1, 2_000), (1, 100_000), (4, 100_000), (1, 1_000_000), (4, 1_000_000)]
+"""(viewers, frame bytes): a typed word's frame, then pictures."""
 
 
 def measure_side_by_side(targets: dict[str, tuple[int, int | None]], seconds: float,
