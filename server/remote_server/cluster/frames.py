@@ -3,14 +3,12 @@
 A node forwarding a viewer passes the session node's frames on as the bytes they
 are, without taking them apart into messages; but only whole ones, so a frame the
 forwarding node writes itself (a pong, a close) never lands inside one, and a node
-lost in the middle of a frame leaves the viewer at a frame's edge. The socket's own
-reader measures a client's frame with :func:`frame_size` too
-(``remote_server.web.wsprotocol``).
+lost in the middle of a frame leaves the viewer at a frame's edge.
 """
 
 from __future__ import annotations
 
-__all__ = ["FrameTooLarge", "WholeFrames", "frame_size"]
+__all__ = ["FrameTooLarge", "WholeFrames"]
 
 CLOSE = 0x8
 MAX_HEADER = 14  # two bytes, an eight-byte length, a four-byte mask key

@@ -11,11 +11,6 @@ while it waits for the next message, and nothing is answered while messages wait
 queue, so a reply never overtakes what the peer said before. Everything else takes
 uvicorn's path unchanged.
 
-A message that comes as one whole frame (nearly all do: a client sends a message as one
-frame, and the relay reads as they come) is read without websockets' parser
-(:func:`one_binary_frame`); the parser, a stack of generators, cost a typed word's
-frame more than the rest of its way through the relay. Anything else is the parser's.
-
 The other way, a message the relay queues for a socket whose writer waits on an empty
 outbox is written at once (:meth:`RelayWebSocketProtocol.send_now`), the writer not
 woken, while the socket's send buffer has room.
@@ -31,20 +26,11 @@ from collections.abc import Callable
 from typing import Any
 
 from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
-from websockets.frames import Frame, Opcode
 from websockets.protocol import State
-from websockets.streams import StreamReader
 
-from ..cluster.frames import frame_size
 from ..relay.peer import InlineAnswer
 
-try:
-    from websockets.speedups import apply_mask
-except ImportError:  # pragma: no cover - websockets built without its C extension
-    from websockets.utils import apply_mask
-
-__all__ = ["INLINE_ANSWERS", "RAW_SOCKET", "InlineAnswers", "RelayWebSocketProtocol",
-           "one_binary_frame"]
+__all__ = ["INLINE_ANSWERS", "RAW_SOCKET", "InlineAnswers", "RelayWebSocketProtocol"]
 
 INLINE_ANSWERS = "remote_support.inline_answers"
 """The scope extension naming a socket's :class:`InlineAnswers`."""
@@ -52,28 +38,6 @@ INLINE_ANSWERS = "remote_support.inline_answers"
 RAW_SOCKET = "remote_support.raw_socket"
 """The scope extension naming the socket's :class:`RelayWebSocketProtocol` (a
 ``remote_server.cluster.forward.ViewerEnd``)."""
-
-
-_BETWEEN_FRAMES = StreamReader.at_eof.__code__
-"""Where websockets' parser waits for the next frame (``Protocol.parse``)."""
-
-FINAL_BINARY = 0x82
-"""A frame's first byte for a whole binary message: FIN, no RSV bits, opcode 2."""
-
-
-def one_binary_frame(data: bytes, max_size: int | None) -> bytes | None:
-    """The payload, unmasked, when ``data`` is exactly one final, masked binary frame of
-    at most ``max_size`` bytes; None for anything else (part of a frame, more than one,
-    a control frame, a fragment, a frame too long), which is websockets' parser's to
-    read, or to refuse."""
-    if len(data) < 6 or data[0] != FINAL_BINARY or not data[1] & 0x80:
-        return None
-    if frame_size(data, 0) != len(data):
-        return None
-    header = {126: 8, 127: 14}.get(data[1] & 0x7F, 6)  # with the four-byte mask key
-    if max_size is not None and len(data) - header > max_size:
-        return None
-    return apply_mask(memoryview(data)[header:], data[header - 4:header])
 
 
 class InlineAnswers:
@@ -104,30 +68,6 @@ class RelayWebSocketProtocol(WebSocketsSansIOProtocol):
         """A close frame went out, or the socket is going: no frame may follow."""
         return (self.close_sent or self.conn.close_sent is not None
                 or self.transport.is_closing())
-
-    def data_received(self, data: bytes) -> None:
-        payload = (one_binary_frame(data, self.config.ws_max_size)
-                   if self._between_messages() else None)
-        if payload is None:
-            super().data_received(data)
-        else:  # as the parser would have read it, which still waits for a frame's start
-            self.handle_bytes(Frame(Opcode.BINARY, payload))
-
-    def _between_messages(self) -> bool:
-        """Whether websockets' parser waits for a message's first frame, holding nothing:
-        then bytes that are one whole message need not go through it. The parser is a
-        generator, which waits in the reader's ``at_eof`` only between frames; in the
-        middle of one (its header read, say) it waits in ``read_exact``."""
-        conn = self.conn
-        waiting = conn.parser
-        while (inner := getattr(waiting, "gi_yieldfrom", None)) is not None:
-            waiting = inner  # the generator the parser's generators wait on
-        return (conn.state is State.OPEN and conn.parser_exc is None and not conn.extensions
-                and getattr(waiting, "gi_code", None) is _BETWEEN_FRAMES
-                # None: no fragmented message under way (websockets 17's name for it; a
-                # version without it, or a parser that waits elsewhere, leaves every frame
-                # to the parser)
-                and getattr(conn, "current_size", 0) is None)
 
     def resume_reading(self) -> None:
         """Read again, unless a message waits for the app (uvicorn reads one at a time)."""
