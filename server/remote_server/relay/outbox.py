@@ -151,18 +151,14 @@ class Outbox:
         data, is_video = self._items.popleft()
         self.queued_bytes -= len(data)
         self._room()
-        if is_video:
-            RELAY.frames_out += 1
-            RELAY.bytes_out += len(data)
+        _count_out(data, is_video)
         return data
 
     def _append(self, data: bytes, is_video: bool) -> None:
         if (not self._items and self._wakeup is not None and self.direct is not None
                 and self.direct(data)):  # the writer idle, nothing before it: in order
             RELAY.messages_direct += 1
-            if is_video:
-                RELAY.frames_out += 1
-                RELAY.bytes_out += len(data)
+            _count_out(data, is_video)
             return
         self._items.append((data, is_video))
         self.queued_bytes += len(data)
@@ -186,3 +182,10 @@ class Outbox:
         RELAY.frames_dropped += len(self._items) - len(kept)
         self._items = kept
         self.queued_bytes = sum(len(data) for data, _ in kept)
+
+
+def _count_out(data: bytes, is_video: bool) -> None:
+    """A message on its way to the socket, by the writer or at once."""
+    if is_video:
+        RELAY.frames_out += 1
+        RELAY.bytes_out += len(data)
