@@ -123,7 +123,7 @@ class WebSocketClient:
                 self.closed = ConnectionClosed(close.code, close.reason)
                 with contextlib.suppress(Exception):  # the peer need not wait for our half
                     await self._flush()
-                await self._stream.aclose()
+                await self._drop()
                 raise self.closed
             if self.closed is not None:
                 raise self.closed
@@ -141,7 +141,7 @@ class WebSocketClient:
                     await self._flush()
                 exc = self._protocol.parser_exc
                 self.closed = ConnectionClosed(1002, str(exc) if exc else "protocol error")
-                await self._stream.aclose()
+                await self._drop()
                 raise self.closed
             await self._flush()  # pongs
 
@@ -171,7 +171,15 @@ class WebSocketClient:
                 with anyio.move_on_after(1.0):
                     while self._protocol.close_rcvd is None:
                         self._protocol.receive_data(await self._stream.receive(_READ_SIZE))
-        await self._stream.aclose()
+        await self._drop()
+
+    async def _drop(self) -> None:
+        """Close the socket. Over TLS that sends close_notify and waits for the peer's; a
+        peer that hung up first (a server may drop the connection once the closing
+        handshake is done, RFC 6455 7.1.1) leaves the stream broken, and anyio has closed
+        it all the same: there is nothing to report."""
+        with contextlib.suppress(anyio.BrokenResourceError):
+            await self._stream.aclose()
 
     @property
     def raw_socket(self) -> socket.socket | None:
@@ -183,7 +191,7 @@ class WebSocketClient:
         """Drop the socket with no closing handshake, as a lost network does: the peer
         meets an abnormal end (1006), and so does this side's reader."""
         self.closed = self.closed or ConnectionClosed(1006, "connection aborted")
-        await self._stream.aclose()
+        await self._drop()
 
     async def __aenter__(self) -> WebSocketClient:
         return self

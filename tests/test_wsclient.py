@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import http
 import socket
+import ssl
 import struct
+import threading
 
 import anyio
 import pytest
+import trustme
 from websockets.asyncio.server import serve
+from websockets.protocol import State
+from websockets.server import ServerProtocol
 
 from remote_core.wsclient import ConnectionClosed, HandshakeError, connect, ws_url
 
@@ -158,3 +163,36 @@ async def test_a_reset_during_the_upgrade_is_a_lost_connection():
         with pytest.raises(ConnectionResetError, match="reset during the WebSocket upgrade"):
             await connect(f"ws://127.0.0.1:{port}/ws")
         group.cancel_scope.cancel()
+
+
+def _hang_up_after_close(listener: socket.socket, context: ssl.SSLContext) -> None:
+    """A TLS WebSocket server for one client: it answers the closing handshake, then
+    drops the connection without TLS's close_notify, as a proxy may."""
+    raw, _ = listener.accept()
+    with context.wrap_socket(raw, server_side=True) as tls:
+        ws = ServerProtocol()
+        while ws.close_rcvd is None:
+            ws.receive_data(tls.recv(65536))
+            for event in ws.events_received():
+                if ws.state is State.CONNECTING:
+                    ws.send_response(ws.accept(event))
+            tls.sendall(b"".join(ws.data_to_send()))
+    # leaving the block closes the socket without unwrap(): no close_notify
+
+
+@pytest.mark.anyio
+async def test_a_peer_that_hangs_up_after_the_closing_handshake_is_a_clean_close():
+    ca = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server_context)
+    client_context = ssl.create_default_context()
+    ca.configure_trust(client_context)
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        server = threading.Thread(target=_hang_up_after_close,
+                                  args=(listener, server_context), daemon=True)
+        server.start()
+        ws = await connect(f"wss://127.0.0.1:{port}/ws", ssl_context=client_context)
+        await ws.close()  # the close frame answered, then no close_notify: not an error
+        assert ws.closed is not None and ws.closed.code == 1000
+        server.join(5)
