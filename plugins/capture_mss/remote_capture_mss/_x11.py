@@ -6,6 +6,8 @@ import contextlib
 import logging
 import os
 import select
+import socket
+import struct
 import threading
 from typing import Any
 
@@ -13,7 +15,38 @@ from remote_core.types import DisplayDesc, Rect
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DamageWatcher", "MonitorQuery"]
+__all__ = ["DamageWatcher", "MonitorQuery", "damage_areas"]
+
+_PACKET = 32
+"""Every event and error is 32 bytes; a reply or a generic event says how many more."""
+_DAMAGE_NOTIFY = struct.Struct("=B15xhhHH8x")
+"""A DamageNotify's type and ``area`` (x, y, width, height), in the connection's byte
+order: the client's own (python-xlib asks for it)."""
+_LONGER = (1, 35)  # a reply, a GenericEvent: 4-byte units follow, counted at offset 4
+_LENGTH = struct.Struct("=4xI")
+
+
+def damage_areas(data: bytes | bytearray, notify: int) -> tuple[list[Rect], int]:
+    """The areas of the DamageNotify events (type ``notify``) in the whole packets at the
+    start of ``data``, what the X server sends, and how many bytes those packets take
+    (a packet cut short waits for the rest). Anything else (no other event is selected
+    on the connection) is passed over, an error logged."""
+    rects: list[Rect] = []
+    offset, end = 0, len(data)
+    while end - offset >= _PACKET:
+        kind = data[offset] & 0x7F  # the top bit: sent with SendEvent
+        size = _PACKET
+        if kind in _LONGER:
+            size += 4 * _LENGTH.unpack_from(data, offset)[0]
+            if end - offset < size:
+                break
+        elif kind == notify:
+            _, x, y, width, height = _DAMAGE_NOTIFY.unpack_from(data, offset)
+            rects.append(Rect(x, y, width, height))
+        elif kind == 0:
+            log.debug("X error %d on the damage connection", data[offset + 1])
+        offset += size
+    return rects, offset
 
 
 def _open_display() -> Any | None:
@@ -67,7 +100,9 @@ class DamageWatcher:
     """Collects the root window's DAMAGE reports; :meth:`wait` blocks until there are some.
 
     Raw-rectangle reports need no ``DamageSubtract`` round trip, and an
-    unchanged screen produces no traffic at all: waiting costs nothing.
+    unchanged screen produces no traffic at all: waiting costs nothing. Once the damage
+    is subscribed, the connection only brings reports, read straight off its socket
+    (:func:`damage_areas`): python-xlib's reading of one took 0.15 ms of a typed word's way.
     """
 
     def __init__(self) -> None:
@@ -81,7 +116,10 @@ class DamageWatcher:
         self._conn = conn
         self._conn.damage_query_version()
         self._damage = conn.screen().root.damage_create(damage.DamageReportRawRectangles)
-        self._conn.flush()
+        self._conn.flush()  # python-xlib has read all it asked for: what comes now is damage
+        self._socket: socket.socket = conn.display.socket
+        self._notify: int = conn.extension_event.DamageNotify
+        self._unread = bytearray()  # a packet the socket has given part of
         self._pending: list[Rect] = []
         self._lock = threading.Lock()
         self._poke_read, self._poke_write = os.pipe()  # interrupt() wakes a wait
@@ -89,11 +127,17 @@ class DamageWatcher:
         os.set_blocking(self._poke_write, False)
 
     def _drain(self) -> None:
-        while self._conn.pending_events():
-            event = self._conn.next_event()
-            if event.type == self._conn.extension_event.DamageNotify:
-                area = event.area
-                self._pending.append(Rect(area.x, area.y, area.width, area.height))
+        while True:
+            try:
+                data = self._socket.recv(65536, socket.MSG_DONTWAIT)
+            except (BlockingIOError, InterruptedError):
+                return
+            if not data:
+                raise ConnectionError("the X server closed the connection")
+            self._unread += data
+            rects, used = damage_areas(self._unread, self._notify)
+            del self._unread[:used]
+            self._pending += rects
 
     def wait(self, timeout: float) -> bool:
         """Block up to ``timeout`` seconds for damage; ``True`` when some is pending."""
