@@ -3,10 +3,13 @@ a refusal, or a first connection that never got through, and try a lost one agai
 
 from __future__ import annotations
 
+import asyncio
 import time
 
+import anyio
 import pytest
 from remote_agent.backoff import Backoff
+from remote_agent.cli import event_loop_options
 from remote_agent.runner import run_agent
 from remote_agent.session import Ending
 
@@ -73,3 +76,13 @@ async def test_attended_agent_waits_out_a_busy_server_with_its_backoff():
     assert backoff.attempt == 2
     with pytest.raises(ConnectionClosed):  # any other first failure still ends it
         await run_agent(_script(ConnectionClosed(1008)), attended=True, backoff=backoff)
+
+
+def test_the_agent_runs_on_uvloop_where_it_is_installed():
+    """As the server does: the agent's loop turns in C (``cli.event_loop_options``)."""
+    uvloop = pytest.importorskip("uvloop")  # a dependency everywhere but Windows
+
+    async def loop() -> asyncio.AbstractEventLoop:
+        return asyncio.get_running_loop()
+
+    assert isinstance(anyio.run(loop, backend_options=event_loop_options()), uvloop.Loop)
