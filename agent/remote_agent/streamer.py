@@ -42,6 +42,7 @@ from .flow import FlowWindow
 from .linkrate import DeliveryRate
 from .pacing import SMALL_SHARE, Pacer
 from .stream import StreamState
+from .wakeup import Wakeup
 
 __all__ = ["Streamer", "video_message", "wire_frame"]
 
@@ -160,7 +161,7 @@ class Streamer:
         self._send = send
         self._displays = displays
         self._clock = clock
-        self._wake = anyio.Event()
+        self._wake = Wakeup()
         self._limiter = anyio.CapacityLimiter(1)
         self.sequence = 0
         self.streaming_display: DisplayDesc | None = None
@@ -178,23 +179,11 @@ class Streamer:
         self.rate.acked(sequence, self._clock())
         self._wake.set()
 
-    async def _pause(self, seconds: float | None) -> None:
-        """Sleep until poked, or for ``seconds`` (``None``: until poked)."""
-        if self._wake.is_set():
-            self._wake = anyio.Event()
-            return
-        if seconds is None:
-            await self._wake.wait()
-        else:
-            with anyio.move_on_after(max(seconds, 0.0)):
-                await self._wake.wait()
-        self._wake = anyio.Event()
-
     async def run(self) -> None:
         while True:
             if not self.state.active:
                 self.streaming_display = None
-                await self._pause(None)
+                await self._wake.wait(None)
                 continue
             try:
                 await self._stream()
@@ -273,12 +262,12 @@ class Streamer:
                 now = self._clock()
                 wait = pacer.wait_time(now)
                 if wait > 0:
-                    await self._pause(wait)
+                    await self._wake.wait(wait)
                     continue
                 if not self.flow.can_send(now):
                     self.load.held()
                     deadline = self.flow.next_deadline(now)
-                    await self._pause(None if deadline is None else deadline - now)
+                    await self._wake.wait(None if deadline is None else deadline - now)
                     continue
                 # A restore in parts (``redrawn``) may give way to motion between parts.
                 if motion is not None and (not encoder.pending or encoder.redrawn is not None):
@@ -371,7 +360,7 @@ class Streamer:
         loop = asyncio.get_running_loop()
         loop.add_reader(fd, self._wake.set)
         try:
-            await self._pause(seconds)
+            await self._wake.wait(seconds)
         finally:
             loop.remove_reader(fd)
         return capture.wait_for_change(0)
