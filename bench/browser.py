@@ -46,7 +46,9 @@ scenario; ``BENCH_CODECS=raw,h264`` to measure only those; ``BENCH_LINKS=0,2``
 for loopback and the second shaped link only; ``BENCH_SCENARIOS="full screen"``
 for one scenario; ``BENCH_STACKS=console`` (or ``novnc``) for one stack;
 ``BENCH_LOG_LEVEL=info`` for the server's and the agent's logs, kept in the run's
-temporary directory).
+temporary directory; ``BENCH_HOPS=1`` for where the time goes, :mod:`bench.hops`:
+the p50 ms from a change to the sender's packet out and the relay's (on loopback,
+with ``tcpdump`` as root) and to the page's socket having it).
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ from bench.agent import (
     Driver,
     cpu_seconds,
 )
+from bench.hops import PAGE_SCRIPT, TAKE_ARRIVALS, Packets, hop_columns
 from bench.report import report
 from remote_core.testing.browser import chromium, log_in, wait_until, watched_context
 from remote_core.testing.codec_contract import Desktop, video_like
@@ -97,6 +100,9 @@ X11VNC_BASE = ["-nopw", "-shared", "-forever", "-quiet"]
 X11VNC_VARIANTS = {"default": [], "tuned": ["-defer", "0", "-wait", "1", "-xd_area", "0"]}
 VIEWPORT = {"width": WIDTH, "height": HEIGHT + 120}
 LOG_LEVEL = os.environ.get("BENCH_LOG_LEVEL", "warning")  # of the server and the agent
+HOPS = os.environ.get("BENCH_HOPS") == "1"
+"""Also when the sender's, the relay's and the page's hold of each change came
+(:mod:`bench.hops`)."""
 
 
 def _wanted(variable: str, every: tuple[str, ...]) -> tuple[str, ...]:
@@ -240,11 +246,14 @@ def measure(stack: str, scenario: str, view: Page, painter: Painter, desktop: De
     sent0 = sent_bytes(port)
     # Wall clock of the driver's perf_counter_ns stamps, as the page's clock is wall time.
     wall_offset_ms = time.time_ns() / 1e6 - time.perf_counter_ns() / 1e6
-    started = time.perf_counter()
-    driver.start()
-    driver.join()
-    time.sleep(0.5)  # the last changes' way to the page
-    elapsed = time.perf_counter() - started
+    if HOPS:
+        view.page.evaluate(TAKE_ARRIVALS)
+    with Packets() if HOPS and link == "loopback" else contextlib.nullcontext() as packets:
+        started = time.perf_counter()
+        driver.start()
+        driver.join()
+        time.sleep(0.5)  # the last changes' way to the page
+        elapsed = time.perf_counter() - started
     painted = view.take()
     changes = view.take_changes()
     latencies = []
@@ -294,6 +303,10 @@ def measure(stack: str, scenario: str, view: Page, painter: Painter, desktop: De
         "sender CPU %": cpu["sender"], "relay CPU %": cpu["relay"],
         "browser CPU %": browser_cpu,
     }
+    if HOPS:
+        stamps = [drawn / 1e6 + wall_offset_ms for drawn in driver.drawn.values()]
+        row |= hop_columns(stamps, port, packets.packets if packets else [],
+                           view.page.evaluate(TAKE_ARRIVALS))
     return row, driver.marker
 
 
@@ -315,6 +328,8 @@ def console_rows(browser: Any, server: ServerProcess, agent: AgentProcess, sessi
     rows = []
     pids = {"sender": agent.process.pid, "relay": server.process.pid}  # type: ignore[union-attr]
     with watched_context(browser, viewport=VIEWPORT) as context:
+        if HOPS:
+            context.add_init_script(PAGE_SCRIPT)
         page = context.new_page()
         log_in(page, server.url, "admin", ADMIN_PASSWORD)
         page.goto(f"{server.url}/console/viewer.html?session={session_id}")
@@ -388,6 +403,8 @@ def novnc_rows(browser: Any, display: str, painter: Painter, desktop: Desktop,
         # vnc_lite.html asks for a favicon websockify does not have: noVNC's page, not ours.
         with novnc(display, flags, link) as (port, pids), \
                 watched_context(browser, viewport=VIEWPORT, allow=("favicon.ico",)) as context:
+            if HOPS:
+                context.add_init_script(PAGE_SCRIPT)
             page = context.new_page()
             url = (f"http://127.0.0.1:{port}/vnc_lite.html?host=127.0.0.1&port={port}"
                    "&path=websockify")
