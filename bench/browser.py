@@ -240,20 +240,25 @@ def measure(stack: str, scenario: str, view: Page, painter: Painter, desktop: De
     time.sleep(0.3)
     view.take()
     view.take_changes()
-    browser = browser_pids()
-    cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
-    browser0 = sum(cpu_seconds(pid) for pid in browser)
-    sent0 = sent_bytes(port)
-    # Wall clock of the driver's perf_counter_ns stamps, as the page's clock is wall time.
-    wall_offset_ms = time.time_ns() / 1e6 - time.perf_counter_ns() / 1e6
     if HOPS:
         view.page.evaluate(TAKE_ARRIVALS)
+    # The capture (BENCH_HOPS) starts and ends outside the times and counts taken.
     with Packets() if HOPS and link == "loopback" else contextlib.nullcontext() as packets:
+        browser = browser_pids()
+        cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        browser0 = sum(cpu_seconds(pid) for pid in browser)
+        sent0 = sent_bytes(port)
+        # Wall clock of the driver's perf_counter_ns stamps, as the page's clock is wall time.
+        wall_offset_ms = time.time_ns() / 1e6 - time.perf_counter_ns() / 1e6
         started = time.perf_counter()
         driver.start()
         driver.join()
         time.sleep(0.5)  # the last changes' way to the page
         elapsed = time.perf_counter() - started
+        cpu = {name: 100 * (cpu_seconds(pid) - cpu0[name]) / elapsed
+               for name, pid in pids.items()}
+        browser_cpu = 100 * (sum(cpu_seconds(pid) for pid in browser) - browser0) / elapsed
+        mbit = sent_since(sent0, port) * 8 / SECONDS / 1e6
     painted = view.take()
     changes = view.take_changes()
     latencies = []
@@ -287,9 +292,6 @@ def measure(stack: str, scenario: str, view: Page, painter: Painter, desktop: De
                  if driver.drawn[value] >= back]
         if after:
             resume = min(after) - (back / 1e6 + wall_offset_ms)
-    cpu = {name: 100 * (cpu_seconds(pid) - cpu0[name]) / elapsed for name, pid in pids.items()}
-    browser_cpu = 100 * (sum(cpu_seconds(pid) for pid in browser) - browser0) / elapsed
-    mbit = sent_since(sent0, port) * 8 / SECONDS / 1e6
     row: dict[str, Any] = {
         "link": link, "stack": stack, "scenario": scenario,
         "p50 ms": statistics.median(latencies) if latencies else "",
