@@ -62,26 +62,28 @@ class Packets:
 
     def __init__(self) -> None:
         self.packets: list[Packet] = []
-        self._dir = Path(tempfile.mkdtemp(prefix="bench-hops-"))
+        self._pcap: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> Packets:
         if self.available:
+            self._pcap = Path(tempfile.mkdtemp(prefix="bench-hops-")) / "lo.pcap"
             self._process = subprocess.Popen(
                 ["tcpdump", "-i", "lo", "-s", "100", "--time-stamp-precision=nano", "-U",
-                 "-w", str(self._dir / "lo.pcap"), "tcp"],
+                 "-w", str(self._pcap), "tcp"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(1.0)  # tcpdump listening before the first change
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
                  trace: TracebackType | None) -> None:
-        if self._process is not None:
-            time.sleep(0.2)
-            self._process.terminate()
-            self._process.wait(10)
-            self.packets = read_pcap(self._dir / "lo.pcap")
-        shutil.rmtree(self._dir, ignore_errors=True)
+        if self._process is None or self._pcap is None:
+            return
+        time.sleep(0.2)
+        self._process.terminate()
+        self._process.wait(10)
+        self.packets = read_pcap(self._pcap)
+        shutil.rmtree(self._pcap.parent, ignore_errors=True)
 
 
 def read_pcap(path: Path) -> list[Packet]:
