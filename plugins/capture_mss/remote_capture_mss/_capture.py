@@ -27,6 +27,10 @@ __all__ = ["MssCapture"]
 
 log = logging.getLogger(__name__)
 
+SOCKET_GRAB_PIXELS = 16 * 1024
+"""Largest area grabbed over the X connection's socket rather than mss's shared memory:
+for a small area the round trip is all there is, and mss's way to it is the longer."""
+
 
 class MssCapture(CaptureSource):
     """Screen capture with mss.
@@ -83,7 +87,12 @@ class MssCapture(CaptureSource):
                          f"{[d.id for d in displays]} (0 = primary)")
 
     def _grab_area(self, x: int, y: int, width: int, height: int) -> bytearray:
-        """The BGRA pixels of an area, row after row."""
+        """The BGRA pixels of an area, row after row: a small one asked for on the damage
+        connection, a large one through mss's shared memory."""
+        if self._watcher is not None and width * height <= SOCKET_GRAB_PIXELS:
+            pixels = self._watcher.get_image(x, y, width, height)
+            if pixels is not None:
+                return pixels
         shot = self._mss.grab({"left": x, "top": y, "width": width, "height": height})
         return shot.raw
 

@@ -1,13 +1,16 @@
-"""DAMAGE reports read straight off the X connection: the packets, and the server's end."""
+"""DAMAGE reports read straight off the X connection, and small grabs asked for on it: the
+packets, the answers among the reports, and the server's end."""
 
 from __future__ import annotations
 
+import os
 import struct
 import time
 
+import mss
 import pytest
 from remote_capture_mss import MssCapture
-from remote_capture_mss._x11 import damage_areas
+from remote_capture_mss._x11 import DamageWatcher, Packets, read_packets
 
 from remote_core.testing.xvfb import Painter, Xvfb
 from remote_core.types import Rect
@@ -21,22 +24,39 @@ def notify(x: int, y: int, width: int, height: int, *, sent: bool = False) -> by
                        99, x, y, width, height, 0, 0, 640, 480)
 
 
+def reply(units: int, serial: int = 8) -> bytes:
+    """A reply with ``units`` 4-byte units after its 32 bytes."""
+    return struct.pack("=BBHI", 1, 0, serial, units) + bytes(24) + bytes(4 * units)
+
+
 def test_the_areas_of_whole_reports_are_read_and_a_cut_one_waits():
     error = bytes([0, 3]) + bytes(30)
-    reply = struct.pack("=BBHI", 1, 0, 8, 2) + bytes(24) + bytes(8)  # 2 more 4-byte units
-    data = notify(1, 2, 3, 4) + error + reply + notify(-5, 6, 70, 80, sent=True)
+    data = notify(1, 2, 3, 4) + error + reply(2) + notify(-5, 6, 70, 80, sent=True)
     later = notify(10, 20, 30, 40)
-    rects, used = damage_areas(data + later[:20], NOTIFY)
+    rects, used, answer = read_packets(data + later[:20], NOTIFY)
     assert rects == [Rect(1, 2, 3, 4), Rect(-5, 6, 70, 80)]
-    assert used == len(data)
-    assert damage_areas(later[:20], NOTIFY) == ([], 0)
-    assert damage_areas(later, NOTIFY) == ([Rect(10, 20, 30, 40)], 32)
+    assert (used, answer) == (len(data), None)
+    assert read_packets(later[:20], NOTIFY) == Packets([], 0)
+    assert read_packets(later, NOTIFY) == Packets([Rect(10, 20, 30, 40)], 32)
 
 
 def test_a_reply_cut_short_is_waited_for_whole():
-    reply = struct.pack("=BBHI", 1, 0, 8, 4) + bytes(24) + bytes(16)
-    assert damage_areas(reply[:40], NOTIFY) == ([], 0)
-    assert damage_areas(reply + notify(0, 0, 1, 1), NOTIFY) == ([Rect(0, 0, 1, 1)], 80)
+    assert read_packets(reply(4)[:40], NOTIFY) == Packets([], 0)
+    assert read_packets(reply(4) + notify(0, 0, 1, 1), NOTIFY) == Packets([Rect(0, 0, 1, 1)], 80)
+
+
+def test_the_answer_to_a_request_ends_the_reading_where_it_ends():
+    """Reports before the answer are read, those after it wait; another request's reply
+    or error is passed over, the asked one's error is its answer too."""
+    before, answer = notify(1, 1, 1, 1) + reply(1, serial=7), reply(3, serial=8)
+    data = before + answer + notify(2, 2, 2, 2)
+    found = read_packets(data, NOTIFY, serial=8)
+    assert found == Packets([Rect(1, 1, 1, 1)], len(before) + len(answer),
+                            slice(len(before), len(before) + len(answer)))
+    assert read_packets(before + answer[:40], NOTIFY, serial=8) == Packets(
+        [Rect(1, 1, 1, 1)], len(before))
+    error = bytes([0, 8]) + struct.pack("=H", 9) + bytes(28)
+    assert read_packets(error + answer, NOTIFY, serial=9) == Packets([], 32, slice(0, 32))
 
 
 @pytest.mark.xvfb
@@ -64,5 +84,38 @@ def test_reports_arriving_in_pieces_and_the_server_going_away(monkeypatch):
                 capture.wait_for_change(2.0)
         finally:
             capture.close()
+    finally:
+        server.stop()
+
+
+@pytest.mark.xvfb
+def test_a_grab_on_the_damage_connection_is_what_mss_grabs(monkeypatch):
+    """The pixels asked for on the damage connection are mss's to the byte, the reports
+    that come before the answer are kept, and an area off the screen is refused (the
+    capture asks mss then)."""
+    server = Xvfb(640, 480).start()
+    try:
+        monkeypatch.setenv("DISPLAY", server.display)
+        watcher = DamageWatcher()
+        os.set_blocking(watcher.fileno(), False)  # as the agent's event loop leaves it
+        try:
+            with mss.MSS() as shots:
+                painter = Painter(server.display)
+                pixels = (bytes(range(256)) * 19)[:60 * 20 * 4]
+                painter.put_bgra(10, 20, 60, 20, pixels)
+                painter.fill(200, 100, 5, 5, 0x123456)
+                painter.sync()
+                painter.close()
+                area = {"left": 5, "top": 15, "width": 300, "height": 100}
+                assert watcher.get_image(5, 15, 300, 100) == shots.grab(area).raw
+                assert Rect(200, 100, 5, 5) in watcher.take()  # reported before the answer
+                assert watcher.get_image(600, 400, 100, 100) is None  # past the edge
+                assert watcher.get_image(0, 0, 1, 1) == shots.grab(
+                    {"left": 0, "top": 0, "width": 1, "height": 1}).raw  # still in step
+            server.stop()
+            with pytest.raises(ConnectionError):
+                watcher.get_image(0, 0, 1, 1)
+        finally:
+            watcher.close()
     finally:
         server.stop()
