@@ -15,7 +15,7 @@ from typing import Any
 from remote_core.catalogue import mnemonic
 
 from .panel_window import catalogue
-from .tkthread import ACTIVE_TICK, IDLE_TICK, TkThread
+from .tkthread import ACTIVE_TICK, HIDDEN_TICK, TkThread
 
 __all__ = ["TITLE", "ChatWindow", "open_chat_window"]
 
@@ -113,7 +113,7 @@ class ChatWindow:
 
     def _hide(self) -> None:
         self._widgets["window"].withdraw()
-        self._tk.tick = IDLE_TICK
+        self._tk.tick = HIDDEN_TICK
 
     def close(self) -> None:
         # the widgets hold the interpreter: drop them in its own thread

@@ -14,7 +14,7 @@ import sys
 import threading
 from typing import Any
 
-from .tkthread import TkThread
+from .tkthread import IDLE_TICK, TkThread
 
 __all__ = ["TkClipboard", "open_clipboard"]
 
@@ -58,6 +58,7 @@ class TkClipboard:
             root.clipboard_clear()
             root.clipboard_append(text)
             root.update()
+            self._tk.tick = IDLE_TICK  # the owner now: answer a paste promptly
 
         self._tk.call(write)
 

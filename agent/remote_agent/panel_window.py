@@ -22,7 +22,7 @@ from typing import Any
 from remote_core.catalogue import mnemonic, translation
 
 from .presence import Connected
-from .tkthread import ACTIVE_TICK, IDLE_TICK, TkThread
+from .tkthread import ACTIVE_TICK, HIDDEN_TICK, TkThread
 
 __all__ = ["TITLE", "SessionPanel", "catalogue", "open_session_panel"]
 
@@ -142,7 +142,7 @@ class SessionPanel:
             self._tk.tick = ACTIVE_TICK
         else:
             window.withdraw()
-            self._tk.tick = IDLE_TICK
+            self._tk.tick = HIDDEN_TICK
 
     def _pressed_end(self) -> None:
         self._widgets["end"].configure(state="disabled")

@@ -4,8 +4,10 @@ Tk must be driven from the thread that created it, and X11 needs its event
 loop served for a window to repaint or for a clipboard owner to answer a
 paste. The thread waits on a queue for work from other threads and serves
 Tk's events between jobs: every 30 ms while a window is shown, every 250 ms
-otherwise (a paste from another program then waits at most that long), so an
-idle agent spends almost nothing here. Everything Tk stays in this thread:
+while it owns the clipboard (a paste from another program then waits at most
+that long), every second otherwise, so an idle agent spends almost nothing here
+(at 250 ms, the chat's and the clipboard's threads were a sixth of an idle
+agent's CPU under a viewer). Everything Tk stays in this thread:
 Tcl aborts the process if another thread deletes an interpreter.
 """
 
@@ -17,10 +19,11 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
-__all__ = ["TkThread"]
+__all__ = ["ACTIVE_TICK", "HIDDEN_TICK", "IDLE_TICK", "TkThread"]
 
 ACTIVE_TICK = 0.03
 IDLE_TICK = 0.25
+HIDDEN_TICK = 1.0
 
 
 class TkThread:
@@ -28,7 +31,7 @@ class TkThread:
 
     def __init__(self, name: str) -> None:
         self._jobs: queue.Queue[Callable[[Any], None] | None] = queue.Queue()
-        self.tick = IDLE_TICK
+        self.tick = HIDDEN_TICK
         ready: Future[None] = Future()
         self._thread = threading.Thread(target=self._run, args=(ready,), name=name,
                                         daemon=True)

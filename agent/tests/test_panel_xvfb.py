@@ -13,8 +13,10 @@ import mss
 import mss.tools
 import pytest
 from remote_agent.chat_window import ChatWindow
+from remote_agent.clipboard import TkClipboard
 from remote_agent.panel_window import SessionPanel
 from remote_agent.presence import Presence
+from remote_agent.tkthread import ACTIVE_TICK, HIDDEN_TICK, IDLE_TICK
 from remote_consent_dialog._tk import _Dialog
 
 from remote_core.protocol import pb
@@ -233,3 +235,25 @@ def test_german_locale_translates_the_chat_window(x_display, german):
     assert texts["send"] == "Senden"
     assert texts["log"] == "Techa: Hello\nSie: Thanks\n"
     assert replies == ["Thanks"]
+
+
+def test_a_tk_thread_serves_x_often_only_while_its_window_shows_or_it_owns_the_clipboard(
+        x_display):
+    """Hidden and owning nothing, a Tk thread wakes once a second (a sixth of an idle
+    agent's CPU went to two threads waking four times a second); shown, it repaints every
+    30 ms; owning the clipboard, it answers a paste within 250 ms."""
+    window = ChatWindow(lambda _text: None)
+    board = TkClipboard()
+    try:
+        assert window._tk.tick == board._tk.tick == HIDDEN_TICK
+        window.show("techa", "Hello")
+        window._tk.call(lambda _root: None)  # the show is done
+        assert window._tk.tick == ACTIVE_TICK
+        window._tk.call(lambda _root: window._hide())
+        assert window._tk.tick == HIDDEN_TICK
+        board.set("the technician's text")
+        assert board._tk.tick == IDLE_TICK
+        assert board.get() == "the technician's text"
+    finally:
+        board.close()
+        window.close()
