@@ -42,6 +42,7 @@ from .config import AgentConfig
 from .devices import Devices
 from .file_roots import Roots, default_roots
 from .files import FileService
+from .pointer import PointerWatch
 from .presence import Presence
 from .status import agent_status, display_info
 from .stream import StreamState
@@ -134,6 +135,7 @@ class AgentSession:
         self._cursor_position: tuple[int, int] | None = None
         self._cursor_due = True
         self._pointer_moved_at = 0.0
+        self._pointer: PointerWatch | None = None
         self._clipboard_text: str | None = None
         self._group: anyio.abc.TaskGroup | None = None
         self._asking = False
@@ -286,6 +288,8 @@ class AgentSession:
         self.presence.panel(message.session_panel)  # the server's policy, before any picture
         self.state.start(message.viewer_id, message.display_id, message.codecs)
         self._cursor_due = True  # the new viewer needs the shape and position too
+        if self._pointer is not None:
+            self._pointer.wake()
         self.streamer.poke()
 
     async def _on_stop_stream(self, message: pb.StopStream) -> None:
@@ -590,28 +594,39 @@ class AgentSession:
         sink = self.devices.input
         if sink is None:
             return
-        limiter = anyio.CapacityLimiter(1)
-        while True:
-            still = time.monotonic() - self._pointer_moved_at > 1.0
-            await anyio.sleep(self.timing.cursor_still if still else self.timing.cursor)
-            display = self.streamer.streaming_display
-            if not self.state.active or display is None:
-                continue
-            position, shape = await anyio.to_thread.run_sync(sink.cursor, limiter=limiter)
-            if shape is not None:
-                self._cursor_shape, self._cursor_due = shape, True
-            if position is not None:
-                self._cursor_position = position
-                self._pointer_moved_at = time.monotonic()
-            elif self._cursor_due and self._cursor_position is not None:
-                position = self._cursor_position
-            if self._cursor_due and self._cursor_shape is not None:
-                self._cursor_due = False
-                await self.send("cursor_shape", self._cursor_shape)
-            if position is not None:
-                x, y = position[0] - display.x, position[1] - display.y
-                visible = 0 <= x < display.width and 0 <= y < display.height
-                await self.send("cursor_position", pb.CursorPosition(x=x, y=y, visible=visible))
+        watch = self._pointer = PointerWatch(sink.cursor, moving=self.timing.cursor,
+                                             still=self.timing.cursor_still,
+                                             moved_at=lambda: self._pointer_moved_at)
+        try:
+            while True:
+                display = self.streamer.streaming_display
+                if not self.state.active or display is None:
+                    await anyio.sleep(self.timing.cursor_still)
+                    continue
+                position, shape = await watch.changed(
+                    lambda: self.state.active and self.streamer.streaming_display is not None,
+                    lambda: self._cursor_due)
+                display = self.streamer.streaming_display
+                if display is None:
+                    continue
+                if shape is not None:
+                    self._cursor_shape, self._cursor_due = shape, True
+                if position is not None:
+                    self._cursor_position = position
+                    self._pointer_moved_at = time.monotonic()
+                elif self._cursor_due and self._cursor_position is not None:
+                    position = self._cursor_position
+                if self._cursor_due and self._cursor_shape is not None:
+                    self._cursor_due = False
+                    await self.send("cursor_shape", self._cursor_shape)
+                if position is not None:
+                    x, y = position[0] - display.x, position[1] - display.y
+                    visible = 0 <= x < display.width and 0 <= y < display.height
+                    await self.send("cursor_position",
+                                    pb.CursorPosition(x=x, y=y, visible=visible))
+        finally:
+            self._pointer = None
+            watch.close()
 
 
 HANDLERS: dict[str, Callable[[AgentSession, Any], Awaitable[bool | None]]] = {

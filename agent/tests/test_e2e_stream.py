@@ -174,6 +174,25 @@ async def test_mouse_event_moves_the_real_pointer(managed, api, server, x_displa
         assert position.visible
 
 
+@pytest.mark.anyio
+async def test_each_viewer_is_told_the_pointer_as_it_joins_while_the_pointer_stays_still(
+        managed, api, server, x_display):
+    """The pointer is polled off the loop, which hears only of news; a viewer joining is
+    news too: it gets the shape and the position it has not seen."""
+    _, session, _ = managed
+    token = api.viewer_token(session["id"])
+    async with open_viewer(server.url, token) as first:
+        await first.next_frame(15)
+        _, shape = await first.receive("cursor_shape", within=5)
+        _, position = await first.receive("cursor_position", within=5)
+        async with open_viewer(server.url, api.viewer_token(session["id"])) as second:
+            await second.next_frame(15)
+            _, again = await second.receive("cursor_shape", within=5)
+            _, there = await second.receive("cursor_position", within=5)
+    assert (again.width, again.height, again.data) == (shape.width, shape.height, shape.data)
+    assert (there.x, there.y, there.visible) == (position.x, position.y, True)
+
+
 @pytest.fixture
 def entry(x_display):
     """A real Tk window whose text entry has the keyboard focus."""
