@@ -42,7 +42,7 @@ class PointerWatch:
                       due: Callable[[], bool]) -> tuple[tuple[int, int] | None, Any | None]:
         """The next poll that found the pointer moved or its shape changed, or any poll once
         ``due()`` (a viewer needs both again); ``(None, None)`` as soon as ``wanted()`` is
-        false (nobody watches). Called again, it goes on where it left off."""
+        false (nobody watches)."""
         return await anyio.to_thread.run_sync(self._until_news, wanted, due,
                                               limiter=self._limiter, abandon_on_cancel=True)
 

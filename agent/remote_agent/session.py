@@ -606,15 +606,15 @@ class AgentSession:
                 position, shape = await watch.changed(
                     lambda: self.state.active and self.streamer.streaming_display is not None,
                     lambda: self._cursor_due)
-                display = self.streamer.streaming_display
-                if display is None:
-                    continue
                 if shape is not None:
                     self._cursor_shape, self._cursor_due = shape, True
                 if position is not None:
                     self._cursor_position = position
                     self._pointer_moved_at = time.monotonic()
-                elif self._cursor_due and self._cursor_position is not None:
+                display = self.streamer.streaming_display
+                if display is None:  # the stream stopped meanwhile: kept for the next
+                    continue
+                if position is None and self._cursor_due:
                     position = self._cursor_position
                 if self._cursor_due and self._cursor_shape is not None:
                     self._cursor_due = False

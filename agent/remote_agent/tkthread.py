@@ -22,8 +22,11 @@ from typing import Any
 __all__ = ["ACTIVE_TICK", "HIDDEN_TICK", "IDLE_TICK", "TkThread"]
 
 ACTIVE_TICK = 0.03
+"""Seconds between the services of Tk's events while a window shows."""
 IDLE_TICK = 0.25
+"""... while the thread owns the clipboard, nothing shown."""
 HIDDEN_TICK = 1.0
+"""... with nothing shown and nothing owned."""
 
 
 class TkThread:
