@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from remote_core.testing.processes import stop
+
 __all__ = ["PAGE_SCRIPT", "Packets", "hop_columns", "read_pcap"]
 
 SMALL = 60
@@ -80,8 +82,7 @@ class Packets:
         if self._process is None or self._pcap is None:
             return
         time.sleep(0.2)
-        self._process.terminate()
-        self._process.wait(10)
+        stop(self._process)
         self.packets = read_pcap(self._pcap)
         shutil.rmtree(self._pcap.parent, ignore_errors=True)
 

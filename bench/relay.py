@@ -51,6 +51,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from bench.report import report
 from remote_core.protocol import Connection, Role, is_keyframe, pb, wrap
+from remote_core.testing.processes import stop
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_PASSWORD = "bench-admin-password"
@@ -94,12 +95,7 @@ def process(args: list[str], port: int, **env: str) -> Iterator[subprocess.Popen
         wait_port(port, proc)
         yield proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 @contextlib.contextmanager

@@ -20,6 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .processes import stop
+
 if TYPE_CHECKING:
     from .codec_contract import Desktop
 
@@ -93,12 +95,7 @@ class Xvfb:
         process, self._process = self._process, None
         if process is None:
             return
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process, 5.0)
 
 
 @contextmanager
