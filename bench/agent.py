@@ -53,7 +53,7 @@ from remote_core.plugins import get_plugin_manager  # noqa: E402
 from remote_core.protocol import pb  # noqa: E402
 from remote_core.settings import PluginSettings  # noqa: E402
 from remote_core.testing.codec_contract import LINE_H, Desktop, video_like  # noqa: E402
-from remote_core.testing.processes import stop  # noqa: E402
+from remote_core.testing.processes import stop_process  # noqa: E402
 from remote_core.testing.xvfb import Painter, scroll_page, xvfb  # noqa: E402
 from remote_core.wsclient import ConnectionClosed, HandshakeError, connect  # noqa: E402
 
@@ -384,7 +384,7 @@ def main() -> None:
                                          painter, desktop, movie, marker)
             finally:
                 for process in (proxy, vnc):
-                    stop(process)
+                    stop_process(process)
             rows.extend(more)
         finally:
             agent.stop()

@@ -93,7 +93,7 @@ from bench.hops import PAGE_SCRIPT, TAKE_ARRIVALS, Packets, hop_columns
 from bench.report import report
 from remote_core.testing.browser import chromium, log_in, wait_until, watched_context
 from remote_core.testing.codec_contract import Desktop, video_like
-from remote_core.testing.processes import stop
+from remote_core.testing.processes import stop_process
 from remote_core.testing.xvfb import Painter, xvfb
 
 NOVNC = Path("/usr/share/novnc")
@@ -393,7 +393,7 @@ def novnc(display: str, flags: list[str],
         yield web_port, {"sender": vnc.pid, "relay": proxy.pid}
     finally:
         for process in (proxy, vnc):
-            stop(process)
+            stop_process(process)
 
 
 def novnc_rows(browser: Any, display: str, painter: Painter, desktop: Desktop,

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from remote_core.testing.processes import stop
+from remote_core.testing.processes import stop_process
 
 __all__ = ["PAGE_SCRIPT", "Packets", "hop_columns", "read_pcap"]
 
@@ -82,7 +82,7 @@ class Packets:
         if self._process is None or self._pcap is None:
             return
         time.sleep(0.2)
-        stop(self._process)
+        stop_process(self._process)
         self.packets = read_pcap(self._pcap)
         shutil.rmtree(self._pcap.parent, ignore_errors=True)
 

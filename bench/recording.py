@@ -42,7 +42,7 @@ from bench.relay import (
     wait_port,
 )
 from bench.report import report
-from remote_core.testing.processes import stop
+from remote_core.testing.processes import stop_process
 
 WS, LOOP = "websockets-sansio", "auto"
 S3_KEYS = {"AWS_ACCESS_KEY_ID": "bench-key", "AWS_SECRET_ACCESS_KEY": "bench-secret",
@@ -68,7 +68,7 @@ def moto_s3() -> Iterator[tuple[str, int] | None]:
         boto3.client("s3", endpoint_url=endpoint, **_keys()).create_bucket(Bucket="bench")
         yield f"s3://bench/recordings?endpoint={endpoint}&region=us-east-1", proc.pid
     finally:
-        stop(proc)
+        stop_process(proc)
 
 
 def _keys() -> dict[str, str]:

@@ -51,7 +51,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from bench.report import report
 from remote_core.protocol import Connection, Role, is_keyframe, pb, wrap
-from remote_core.testing.processes import stop
+from remote_core.testing.processes import stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
 ADMIN_PASSWORD = "bench-admin-password"
@@ -95,7 +95,7 @@ def process(args: list[str], port: int, **env: str) -> Iterator[subprocess.Popen
         wait_port(port, proc)
         yield proc
     finally:
-        stop(proc)
+        stop_process(proc)
 
 
 @contextlib.contextmanager

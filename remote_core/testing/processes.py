@@ -5,16 +5,17 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
-__all__ = ["stop"]
+__all__ = ["stop_process"]
 
 
-def stop(process: subprocess.Popen[Any], grace: float = 10.0) -> None:
-    """Ask ``process`` to end (SIGTERM), and kill it if it has not within ``grace``
-    seconds: a server that hangs on its way out (x11vnc over a shaped link does, now and
-    then) must not end a run that has everything else measured."""
-    process.terminate()
-    try:
-        process.wait(grace)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+def stop_process(process: subprocess.Popen[Any], grace: float = 10.0) -> None:
+    """Ask a child to stop (SIGTERM, so it shuts down cleanly); kill it if it has not
+    within ``grace`` seconds (x11vnc over a shaped link hangs on its way out now and then,
+    and a benchmark must not lose a run to it)."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .processes import stop
+from .processes import stop_process
 
 if TYPE_CHECKING:
     from .codec_contract import Desktop
@@ -95,7 +95,7 @@ class Xvfb:
         process, self._process = self._process, None
         if process is None:
             return
-        stop(process, 5.0)
+        stop_process(process, 5.0)
 
 
 @contextmanager

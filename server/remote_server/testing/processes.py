@@ -14,6 +14,8 @@ from typing import Any
 
 import httpx
 
+from remote_core.testing.processes import stop_process as stop_process  # theirs too
+
 from .deviations import check_deviations
 
 BIN = Path(sys.executable).parent
@@ -24,17 +26,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def stop_process(process: subprocess.Popen[bytes]) -> None:
-    """Ask a child to stop (SIGTERM, so it shuts down cleanly); kill it after 10 s."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 AGENT_TIMING = ("heartbeat_interval", "heartbeat_timeout")
