@@ -90,11 +90,7 @@ class WebSocketClient:
             raise self.closed
         if self._unsendable is not None:
             raise self._unsendable
-        try:  # uncontended, taken as it is: an awaited acquire costs a typed word 0.02 ms
-            self._send_lock.acquire_nowait()
-        except anyio.WouldBlock:
-            await self._send_lock.acquire()
-        try:
+        async with self._send_lock:
             try:
                 self._protocol.send_binary(data)
             except InvalidState:
@@ -114,8 +110,6 @@ class WebSocketClient:
                 # reader, which meets the end itself.
                 self._unsendable = ConnectionClosed(1006, "connection lost")
                 raise self._unsendable from exc
-        finally:
-            self._send_lock.release()
 
     async def receive(self) -> bytes | str:
         """The next whole message; raises :class:`ConnectionClosed` at the end."""
