@@ -44,6 +44,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from bench.report import report
 from remote_core.plugins import get_plugin_manager
 from remote_core.protocol import pb, wrap
+from remote_core.testing.processes import stop_process
 
 ADMIN_PASSWORD = "bench-admin-password"
 SHARED_KEY = "bench-shared-agent-key"
@@ -91,8 +92,7 @@ def serve(database_url: str) -> Iterator[str]:
         threading.Thread(target=proc.stderr.read, daemon=True).start()
         yield f"http://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        stop_process(proc, 30.0)
 
 
 # -- idle agents ----------------------------------------------------------------------

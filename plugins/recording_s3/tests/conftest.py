@@ -21,7 +21,7 @@ from typing import Any
 import boto3
 import httpx
 import pytest
-from remote_server.testing.processes import free_port
+from remote_server.testing.processes import free_port, stop_process
 
 KEY_ID = "test-key-id-for-moto"
 SECRET = "test-secret-for-moto-never-shown"  # moto takes any
@@ -79,12 +79,7 @@ class MotoServer:
     def stop(self) -> None:
         if self.process.poll() is None:
             os.kill(self.process.pid, signal.SIGCONT)  # a stopped process never hears TERM
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            stop_process(self.process)
 
 
 @pytest.fixture(scope="module")

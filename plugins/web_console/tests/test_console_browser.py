@@ -30,6 +30,7 @@ from remote_server.testing.processes import ADMIN_PASSWORD, AgentProcess, Api, S
 
 from remote_core.testing.browser import log_in, wait_until, watched_context
 from remote_core.testing.codec_contract import Desktop, video_like
+from remote_core.testing.processes import stop_process
 from remote_core.testing.xvfb import Painter, Xvfb, scroll_page, xvfb
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xvfb]
@@ -796,8 +797,7 @@ def test_typed_characters_arrive_whatever_the_two_layouts(
                                 f"{typed.read_text('utf-8')!r}")
     finally:
         viewer.uncheck("#physical-keys")
-        widget.terminate()
-        widget.wait(10)
+        stop_process(widget)
         subprocess.run(["setxkbmap", "us"], env=display.env(), check=True, timeout=10)
 
 

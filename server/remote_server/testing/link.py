@@ -36,6 +36,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from remote_core.testing.processes import stop_process
+
 __all__ = ["LINKS", "QUEUE_SECONDS", "Link", "LinkSpec", "shaped_link"]
 
 QUEUE_SECONDS = 0.2
@@ -180,8 +182,7 @@ def shaped_link(spec: LinkSpec, index: int = 0) -> Iterator[Link]:
         yield Link(namespace=namespace, near=near, far=far)
     finally:
         if shaper is not None:
-            shaper.terminate()
-            shaper.wait(10)
+            stop_process(shaper)
         subprocess.run(["ip", "netns", "del", namespace], check=False, capture_output=True)
 
 

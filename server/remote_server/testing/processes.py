@@ -14,7 +14,8 @@ from typing import Any
 
 import httpx
 
-from remote_core.testing.processes import stop_process as stop_process  # theirs too
+# re-exported: the server's test helpers and tests import it from here
+from remote_core.testing.processes import stop_process as stop_process
 
 from .deviations import check_deviations
 
