@@ -56,6 +56,7 @@ class RawZstdEncoder(Encoder):
         self._owing = False
         self._next_y = 0  # where the next part starts, so parts sweep the screen
         self._moves = COPY_EXTENSION in config.extensions
+        self._last_move: CopyRect | None = None  # tried first: a page scrolls on
         self._over = OVER_EXTENSION in config.extensions
         self._sweep: int | None = None  # a redraw's next row: from here down, all is owed
         self._sweep_bytes = PART_BYTES  # a redraw's part
@@ -97,8 +98,9 @@ class RawZstdEncoder(Encoder):
                  else find_dirty(self._previous, current, w, h))
         largest = sorted(range(len(rects)), key=lambda i: -rects[i].width * rects[i].height)
         for index in largest[:_SCROLL_TRIES]:
-            scroll = find_scroll(self._previous, current, w, rects[index])
+            scroll = find_scroll(self._previous, current, w, rects[index], self._last_move)
             if scroll is not None:
+                self._last_move = scroll.copy
                 rest = (*rects[:index], *scroll.rest, *rects[index + 1:])
                 return Moves(copies=(scroll.copy,), rest=rest)
         return None if dirty is not None else Moves(copies=(), rest=tuple(rects))

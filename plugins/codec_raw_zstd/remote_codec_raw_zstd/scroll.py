@@ -13,6 +13,9 @@ widest run of columns that moved exactly is the move's width (a page scrolls, it
 margins stay); then the longest run of rows that match exactly over that width is its
 height. Nothing is guessed: a move covers only pixels equal, byte for byte, to the
 pixels it copies.
+
+A page scrolls on: the last move found (a ``hint``) is tried first, and kept when every
+row it can bring in moved exactly, which skips the vote (three quarters of the search).
 """
 
 from __future__ import annotations
@@ -45,6 +48,10 @@ _MIN_VOTES = 8
 _COLUMN_ROWS = 48
 """About how many of those rows tell which columns moved."""
 
+_HINT_ROWS = 8
+"""Rows spread over a rectangle that must have moved as the hint says before all are
+checked: a change that is not the same scroll costs a few comparisons."""
+
 _SAME = re.compile(rb"\x00+")
 
 
@@ -58,30 +65,60 @@ class Scroll:
         self.rest = rest
 
 
-def find_scroll(previous: bytearray, current: Flat, width: int,
-                rect: Rect) -> Scroll | None:
+def find_scroll(previous: bytearray, current: Flat, width: int, rect: Rect,
+                hint: CopyRect | None = None) -> Scroll | None:
     """The largest vertical move, within ``rect``, of ``previous``'s rows to where
     ``current`` shows them; ``None`` when there is none of :data:`MIN_ROWS` rows or more.
 
     Both are flat BGRA frames ``width`` pixels wide. The move may be narrower than
     ``rect`` (a scrolled page inside a changed rectangle that also holds its margins).
+    ``hint``, the last move found, is taken (its columns and shift) when the whole of
+    ``rect``'s height it can cover moved by it.
     """
     if rect.height < 2 * MIN_ROWS or rect.width < MIN_COLUMNS:
         return None
+    if hint is not None:
+        found = _hinted(previous, current, width, rect, hint)
+        if found is not None:
+            return found
     # Vote on the middle half of the columns, which a scrolled page inside ``rect`` covers.
     middle = Rect(rect.x + rect.width // 4, rect.y, rect.width // 2, rect.height)
-    found = _likely_shift(previous, current, width, middle)
-    if found is None:
+    voted = _likely_shift(previous, current, width, middle)
+    if voted is None:
         return None
-    shift, voters = found
+    shift, voters = voted
     columns = _moving_columns(previous, current, width, rect, shift, voters)
     if columns is None:
         return None
     x0, x1 = columns
-    band = Rect(x0, rect.y, x1 - x0, rect.height)
-    top, rows = _matching_run(previous, current, width, band, shift)
-    if rows < MIN_ROWS:
+    top, rows = _matching_run(previous, current, width, Rect(x0, rect.y, x1 - x0, rect.height),
+                              shift)
+    return _scroll(rect, x0, x1, top, rows, shift) if rows >= MIN_ROWS else None
+
+
+def _hinted(previous: bytearray, current: Flat, width: int, rect: Rect,
+            hint: CopyRect) -> Scroll | None:
+    """``hint``'s move again, within ``rect``, if every row of ``rect`` it can bring in
+    (all but ``shift`` of them) shows ``previous``'s moved exactly by it."""
+    shift, x0, x1 = hint.src_y - hint.y, hint.x, hint.x + hint.width
+    rows = rect.height - abs(shift)
+    if (not shift or rows < MIN_ROWS or x0 < rect.x or x1 > rect.x + rect.width
+            or x1 - x0 < MIN_COLUMNS):
         return None
+    stride, length, first = width * 4, (x1 - x0) * 4, max(0, -shift)
+    view = memoryview(current)
+    for y in range(first, first + rows, max(1, rows // _HINT_ROWS)):
+        here = ((rect.y + y) * width + x0) * 4
+        if not previous.startswith(view[here:here + length], here + shift * stride):
+            return None
+    band = Rect(x0, rect.y, x1 - x0, rect.height)
+    top, run = _matching_run(previous, current, width, band, shift)
+    return _scroll(rect, x0, x1, top, run, shift) if run == rows else None
+
+
+def _scroll(rect: Rect, x0: int, x1: int, top: int, rows: int, shift: int) -> Scroll:
+    """The move of columns ``x0`` to ``x1`` of ``rows`` of ``rect``'s rows from ``top``
+    on, by ``shift``, and the parts of ``rect`` around it."""
     y = rect.y + top
     copy = CopyRect(x0, y, x1 - x0, rows, x0, y + shift)
     rest = [Rect(rect.x, rect.y, rect.width, top),
@@ -96,6 +133,9 @@ def _samples(buffer: Flat, width: int, rect: Rect) -> list[bytes]:
     stride, length = width * 4, rect.width * 4
     start = (rect.y * width + rect.x) * 4
     rows = range(start, start + rect.height * stride, stride)
+    if (isinstance(buffer, memoryview) and isinstance(buffer.obj, bytearray)
+            and buffer.nbytes == len(buffer.obj)):  # a view of all of one (a capture's)
+        buffer = buffer.obj
     if isinstance(buffer, bytearray):  # a strided slice of it copies only the sample
         return [bytes(buffer[offset:offset + length:STEP]) for offset in rows]
     return [bytes(buffer[offset:offset + length])[::STEP]  # a strided view's copy is slow

@@ -90,6 +90,77 @@ def test_what_is_no_scroll_is_no_move() -> None:
     assert find_scroll(bytearray(before), flat(desktop.image), W, small) is None
 
 
+def scrolled(previous: np.ndarray, shift: int) -> np.ndarray:
+    """``previous`` with all its rows moved up by ``shift`` (down when negative)."""
+    return np.roll(previous, -shift, axis=0)
+
+
+def test_a_page_that_scrolls_on_is_followed_from_the_last_move() -> None:
+    """Rows that all look alike (a striped page) cast no votes, so the search alone finds
+    no move; the last move, tried first, is taken because every row it brings moved."""
+    stripes = np.zeros((H, W, 4), np.uint8)
+    stripes[::2] = noisy(11)[0]  # two kinds of row, each in hundreds of places
+    whole = Rect(0, 0, W, H)
+    now = scrolled(stripes, 2 * LINE_H)
+    assert find_scroll(bytearray(stripes), flat(now), W, whole) is None
+    last = CopyRect(0, 5, W, 300, 0, 5 + 2 * LINE_H)
+    scroll = find_scroll(bytearray(stripes), flat(now), W, whole, last)
+    assert scroll is not None
+    assert scroll.copy == CopyRect(0, 0, W, H - 2 * LINE_H, 0, 2 * LINE_H)
+    assert scroll.rest == [Rect(0, H - 2 * LINE_H, W, 2 * LINE_H)]
+
+
+def test_the_encoder_tries_its_last_move_first() -> None:
+    """A frame whose changed rows all look alike is sent as a move when the last frame
+    moved by the same shift."""
+    enc, dec = encoder(COPY_EXTENSION), RawZstdDecoder()
+    pattern = noisy(14)[:5]  # five rows over and over: none of them votes
+
+    def stripes(first: int) -> np.ndarray:
+        return pattern[(np.arange(400) + first) % 5]
+
+    image = noisy(15)
+    image[:400] = stripes(0)
+    dec.decode(wire(enc.encode(image, keyframe=True)))
+    shift = 2 * LINE_H
+    scrolled_page = scrolled(image, shift)  # found by its distinct rows below the stripes
+    stripes_on = scrolled_page.copy()  # then the stripes alone scroll on
+    stripes_on[:364] = stripes(2 * shift)[:364]
+    for image, dirty in ((scrolled_page, Rect(0, 0, W, H)),
+                         (stripes_on, Rect(0, 0, W, 364))):
+        moves = enc.find_moves(image, [dirty])
+        assert moves is not None
+        assert moves.copies == (CopyRect(0, 0, W, dirty.height - shift, 0, shift),)
+        frame = wire(enc.encode(image, dirty=[dirty], moves=moves))
+        assert np.array_equal(np.asarray(dec.decode(frame)), image)
+
+
+def test_a_last_move_that_does_not_fit_the_change_is_passed_over() -> None:
+    """A page scrolled by another shift, a last move outside the changed rectangle, and
+    one whose shift matches only a blank stretch: the search finds the page's move."""
+    desktop = Desktop(W, H, seed=12)
+    before = desktop.image.copy()
+    desktop.scroll(LINE_H)
+    [rect] = damage(before, desktop.image)
+    expected = find_scroll(bytearray(before), flat(desktop.image), W, rect)
+    assert expected is not None
+    for last in (CopyRect(rect.x, rect.y, rect.width, 200, rect.x, rect.y + LINE_H // 2),
+                 CopyRect(rect.x, rect.y, rect.width, 200, rect.x, rect.y - LINE_H),
+                 CopyRect(0, rect.y, W, 200, 0, rect.y + LINE_H)):  # wider than the change
+        found = find_scroll(bytearray(before), flat(desktop.image), W, rect, last)
+        assert found is not None
+        assert (found.copy, found.rest) == (expected.copy, expected.rest)
+    # A blank page but for a band of text rows between the rows checked first: the last
+    # move's shift matches the blank rows (hundreds, in one stretch), not the text.
+    page = np.full((H, W, 4), 245, np.uint8)
+    page[48:78] = noisy(13)[:30]  # rows 30-60 once scrolled: between rows 0 and 89
+    now = scrolled(page, LINE_H)
+    whole = Rect(0, 0, W, H)
+    found = find_scroll(bytearray(page), flat(now), W, whole,
+                        CopyRect(0, 0, W, 300, 0, LINE_H // 3))
+    assert found is not None and found.copy.src_y - found.copy.y == LINE_H
+
+
 def test_a_viewer_that_draws_moves_gets_a_scroll_as_one_small_exact_frame() -> None:
     desktop = Desktop(W, H, seed=5)
     moving, plain = encoder(COPY_EXTENSION), encoder()
