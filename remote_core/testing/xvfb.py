@@ -214,17 +214,18 @@ def scroll_page(painter: Painter, desktop: Desktop,
                 mark: Callable[[Any, int], None] | None = None) -> None:
     """Scroll ``desktop``'s page up a line and show that on the display as a text view
     does: one CopyArea, then the uncovered line drawn. ``mark(line, top)`` may stamp the
-    line (a BGRA array) before it is drawn at row ``top`` of the screen."""
+    line (a BGRA array) before it is drawn at row ``top`` of the screen; it is called
+    just before the first request goes to the X server."""
     from .codec_contract import LINE_H
 
     x0, y0, x1, _ = desktop.page
     height = desktop._lines * LINE_H
     desktop.scroll(LINE_H)
-    painter.scroll(x0, y0, x1 - x0, height, LINE_H)
     top = y0 + height - LINE_H
     line = desktop.image[top:top + LINE_H, x0:x1].copy()
     if mark is not None:
         mark(line, top)
+    painter.scroll(x0, y0, x1 - x0, height, LINE_H)
     painter.put_bgra(x0, top, x1 - x0, LINE_H, line.tobytes())
 
 
