@@ -42,6 +42,9 @@ class Xvfb:
     height: int = 800
     depth: int = 24
     display: str = ""
+    extensions_off: tuple[str, ...] = ()
+    """Extensions the server goes without (``"MIT-SHM"``: as a display on another machine
+    is to its clients)."""
     _process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     def start(self) -> Xvfb:
@@ -63,6 +66,7 @@ class Xvfb:
                 [binary, f":{number}", "-displayfd", str(write_end), "-screen", "0",
                  f"{self.width}x{self.height}x{self.depth}", "-nolisten", "tcp",
                  "+extension", "RANDR", "+extension", "DAMAGE", "+extension", "XFIXES",
+                 *(arg for name in self.extensions_off for arg in ("-extension", name)),
                  "-noreset"],
                 pass_fds=(write_end,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )

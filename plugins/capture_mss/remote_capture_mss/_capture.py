@@ -86,11 +86,13 @@ class MssCapture(CaptureSource):
         raise ValueError(f"no display {display_id}; displays are "
                          f"{[d.id for d in displays]} (0 = primary)")
 
-    def _grab_area(self, x: int, y: int, width: int, height: int) -> bytearray:
-        """The BGRA pixels of an area, row after row: a small one asked for on the damage
-        connection, a large one through mss's shared memory."""
-        if self._watcher is not None and width * height <= SOCKET_GRAB_PIXELS:
-            pixels = self._watcher.get_image(x, y, width, height)
+    def _grab_area(self, x: int, y: int, width: int, height: int) -> bytearray | memoryview:
+        """The BGRA pixels of an area, row after row, asked for on the damage connection:
+        a small one in its answer, a large one in the memory it shares with the X server
+        (a view, good until the next grab); through mss when the connection cannot."""
+        if self._watcher is not None:
+            pixels = self._watcher.get_image(x, y, width, height,
+                                             shared=width * height > SOCKET_GRAB_PIXELS)
             if pixels is not None:
                 return pixels
         shot = self._mss.grab({"left": x, "top": y, "width": width, "height": height})
@@ -107,7 +109,7 @@ class MssCapture(CaptureSource):
         frame = self._frame
         damaged = self._watcher.take() if self._watcher is not None else []
         if self._watcher is None or frame is None or self._frame_display != display:
-            frame = self._grab_area(display.x, display.y, display.width, display.height)
+            frame = _owned(self._grab_area(display.x, display.y, display.width, display.height))
             self._frame, self._frame_display = frame, display
             return _image(frame, display), None
         whole = Rect(0, 0, display.width, display.height)
@@ -115,10 +117,12 @@ class MssCapture(CaptureSource):
         for rect in _areas(damaged, display):
             area = self._grab_area(display.x + rect.x, display.y + rect.y, rect.width,
                                    rect.height)
-            keep = rect == whole  # the new grab becomes the frame: no copy of it
+            keep = rect == whole  # the new grab becomes the frame: no copy row by row
             changed += _refresh(frame, display.width * 4, area, rect, copy=not keep)
-            if keep:
+            if keep and isinstance(area, bytearray):
                 frame = self._frame = area
+            elif keep:
+                frame[:] = area
         return _image(frame, display), sorted(changed, key=lambda r: (r.y, r.x))
 
     def wait_for_change(self, timeout: float) -> bool:
@@ -154,7 +158,7 @@ def _areas(damaged: list[Rect], display: DisplayDesc) -> list[Rect]:
     return merge_rects(r for r in local if r is not None)
 
 
-def _refresh(frame: bytearray, stride: int, area: bytearray, rect: Rect, *,
+def _refresh(frame: bytearray, stride: int, area: bytearray | memoryview, rect: Rect, *,
              copy: bool = True) -> list[Rect]:
     """The parts of ``rect`` whose rows in ``area``, the pixels grabbed of it, differ from
     ``frame``'s; each row that does is copied in (when ``copy``). ``startswith`` compares
@@ -173,6 +177,11 @@ def _refresh(frame: bytearray, stride: int, area: bytearray, rect: Rect, *,
         offset += stride
     return [Rect(rect.x, rect.y + first, rect.width, end - first)
             for first, end in row_runs(rows)]
+
+
+def _owned(pixels: bytearray | memoryview) -> bytearray:
+    """Pixels the source keeps: a view of the shared memory is copied out of it."""
+    return pixels if isinstance(pixels, bytearray) else bytearray(pixels)
 
 
 def _image(frame: bytearray, display: DisplayDesc) -> memoryview:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import struct
+import subprocess
+import sys
 import time
 
 import mss
@@ -119,3 +121,72 @@ def test_a_grab_on_the_damage_connection_is_what_mss_grabs(monkeypatch):
             watcher.close()
     finally:
         server.stop()
+
+
+@pytest.mark.xvfb
+def test_a_large_grab_in_memory_shared_with_the_server_is_what_mss_grabs(monkeypatch):
+    """Where the X server shares memory with the agent, a large area's pixels are read
+    where it wrote them: mss's to the byte, an area off the screen refused."""
+    server = Xvfb(640, 480).start()
+    try:
+        monkeypatch.setenv("DISPLAY", server.display)
+        watcher = DamageWatcher()
+        os.set_blocking(watcher.fileno(), False)
+        try:
+            with mss.MSS() as shots:
+                painter = Painter(server.display)
+                pattern = bytes(range(7, 256)) * 5000
+                painter.put_bgra(0, 0, 640, 480, pattern[:640 * 480 * 4])
+                painter.sync()
+                painter.close()
+                for x, y, width, height in ((0, 0, 640, 480), (33, 17, 500, 301)):
+                    pixels = watcher.get_image(x, y, width, height, shared=True)
+                    assert isinstance(pixels, memoryview)
+                    assert pixels == shots.grab({"left": x, "top": y, "width": width,
+                                                 "height": height}).raw
+                    del pixels
+                assert watcher.get_image(600, 400, 100, 100, shared=True) is None
+                assert watcher.get_image(0, 0, 2, 2) == shots.grab(
+                    {"left": 0, "top": 0, "width": 2, "height": 2}).raw  # still in step
+        finally:
+            watcher.close()
+    finally:
+        server.stop()
+
+
+NO_SHARED_MEMORY = """
+from remote_capture_mss import MssCapture
+from remote_core.testing.xvfb import Painter
+from remote_core.types import Rect
+
+capture = MssCapture()
+capture.grab(1)
+assert capture._watcher is not None
+assert capture._watcher.get_image(0, 0, 400, 300, shared=True) is None
+pattern = bytes(range(3, 250)) * 2000
+painter = Painter()
+painter.put_bgra(10, 10, 400, 300, pattern[:400 * 300 * 4])
+painter.sync()
+assert capture.wait_for_change(2.0)
+image, dirty = capture.grab(1)
+assert dirty == [Rect(10, 10, 400, 300)], dirty
+rows = bytes(image)
+assert all(rows[((10 + y) * 640 + 10) * 4:((10 + y) * 640 + 410) * 4]
+           == pattern[y * 1600:(y + 1) * 1600] for y in range(300))
+capture.close()
+"""
+
+
+@pytest.mark.xvfb
+def test_a_server_that_shares_no_memory_is_grabbed_through_mss():
+    """An X server without MIT-SHM (one on another machine is so to its clients): the
+    damage connection has no shared grab, and the capture's large grabs are mss's. (In a
+    process of its own: python-xlib keeps the extensions' event numbers per process, and
+    this server's differ.)"""
+    server = Xvfb(640, 480, extensions_off=("MIT-SHM",)).start()
+    try:
+        done = subprocess.run([sys.executable, "-c", NO_SHARED_MEMORY], env=server.env(),
+                              capture_output=True, text=True, timeout=60)
+    finally:
+        server.stop()
+    assert done.returncode == 0, done.stderr
