@@ -9,7 +9,7 @@ look like motion to the stream and go out in video. So the rows of a drawn
 area are compared as they are copied in, and only the rows that changed are
 reported (a millisecond for a whole 1080p screen; a grab of the whole screen becomes
 the kept image instead of being copied into it).
-Images are ``memoryview`` objects shaped ``(height, width, 4)`` over mss's own
+Images are ``memoryview`` objects shaped ``(height, width, 4)`` over the source's own
 BGRA buffer: no copy, and no numpy.
 """
 
@@ -28,8 +28,9 @@ __all__ = ["MssCapture"]
 log = logging.getLogger(__name__)
 
 SOCKET_GRAB_PIXELS = 16 * 1024
-"""Largest area grabbed over the X connection's socket rather than mss's shared memory:
-for a small area the round trip is all there is, and mss's way to it is the longer."""
+"""Largest area grabbed in the answer on the X connection's socket rather than in the
+memory shared with the X server: for a small area the round trip is all there is, and
+the shared memory's way to it is the longer (mss's was 0.08 ms longer for a typed word)."""
 
 
 class MssCapture(CaptureSource):
