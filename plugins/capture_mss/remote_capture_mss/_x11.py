@@ -148,8 +148,8 @@ class DamageWatcher:
     among the reports (0.08 ms sooner than mss's MIT-SHM grab of a typed word). A large
     area is grabbed on it too, into memory shared with the X server (MIT-SHM) when the
     server is on this machine: the pixels are read where the server wrote them, where mss
-    copies them out first and builds its screenshot (0.7 against 0.25 ms for a scrolled
-    page of 1432x774).
+    copies them out first and builds its screenshot (a scrolled page of 1432x774, grabbed
+    and its rows compared and copied in: 2.9 against 3.5 ms).
     """
 
     def __init__(self) -> None:
