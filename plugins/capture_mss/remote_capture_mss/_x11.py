@@ -202,11 +202,13 @@ class DamageWatcher:
             fd = os.memfd_create("remote-capture", os.MFD_CLOEXEC)
             os.ftruncate(fd, size)
             shared = mmap.mmap(fd, size, prot=mmap.PROT_READ)
-            self._serial = (self._serial + 1) & 0xFFFF
             self._socket.sendmsg([_SHM_ATTACH_FD.pack(opcode, 6, 3, self._segment, 0)],
                                  [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array("i", [fd]))])
+            # Counted once sent (a send that fails sends nothing). Over TCP the request goes
+            # without the descriptor, and the server's refusal shows in the grab below.
+            self._serial = (self._serial + 1) & 0xFFFF
             self._shared = shared
-            if self._shared_image(0, 0, 1, 1) is None:  # a server elsewhere refuses it
+            if self._shared_image(0, 0, 1, 1) is None:
                 raise OSError("the X server did not attach the memory")
         except (OSError, AttributeError) as exc:  # AttributeError: no memfd_create
             log.info("large grabs go through mss: %s", exc)
