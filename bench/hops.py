@@ -4,9 +4,13 @@ loopback, captured with ``tcpdump``, root only), and when the page's socket had 
 ``message`` events, recorded by a script the browser runs before the page's own).
 
 Each is the p50, over a scenario's changes, of the first such moment after the driver
-started the change, in ms from then: the same clock as the benchmark's latency. The
-capture itself costs the processes it watches: a run's CPU columns read higher with it
-(the agent's typing 5.1 % against 3.8 % in one pair of runs).
+started the change, in ms from then: the same clock as the benchmark's latency. That
+first moment is the change's own only while a change takes less than the time between
+two (a typed word, a scroll): a full screen 60 ms on its way has earlier changes'
+pictures passing meanwhile, and its columns read some 15 ms, half the time between
+changes, whatever its way costs. The capture itself costs the processes it watches: a
+run's CPU columns read higher with it (the agent's typing 5.1 % against 3.8 % in one
+pair of runs).
 """
 
 from __future__ import annotations
