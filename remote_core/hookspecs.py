@@ -95,7 +95,10 @@ def register_codecs() -> list[CodecSpec]:
     encoder whose viewers draw its frames over another codec's picture (the raw
     codec's ``raw_over``) answers ``Encoder.redraw(part_bytes)``: the agent then
     restores the picture after motion in parts, and the viewer's decoder is handed
-    the last picture first (``Decoder.begin_from``).
+    the last picture first (``Decoder.begin_from``). An encoder whose viewers scale a
+    smaller picture up to the display's size (H.264's ``h264_scaled``) answers
+    ``Encoder.downscale(factor)``: the agent asks for half size while its motion
+    frames take most of their time to make, and full size when the next motion begins.
 
     **Slot and name.** Leave ``frame_field`` empty: the frames travel as plugin frames
     (``VideoFrame.plugin``) carrying the codec's ``name``, which is also how viewers

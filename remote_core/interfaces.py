@@ -133,6 +133,15 @@ class Encoder(ABC):
         ``None`` otherwise."""
         return None
 
+    def downscale(self, factor: int) -> bool:
+        """Code the picture at 1/``factor`` of the display's width and height from the next
+        frame on (a keyframe), and at full size again with 1: a machine short of CPU
+        keeps up with motion at a quarter of the pixels. Only for viewers that scale this
+        codec's pictures up to the display's size (an extension every viewer lists).
+        Whether the encoder codes at that size now; False (this default) for any factor
+        but 1: it cannot."""
+        return factor == 1
+
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release native resources."""
 

@@ -391,6 +391,31 @@ class CodecContract:
         enc.close()
         dec.close()
 
+    def test_a_downscaled_motion_decodes_at_the_displays_size(self) -> None:
+        """An encoder that downscales (``Encoder.downscale``, with every extension it has)
+        starts the smaller picture with a keyframe, and its decoder gives back pictures
+        of the display's size, near enough (half the pixels, blurred); at full size
+        again from a keyframe. Without its extensions, it cannot."""
+        assert self.spec.encoder_factory is not None
+        assert self.encoder(64, 64).downscale(1) and not self.encoder(64, 64).downscale(2)
+        desktop = Desktop(640, 400, seed=7)
+        enc = self.spec.encoder_factory(dataclasses.replace(
+            encoder_config(640, 400), extensions=frozenset(self.spec.extensions)))
+        dec = self.decoder()
+        dec.decode(self.wire(enc.encode(desktop.image, keyframe=True)))
+        if not enc.downscale(2):  # it cannot: the agent goes on at full size
+            enc.close()
+            return
+        for factor, least in ((2, 20.0), (1, self.min_psnr)):
+            assert enc.downscale(factor)
+            for i in range(3):
+                desktop.type(3)
+                frame = self.wire(enc.encode(desktop.image))
+                assert frame.keyframe == (i == 0)  # a new size begins with a keyframe
+                self.assert_close(dec.decode(frame), desktop.image, least)
+        enc.close()
+        dec.close()
+
     def test_an_estimate_is_near_the_frame_and_changes_nothing(self) -> None:
         """An encoder that estimates (``Encoder.estimate``) tells about what the frame of a
         change takes (the agent sends a change far over the link's budget to video on its

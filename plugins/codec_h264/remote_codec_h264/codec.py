@@ -7,6 +7,7 @@ from typing import ClassVar
 from remote_codec_pyav.annexb import H264_SEI_HEADER
 from remote_codec_pyav.base import PyAVDecoder, PyAVEncoder, vbv_cap
 
+from remote_codec_h264 import SCALED
 from remote_core.codecs import profile_for
 from remote_core.types import EncoderConfig
 
@@ -29,6 +30,7 @@ class H264Encoder(PyAVEncoder):
     codec_name = ENCODER
     min_side = 2
     sei_header: ClassVar[bytes | None] = H264_SEI_HEADER
+    scaled_extension: ClassVar[str | None] = SCALED
 
     def options(self, config: EncoderConfig) -> dict[str, str]:
         fast = config.width * config.height * config.fps > FAST_PIXEL_RATE

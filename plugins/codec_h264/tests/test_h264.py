@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
-from remote_codec_h264 import SPEC
+from remote_codec_h264 import SCALED, SPEC
 from remote_codec_h264.codec import H264Decoder, H264Encoder
 from remote_codec_pyav.annexb import H264_SEI_HEADER, find_size, size_sei
 
@@ -95,3 +97,58 @@ def test_a_stream_larger_than_the_pixel_limit_is_refused(monkeypatch) -> None:
     monkeypatch.setattr(pyav, "MAX_PIXELS", 320 * 200 - 1)
     with pytest.raises(ValueError, match="does not decode"):
         H264Decoder().decode(frame)
+
+
+def _coded_size(data: bytes) -> tuple[int, int]:
+    """The size a keyframe is coded at, as any H.264 decoder reads it (padding cropped)."""
+    import av
+
+    picture = av.CodecContext.create("h264", "r").decode(av.Packet(data))[0]
+    return picture.width, picture.height
+
+
+def test_a_downscaled_picture_is_coded_at_half_size_and_decoded_at_the_displays() -> None:
+    """While the agent is short of CPU, motion goes at half the width and height to viewers
+    that list h264_scaled; the size SEI still states the display's, to which the decoder
+    scales the picture back up. Full size again from a keyframe."""
+    desktop = Desktop(640, 400, seed=3)
+    config = dataclasses.replace(encoder_config(640, 400), extensions=frozenset({SCALED}))
+    enc, dec = H264Encoder(config), H264Decoder()
+    first = enc.encode(desktop.image)
+    assert first.keyframe and _coded_size(first.data) == (640, 400)
+    dec.decode(first)
+    desktop.type(2)
+    assert enc.downscale(2)
+    small = enc.encode(desktop.image)
+    assert small.keyframe  # a new size begins with a keyframe
+    assert _coded_size(small.data) == (320, 200) and find_size(small.data) == (640, 400)
+    out = dec.decode(small)
+    assert out.shape == (400, 640, 4) and psnr(out, desktop.image) > 20
+    desktop.type(2)
+    later = enc.encode(desktop.image)
+    assert not later.keyframe and dec.decode(later).shape == (400, 640, 4)
+    assert enc.downscale(1)
+    desktop.type(2)
+    full = enc.encode(desktop.image)
+    assert full.keyframe and _coded_size(full.data) == (640, 400)
+    assert psnr(dec.decode(full), desktop.image) > 33
+
+
+def test_an_odd_display_downscales_to_even_coded_sizes() -> None:
+    desktop = Desktop(1365, 767, seed=4)
+    config = dataclasses.replace(encoder_config(1365, 767), extensions=frozenset({SCALED}))
+    enc = H264Encoder(config)
+    assert enc.downscale(2)
+    frame = enc.encode(desktop.image)
+    assert _coded_size(frame.data) == (684, 384) and find_size(frame.data) == (1365, 767)
+    assert H264Decoder().decode(frame).shape == (767, 1365, 4)
+
+
+def test_without_the_viewers_extension_the_picture_keeps_its_size() -> None:
+    desktop = Desktop(320, 200)
+    enc = H264Encoder(encoder_config(320, 200))
+    enc.encode(desktop.image)
+    assert not enc.downscale(2) and enc.downscale(1)
+    desktop.type(2)
+    frame = enc.encode(desktop.image)
+    assert not frame.keyframe  # nothing was reopened

@@ -8,6 +8,7 @@ from typing import ClassVar
 from remote_codec_pyav.annexb import H265_SEI_HEADER
 from remote_codec_pyav.base import PyAVDecoder, PyAVEncoder, vbv_cap
 
+from remote_codec_h265 import SCALED
 from remote_core.codecs import profile_for
 from remote_core.types import EncoderConfig
 
@@ -23,6 +24,7 @@ class H265Encoder(PyAVEncoder):
     codec_name = ENCODER
     min_side = 32  # libx265 refuses smaller pictures
     sei_header: ClassVar[bytes | None] = H265_SEI_HEADER
+    scaled_extension: ClassVar[str | None] = SCALED
 
     def options(self, config: EncoderConfig) -> dict[str, str]:
         params = "log-level=error:bframes=0:scenecut=0:repeat-headers=1"

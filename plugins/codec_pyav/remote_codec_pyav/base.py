@@ -10,8 +10,13 @@ numbered at the configured frame rate instead: rate control then budgets per
 frame at the rate the agent paces to, not by capture jitter (libvpx starved
 every frame after a keyframe when frames came a few milliseconds apart).
 
-A decoder turns access units back into BGRA, cropping any padding, and maps
-every FFmpeg error to ``ValueError``.
+An Annex B codec's encoder may code the picture at half the display's size while the
+machine is short of CPU (:meth:`PyAVEncoder.downscale`, for viewers that list the
+codec's ``_scaled`` extension); its size SEI still states the display's size.
+
+A decoder turns access units back into BGRA at the size the stream's SEI states:
+cropping any padding, scaling up a downscaled picture. It maps every FFmpeg error to
+``ValueError``.
 """
 
 from __future__ import annotations
@@ -39,6 +44,9 @@ __all__ = ["PyAVDecoder", "PyAVEncoder", "encoder_available", "vbv_cap"]
 
 _SMPTE170M = 6  # AVCOL_SPC/PRI/TRC_SMPTE170M: BT.601 as used by swscale's default matrix
 _LIMITED_RANGE = 1  # AVCOL_RANGE_MPEG
+_SCALING = "FAST_BILINEAR"
+"""How a downscaled picture is made: 1.3 ms from a 1080p picture to half its size, where
+swscale's default (bicubic) and AREA took 2.6 ms."""
 
 
 def vbv_cap(config: EncoderConfig) -> dict[str, str]:
@@ -67,6 +75,9 @@ class PyAVEncoder(Encoder):
     """4:2:0 codecs without odd-size support pad to even sizes."""
     sei_header: ClassVar[bytes | None] = None
     """NAL header of the size SEI (Annex B codecs), or ``None`` when the codec keeps odd sizes."""
+    scaled_extension: ClassVar[str | None] = None
+    """The extension of viewers that scale this codec's pictures up to the size its SEI
+    states (:meth:`downscale`); ``None``: the encoder always codes the display's size."""
 
     def __init__(self, config: EncoderConfig, clock: KeyframeClock | None = None) -> None:
         self._config = config
@@ -78,15 +89,26 @@ class PyAVEncoder(Encoder):
         self._last_pts = -1
         self._frames = 0
         self._previous: npt.NDArray[np.uint8] | None = None
+        self._factor = 1
+        self._coded: tuple[int, int] = (0, 0)  # the picture's size in the codec
 
     @abstractmethod
     def options(self, config: EncoderConfig) -> dict[str, str]:
         """Codec options (``AVOption`` names) for ``config``."""
 
+    def downscale(self, factor: int) -> bool:
+        if factor != 1 and (self.sei_header is None or self.scaled_extension is None
+                            or self.scaled_extension not in self._config.extensions):
+            return False
+        if factor != self._factor:
+            self._factor = factor
+            self._size = None  # opened again at the new size, from a keyframe
+        return True
+
     def _open(self, width: int, height: int) -> None:
         self.close()
         config = self._config
-        pw, ph = self.padded_size(width, height)
+        pw, ph = self.padded_size(-(-width // self._factor), -(-height // self._factor))
         ctx = cast(VideoCodecContext, av.CodecContext.create(self.codec_name, "w"))
         ctx.width, ctx.height = pw, ph
         ctx.pix_fmt = "yuv420p"
@@ -105,6 +127,7 @@ class PyAVEncoder(Encoder):
             raise ValueError(f"{self.codec_name} cannot encode {width}x{height}: {exc}") from None
         self._context = ctx
         self._size = (width, height)
+        self._coded = (pw, ph)
 
     def padded_size(self, width: int, height: int) -> tuple[int, int]:
         """The size actually coded for a ``width`` x ``height`` display."""
@@ -130,8 +153,14 @@ class PyAVEncoder(Encoder):
         keyframe = keyframe or self._clock.due()
         if not keyframe and self._unchanged(current, dirty):
             return None
-        frame = av.VideoFrame.from_numpy_buffer(self._pad(current), format="bgra")
-        yuv = self._reformatter.reformat(frame, format="yuv420p")
+        if self._factor == 1:
+            frame = av.VideoFrame.from_numpy_buffer(self._pad(current), format="bgra")
+            yuv = self._reformatter.reformat(frame, format="yuv420p")
+        else:  # scaled straight from the display's picture, nothing to pad
+            frame = av.VideoFrame.from_numpy_buffer(current, format="bgra")
+            width, height = self._coded
+            yuv = self._reformatter.reformat(frame, format="yuv420p", width=width,
+                                             height=height, interpolation=_SCALING)
         yuv.pts = self._frames
         self._frames += 1
         if keyframe:
@@ -204,8 +233,12 @@ class PyAVDecoder(Decoder):
             pictures = self._context.decode(av.Packet(data))
             if not pictures:
                 return None
+            picture, size = pictures[-1], self._size
+            scale: dict[str, int] = {}
+            if size is not None and (picture.width < size[0] or picture.height < size[1]):
+                scale = {"width": size[0], "height": size[1]}  # downscaled: back up
             image = cast(npt.NDArray[np.uint8], self._reformatter.reformat(
-                pictures[-1], format="bgra").to_ndarray())
+                picture, format="bgra", **scale).to_ndarray())
         except av.FFmpegError as exc:
             self._context = self._new_context()  # do not build on a broken reference
             raise ValueError(f"{self.codec_name} frame does not decode: {exc}") from None
