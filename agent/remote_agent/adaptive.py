@@ -16,6 +16,13 @@ went out as video (:meth:`ContentSwitch.lossless_too_costly`): that counts as
 motion, and each time it happens the calm spell before the next try doubles
 (up to :data:`MAX_CALM_SECONDS`), so a still picture that is costly in lossless
 (a paused video) is not encoded in vain every second.
+
+While the screen moves, :class:`MotionSize` watches how long each video frame takes to
+make (grab, convert, encode): when that is most of a frame's time, the machine is short
+of CPU and every frame waits behind the last, so the motion goes on at half the
+display's width and height (a quarter of the pixels to convert, encode and decode;
+``Encoder.downscale``) until it ends. The exact picture comes back with the lossless
+one, as after any motion.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from dataclasses import dataclass
 
 from remote_core.types import Rect
 
-__all__ = ["MAX_CALM_SECONDS", "ContentSwitch", "changed_share"]
+__all__ = ["MAX_CALM_SECONDS", "ContentSwitch", "MotionSize", "changed_share"]
 
 MAX_CALM_SECONDS = 16.0
 """Longest calm spell asked for before lossless is tried again after it proved costly."""
@@ -116,3 +123,35 @@ class ContentSwitch:
         else:  # a large change while lossless: the usual wait
             self._calm = None
         self.motion, self._returning, self._last_motion = True, False, now
+
+
+@dataclass
+class MotionSize:
+    """Whether a motion should go on at a smaller size: once :attr:`frames` video frames
+    in a row each took at least :attr:`busy_share` of their frame time to make.
+
+    Once a motion, so its picture does not change size back and forth; the next motion
+    begins at full size again (:meth:`begin`).
+    """
+
+    busy_share: float = 0.75
+    frames: int = 5
+    factor: int = 2
+    """The motion's width and height are divided by it."""
+    _streak: int = 0
+    _asked: bool = False
+
+    def begin(self) -> None:
+        """A motion begins (at full size)."""
+        self._streak, self._asked = 0, False
+
+    def made(self, seconds: float, interval: float) -> int | None:
+        """A video frame took ``seconds`` to make, of a frame time of ``interval``: the
+        factor to downscale by from now on, or ``None`` to go on as it is."""
+        if self._asked:
+            return None
+        self._streak = self._streak + 1 if seconds >= self.busy_share * interval else 0
+        if self._streak < self.frames:
+            return None
+        self._asked = True
+        return self.factor

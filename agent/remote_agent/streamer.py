@@ -12,7 +12,8 @@ Left to the agent, the stream is lossless with a video codec for motion
 (:mod:`.adaptive`), and the link has a say (:mod:`.linkrate`): a lossless frame
 the link would take longer than :data:`LOSSLESS_SECONDS` to carry (a moving
 picture over a slow link is megabytes) goes out as a video keyframe instead,
-and the video codec's bitrate is capped at :data:`VIDEO_SHARE` of the link.
+and the video codec's bitrate is capped at :data:`VIDEO_SHARE` of the link; a motion
+whose frames take most of their time to make goes on at half size (:class:`.MotionSize`).
 The lossless picture restored after motion goes in parts drawn over the video
 picture when every viewer can draw them (:data:`REDRAW_PART_SECONDS`), so a
 motion that starts again cuts it short instead of waiting behind it.
@@ -36,7 +37,7 @@ from remote_core.protocol import NUMBER_BY_FIELD, pb
 from remote_core.types import CodecSpec, DisplayDesc, EncodedFrame, Rect
 from remote_core.video import to_wire
 
-from .adaptive import ContentSwitch, changed_share
+from .adaptive import ContentSwitch, MotionSize, changed_share
 from .bulk import PictureLoad
 from .devices import Devices
 from .flow import FlowWindow
@@ -244,6 +245,7 @@ class Streamer:
         lossless, motion = (spec, encoder), state.motion
         videos: tuple[CodecSpec, Encoder, int | None] | None = None
         switch = ContentSwitch()
+        size = MotionSize()
         pacer = Pacer(state.fps())
         self.flow.reset()
         self.rate.reset()
@@ -253,11 +255,16 @@ class Streamer:
         def video() -> tuple[CodecSpec, Encoder]:
             """The motion codec's encoder, made again for the link's rate as it is now when
             the viewers are not watching it (a new one starts with a keyframe); called by
-            the loop or its worker, in turn."""
+            the loop or its worker, in turn. A motion that begins here begins at full
+            size."""
             nonlocal videos
             assert motion is not None
             cap = self._video_cap()
+            if sent_in is not motion:
+                size.begin()
             if videos is not None and (sent_in is motion or not _far_apart(videos[2], cap)):
+                if sent_in is not motion:
+                    videos[1].downscale(1)
                 return videos[0], videos[1]
             if videos is not None:
                 videos[1].close()
@@ -332,6 +339,12 @@ class Streamer:
                     self.sequence -= 1
                     continue
                 data, key, started, share, used = made
+                if used is motion and data is not None:  # short of CPU: a smaller picture
+                    factor = size.made(self._clock() - started, 1 / state.fps())
+                    if (factor is not None and videos is not None
+                            and videos[1].downscale(factor)):
+                        log.info("short of CPU: the motion goes on at 1/%d of the display's "
+                                 "size", factor)
                 if used is not spec:  # motion, or too big for the link without video
                     assert videos is not None
                     spec, encoder = videos[0], videos[1]

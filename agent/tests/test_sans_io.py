@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from remote_agent.adaptive import MAX_CALM_SECONDS, ContentSwitch, changed_share
+from remote_agent.adaptive import MAX_CALM_SECONDS, ContentSwitch, MotionSize, changed_share
 from remote_agent.backoff import Backoff
 from remote_agent.config import AgentConfig
 from remote_agent.flow import FlowWindow
@@ -309,6 +309,19 @@ def test_the_content_switch_moves_to_video_for_motion_and_back_when_calm() -> No
     assert not switch.tick(1.5)  # a second without a big change: lossless again
     assert switch.calm_left(1.5) is None  # no motion to end
     assert not switch.observe(0.9, 1.6)
+
+
+def test_a_motion_whose_frames_take_most_of_their_time_goes_on_smaller_once() -> None:
+    size = MotionSize(busy_share=0.75, frames=3, factor=2)
+    frame = 1 / 30
+    assert size.made(0.030, frame) is None  # a keyframe's spike alone is not a short CPU
+    assert size.made(0.010, frame) is None
+    assert size.made(0.026, frame) is None and size.made(0.026, frame) is None
+    assert size.made(0.024, frame) is None  # under 3/4 of the frame's time: starts over
+    assert [size.made(0.030, frame) for _ in range(3)] == [None, None, 2]
+    assert size.made(0.040, frame) is None  # once a motion: its size stays
+    size.begin()  # the next motion begins at full size
+    assert [size.made(0.030, frame) for _ in range(3)] == [None, None, 2]
 
 
 def test_the_changed_share_of_the_screen() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -20,8 +21,11 @@ from remote_agent.devices import Devices
 from remote_agent.stream import StreamState
 from remote_agent.streamer import INLINE_PIXELS, Streamer
 from remote_capture_mss import MssCapture
+from remote_codec_h264 import SCALED
+from remote_codec_h264.codec import H264Encoder
 from remote_codec_raw_zstd.encoder import RawZstdEncoder
 
+from remote_core.interfaces import Encoder
 from remote_core.plugins import get_plugin_manager
 from remote_core.protocol import pb
 from remote_core.settings import PluginSettings
@@ -47,13 +51,14 @@ class RecordingRaw(RawZstdEncoder):
 
 
 @asynccontextmanager
-async def streaming(raw: type[RawZstdEncoder], listed: tuple[str, ...]
-                    ) -> AsyncIterator[list[pb.VideoFrame]]:
-    """Stream this display, with ``raw`` as raw_zstd's encoder, to a viewer that lists
-    ``listed`` and keeps up (each frame acknowledged as it is sent); yields what it was
-    sent, from the first frame on."""
-    codecs = [spec if spec.name != "raw_zstd"
-              else dataclasses.replace(spec, encoder_factory=raw)
+async def streaming(raw: type[Encoder], listed: tuple[str, ...],
+                    h264: type[Encoder] | None = None) -> AsyncIterator[list[pb.VideoFrame]]:
+    """Stream this display, with ``raw`` as raw_zstd's encoder (and ``h264`` as H.264's),
+    to a viewer that lists ``listed`` and keeps up (each frame acknowledged as it is
+    sent); yields what it was sent, from the first frame on."""
+    encoders = {"raw_zstd": raw, "h264": h264}
+    codecs = [spec if encoders.get(spec.name) is None
+              else dataclasses.replace(spec, encoder_factory=encoders[spec.name])
               for spec in get_plugin_manager(PluginSettings()).codecs()]
     sent: list[pb.VideoFrame] = []
     devices = Devices(capture=MssCapture(), input=None, codecs=codecs, prompt=None)
@@ -153,3 +158,50 @@ async def test_a_small_change_is_made_on_the_event_loop_a_large_one_in_a_worker(
         assert pixels == large and thread != loop_thread
         typed = await change(300, 100, 200, 40, 0x669933)  # and back on the loop
         assert typed == (200 * 40, loop_thread)
+
+
+class SlowH264(H264Encoder):
+    """H.264 on a machine short of CPU: every frame takes more than a frame's time."""
+
+    def encode(self, image: Any, **options: Any) -> Any:
+        time.sleep(1 / 25)
+        return super().encode(image, **options)
+
+
+def coded_size(frame: pb.VideoFrame) -> tuple[int, int]:
+    import av
+
+    picture = av.CodecContext.create("h264", "r").decode(av.Packet(frame.h264.data))[0]
+    return picture.width, picture.height
+
+
+async def motion_sizes(painter: Any, listed: tuple[str, ...]) -> list[tuple[int, int]]:
+    """A second and a half of whole-screen motion streamed with :class:`SlowH264`: the
+    size of each H.264 keyframe sent, in order."""
+    pictures = [painter.upload(np.random.default_rng(seed).integers(
+        0, 256, (HEIGHT, WIDTH, 4), dtype=np.uint8)) for seed in range(4)]
+    async with streaming(RawZstdEncoder, listed, SlowH264) as sent:
+        await anyio.sleep(0.3)  # the first picture is out
+        for step in range(45):
+            painter.blit(pictures[step % len(pictures)], 0, 0, WIDTH, HEIGHT)
+            painter.sync()
+            await anyio.sleep(1 / 30)
+    return [coded_size(f) for f in sent if f.WhichOneof("encoding") == "h264"
+            and f.h264.keyframe]
+
+
+@pytest.mark.anyio
+async def test_motion_on_a_machine_short_of_cpu_goes_on_at_half_size(x_display, painter):
+    """Its frames take longer than their time to make: after a few, the motion goes on
+    at half the width and height (a keyframe), to a viewer that scales it back up."""
+    listed = ("raw", "h264", "raw_copy", "raw_over", SCALED)
+    sizes = await motion_sizes(painter, listed)
+    half = (WIDTH // 2, HEIGHT // 2)
+    assert sizes[0] == (WIDTH, HEIGHT) and half in sizes  # a motion begins at full size
+    assert set(sizes[sizes.index(half):]) == {half}  # and stays smaller to its end
+
+
+@pytest.mark.anyio
+async def test_motion_keeps_its_size_for_a_viewer_that_does_not_scale(x_display, painter):
+    sizes = await motion_sizes(painter, ("raw", "h264", "raw_copy", "raw_over"))
+    assert sizes and set(sizes) == {(WIDTH, HEIGHT)}
