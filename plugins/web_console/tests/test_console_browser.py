@@ -14,6 +14,7 @@ Python or by locators on the ``data-state`` the page keeps current.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import subprocess
 import sys
 import time
@@ -215,6 +216,9 @@ def test_this_chromium_decodes_the_offered_codecs(attended: Attended) -> None:
         assert support, f"WebCodecs in this Chromium does not decode {codec}"
     listed = attended.viewer.evaluate("window.remoteViewer.codecs.names")
     assert listed[:4] == ["raw", "vp9", "h264", "av1"]
+    # On the wire, the extensions it draws follow: moves, raw over video, scaled H.264.
+    assert attended.viewer.evaluate("window.remoteViewer.listed") == [
+        *listed, "raw_copy", "raw_over", "h264_scaled"]
     # Every codec the page advertises is one the test below sees it draw.
     assert set(listed) <= set(CODECS), f"advertised but not tested: {set(listed) - set(CODECS)}"
     menu = attended.viewer.eval_on_selector_all("#codec option", "(os) => os.map((o) => o.value)")
@@ -835,3 +839,65 @@ def test_the_clipboard_goes_across_when_the_viewer_gains_the_focus(
 
 def test_the_last_codec_draws_the_remote_screen_too(attended: Attended, display: Xvfb) -> None:
     draws(attended, display, LAST)
+
+
+H264_FRAMES = """async (frames) => {
+  // A screen of its own (the player's class) drawing H.264 access units given in base64;
+  // what the canvas shows before each keyframe but the first, and at the end, as base64
+  // RGBA (settling flushes the decoder, which then wants a keyframe).
+  const Screen = window.remotePlayer.screen.constructor;
+  const canvas = document.createElement("canvas");
+  const screen = new Screen(canvas, { names: ["h264"], plugins: new Map() });
+  const shown = [];
+  const look = async () => {
+    await screen.settle();
+    const rgba = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+    let text = "";
+    for (let i = 0; i < rgba.length; i += 0x8000) {
+      text += String.fromCharCode.apply(null, rgba.subarray(i, i + 0x8000));
+    }
+    shown.push({ width: canvas.width, height: canvas.height, rgba: btoa(text) });
+  };
+  for (const [index, { data, key }] of frames.entries()) {
+    if (key && index > 0) await look();
+    screen.frame({ encoding: { case: "h264", value: { keyframe: key, pts: BigInt(index),
+      data: Uint8Array.from(atob(data), (c) => c.charCodeAt(0)), width: 0, height: 0 } } });
+  }
+  await look();
+  return { shown, drawn: screen.drawn };
+}"""
+
+
+def test_a_downscaled_h264_stream_is_drawn_at_the_displays_size(lone_player: Any) -> None:
+    """An agent short of CPU codes motion at half size for a page that lists h264_scaled
+    (it does, beside h264); the page scales it up to the size the stream's SEI states,
+    and crops an odd display's padding off a full-size picture."""
+    from remote_codec_h264 import SCALED
+    from remote_codec_h264.codec import H264Encoder
+
+    from remote_core.codecs import encoder_config
+    from remote_core.testing.codec_contract import psnr
+
+    width, height = 321, 241  # odd: coded 322x242 at full size, 162x122 at half
+    desktop = Desktop(width, height, seed=9)
+    config = encoder_config(width, height)
+    encoder = H264Encoder(dataclasses.replace(config, extensions=frozenset({SCALED})))
+    pictures, frames = [], []
+    for step in range(4):
+        if step == 1:
+            assert encoder.downscale(2)
+        desktop.type(3)
+        frame = encoder.encode(desktop.image)
+        pictures.append(desktop.image.copy())
+        frames.append({"data": base64.b64encode(frame.data).decode(), "key": frame.keyframe})
+    assert [f["key"] for f in frames] == [True, True, False, False]
+    result = lone_player.evaluate(H264_FRAMES, frames)
+    assert result["drawn"] == 4
+    # The full-size picture, cropped; the last one, downscaled and drawn back up.
+    for shown, picture, least in zip(result["shown"], (pictures[0], pictures[-1]), (30, 20),
+                                     strict=True):
+        assert (shown["width"], shown["height"]) == (width, height)
+        rgba = np.frombuffer(base64.b64decode(shown["rgba"]), np.uint8).reshape(
+            height, width, 4)
+        bgra = np.concatenate([rgba[..., 2::-1], rgba[..., 3:]], axis=2)
+        assert psnr(bgra, picture) > least

@@ -83,10 +83,36 @@ async function pluginDecoders() {
  * menu. */
 export const EXTENSIONS = ["raw_copy", "raw_over"];
 
+/** The extension of each Annex B codec whose pictures this page scales up to the size the
+ * stream's size SEI states (statedSize): an agent short of CPU codes motion smaller. */
+export const SCALED = { h264: "h264_scaled", h265: "h265_scaled" };
+
 /** What the viewer lists in SessionRequest.codecs: every codec it decodes, then the
  * extensions it draws. */
 export function wireCodecs(codecs) {
-  return [...codecs.names, ...EXTENSIONS];
+  const scaled = codecs.names.filter((name) => SCALED[name]).map((name) => SCALED[name]);
+  return [...codecs.names, ...EXTENSIONS, ...scaled];
+}
+
+const SIZE_UUID = Uint8Array.from([
+  0x7b, 0x6a, 0x3f, 0x1e, 0x9d, 0x2c, 0x4b, 0x8a, 0xa5, 0xe6, 0xf1, 0xd2, 0xc3, 0xb4, 0xa5, 0x96,
+]);
+const SIZE_TEXT = /^size=(\d{1,5})x(\d{1,5})\x80/;
+/** How far into a keyframe its size SEI is looked for: the agent puts it first. */
+const SIZE_SEI_WITHIN = 64;
+
+/** The display's size an H.264 or H.265 keyframe states in the agent's size SEI (a
+ * user_data_unregistered message, remote_codec_pyav/annexb.py), or null. */
+export function statedSize(data) {
+  const end = Math.min(data.length, SIZE_SEI_WITHIN + SIZE_UUID.length);
+  for (let at = data.indexOf(SIZE_UUID[0]); at >= 0 && at + SIZE_UUID.length <= end;
+    at = data.indexOf(SIZE_UUID[0], at + 1)) {
+    if (!SIZE_UUID.every((byte, i) => data[at + i] === byte)) continue;
+    const tail = data.subarray(at + SIZE_UUID.length, at + SIZE_UUID.length + 18);
+    const match = SIZE_TEXT.exec(String.fromCharCode(...tail));
+    return match ? { width: Number(match[1]), height: Number(match[2]) } : null;
+  }
+  return null;
 }
 
 /** Every codec this page decodes: {names: [wire name ...], labels: {name: text},

@@ -1,7 +1,7 @@
 // A remote screen drawn on a canvas from VideoFrame messages: raw frames decoded here
 // (zstd.js), VP9/H.264/H.265/AV1 through WebCodecs, a codec plugin's frames by its browser
 // decoder (codecs.js). The live viewer and the recordings player draw with this one code.
-import { WEBCODECS, webCodecsConfig } from "./codecs.js";
+import { SCALED, WEBCODECS, statedSize, webCodecsConfig } from "./codecs.js";
 import { toNumber } from "./proto.js";
 import { decoder as zstdDecoder, decompress } from "./zstd.js";
 
@@ -24,7 +24,7 @@ export class Screen {
     this.moves = 0; // moves of the picture drawn (RawFrame.copies: a scroll)
     this.redraws = 0; // raw pictures drawn in parts over another codec's (raw_over)
     this.pictureCodec = ""; // the codec that drew the canvas last
-    this.scratch = null; // what a move goes through (move)
+    this.scratch = null; // what a move and a scaled picture go through (scratchOf)
     this.scratchCtx = null;
     this.bytes = 0; // encoded bytes since the caller last cleared it
     this.codecFrames = {}; // frames received, by codec
@@ -110,17 +110,28 @@ export class Screen {
   /** A decoded picture onto the canvas, as RGBA the browser converts it to (copyTo), not
    * drawn as a VideoFrame: where the CPU draws the canvas (no GPU), drawImage took twice
    * the page's CPU in bench/browser.py's full screen, and a page that falls behind gets
-   * frames late. drawImage where the picture cannot be copied. */
+   * frames late. A picture coded smaller than the display (the agent was short of CPU:
+   * SCALED) is converted at its own size and scaled up from the scratch canvas, each of
+   * its pixels drawn as a block: 1 ms a 1080p picture where the CPU draws the canvas,
+   * against 6 ms smoothed (motion, until the exact picture comes back). drawImage where
+   * the picture cannot be copied. */
   async put(frame, width, height) {
     this.resize(width, height);
-    if (this.rgba?.width !== width || this.rgba?.height !== height) {
-      this.rgba = new ImageData(width, height);
-    }
+    const scaled = frame.displayWidth < width || frame.displayHeight < height;
+    const [w, h] = scaled ? [frame.displayWidth, frame.displayHeight] : [width, height];
+    if (this.rgba?.width !== w || this.rgba?.height !== h) this.rgba = new ImageData(w, h);
     try {
-      await frame.copyTo(this.rgba.data, { rect: { x: 0, y: 0, width, height }, format: "RGBA" });
-      this.ctx.putImageData(this.rgba, 0, 0);
+      await frame.copyTo(this.rgba.data, { rect: { x: 0, y: 0, width: w, height: h },
+        format: "RGBA" });
+      if (!scaled) {
+        this.ctx.putImageData(this.rgba, 0, 0);
+        return;
+      }
+      this.scratchOf(w, h).putImageData(this.rgba, 0, 0);
+      this.ctx.imageSmoothingEnabled = false; // (a canvas's size change resets it)
+      this.ctx.drawImage(this.scratch, 0, 0, w, h, 0, 0, width, height);
     } catch {
-      this.ctx.drawImage(frame, 0, 0, width, height, 0, 0, width, height);
+      this.ctx.drawImage(frame, 0, 0, w, h, 0, 0, width, height);
     }
   }
 
@@ -224,19 +235,24 @@ export class Screen {
    * copies all of it first (7 ms for a 1080p canvas in Chromium, against under 2 ms
    * this way for a scrolled page). */
   move(c) {
+    this.scratchOf(c.width, c.height).drawImage(this.canvas, c.srcX, c.srcY, c.width,
+      c.height, 0, 0, c.width, c.height);
+    this.ctx.drawImage(this.scratch, 0, 0, c.width, c.height, c.x, c.y, c.width, c.height);
+    this.moves += 1;
+  }
+
+  /** The scratch canvas's context, the canvas at least `width` x `height`. */
+  scratchOf(width, height) {
     if (!this.scratch) {
       this.scratch = typeof OffscreenCanvas === "function" ? new OffscreenCanvas(1, 1)
         : document.createElement("canvas");
       this.scratchCtx = this.scratch.getContext("2d", { alpha: false });
     }
-    if (this.scratch.width < c.width || this.scratch.height < c.height) {
-      this.scratch.width = Math.max(this.scratch.width, c.width);
-      this.scratch.height = Math.max(this.scratch.height, c.height);
+    if (this.scratch.width < width || this.scratch.height < height) {
+      this.scratch.width = Math.max(this.scratch.width, width);
+      this.scratch.height = Math.max(this.scratch.height, height);
     }
-    this.scratchCtx.drawImage(this.canvas, c.srcX, c.srcY, c.width, c.height, 0, 0, c.width,
-      c.height);
-    this.ctx.drawImage(this.scratch, 0, 0, c.width, c.height, c.x, c.y, c.width, c.height);
-    this.moves += 1;
+    return this.scratchCtx;
   }
 
   video(kind, chunk, done) {
@@ -251,7 +267,8 @@ export class Screen {
       this.videoDone();
       const decoder = new VideoDecoder({
         output: (frame) => {
-          // A frame that states the display's size (AV1's) may be coded larger: crop.
+          // A frame that states the display's size may be coded larger (AV1's, an odd
+          // size in H.264): crop; or smaller (scaled): draw it larger (put).
           const width = this.codedDisplay?.width || frame.displayWidth;
           const height = this.codedDisplay?.height || frame.displayHeight;
           const timestamp = frame.timestamp;
@@ -280,9 +297,10 @@ export class Screen {
       }
       this.decoderCodec = kind;
     }
-    if (chunk.keyframe) {
+    if (chunk.keyframe) { // the display's size, where the frame states it
       this.codedDisplay = chunk.width && chunk.height
-        ? { width: chunk.width, height: chunk.height } : null;
+        ? { width: chunk.width, height: chunk.height }
+        : SCALED[kind] ? statedSize(chunk.data) : null;
     }
     const timestamp = toNumber(chunk.pts);
     this.decoding.push([timestamp, done]);

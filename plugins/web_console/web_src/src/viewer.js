@@ -41,11 +41,13 @@ const screen = new Screen(canvas, { names: [], labels: {}, plugins: new Map() },
   cannotDecode: fallBackToRaw,
 });
 // What tests and diagnostics read of the picture (window.remoteViewer), from the screen;
-// state.codecs is what this page decodes (decodableCodecs), the screen's.
+// state.codecs is what this page decodes (decodableCodecs), the screen's; state.listed what
+// it lists in SessionRequest.codecs (wireCodecs).
 for (const name of ["codecs", "width", "height", "drawn", "codecFrames", "decoderCodec",
   "pluginCodec", "moves", "redraws", "pictureCodec", "zstd"]) {
   Object.defineProperty(state, name, { get: () => screen[name], enumerable: true });
 }
+Object.defineProperty(state, "listed", { get: () => wireCodecs(screen.codecs), enumerable: true });
 
 /** The status bar's text, and its `data-state` (a stable word tests and styles can use). */
 function status(text, word) {
@@ -86,7 +88,7 @@ async function connect() {
       sessionToken: grant.token,
       sessionType: state.viewOnly ? SessionType.VIEW_ONLY : SessionType.SCREEN_CONTROL,
       clientVersion: "web-console",
-      codecs: wireCodecs(state.codecs),
+      codecs: state.listed,
     }));
   };
   ws.onmessage = (event) => {
