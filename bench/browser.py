@@ -46,7 +46,8 @@ scenario; ``BENCH_CODECS=raw,h264`` to measure only those; ``BENCH_LINKS=0,2``
 for loopback and the second shaped link only; ``BENCH_SCENARIOS="full screen"``
 for one scenario; ``BENCH_STACKS=console`` (or ``novnc``) for one stack;
 ``BENCH_LOG_LEVEL=info`` for the server's and the agent's logs, kept in the run's
-temporary directory; ``BENCH_HOPS=1`` for where the time goes, :mod:`bench.hops`:
+temporary directory; ``BENCH_BUSY=2`` for two processes spinning on the CPU beside the
+stacks (a machine short of CPU); ``BENCH_HOPS=1`` for where the time goes, :mod:`bench.hops`:
 the p50 ms from a change to the sender's packet out and the relay's (on loopback,
 with ``tcpdump`` as root) and to the page's socket having it).
 """
@@ -61,6 +62,7 @@ import re
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -104,6 +106,20 @@ LOG_LEVEL = os.environ.get("BENCH_LOG_LEVEL", "warning")  # of the server and th
 HOPS = os.environ.get("BENCH_HOPS") == "1"
 """Also when the sender's, the relay's and the page's hold of each change came
 (:mod:`bench.hops`)."""
+BUSY = int(os.environ.get("BENCH_BUSY", "0"))
+"""Processes that spin on the CPU beside the stacks throughout: a machine short of CPU."""
+
+
+@contextmanager
+def busy_loops(count: int) -> Iterator[None]:
+    """``count`` processes spinning on the CPU for the duration of the block."""
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+             for _ in range(count)]
+    try:
+        yield
+    finally:
+        for loop in loops:
+            stop_process(loop, 5.0)
 
 
 def _wanted(variable: str, every: tuple[str, ...]) -> tuple[str, ...]:
@@ -520,13 +536,15 @@ def main() -> None:
         movie = [painter.upload(video_like(WIDTH, HEIGHT, t)) for t in range(8)]
         reset(painter, desktop)
         marker = 0
-        for index, spec in links():
-            more, marker = run_link(browser, screen, painter, desktop, movie, work, spec,
-                                    index, marker)
-            rows.extend(more)
+        with busy_loops(BUSY):
+            for index, spec in links():
+                more, marker = run_link(browser, screen, painter, desktop, movie, work,
+                                        spec, index, marker)
+                rows.extend(more)
         painter.close()
+    busy = f", {BUSY} busy loops beside" if BUSY else ""
     report("browser", rows, title=f"Glass to glass in Chromium at {WIDTH}x{HEIGHT}, "
-           f"{RATE} changes/s, {SECONDS:g} s per scenario", notes=[
+           f"{RATE} changes/s, {SECONDS:g} s per scenario{busy}", notes=[
                "console/<codec>: remote-agent -> remote-support serve -> the console's "
                "viewer; console/default: as the viewer starts (codec and quality Auto).",
                "noVNC/<variant>: x11vnc -> websockify -> noVNC vnc_lite.html; tuned: "
