@@ -152,3 +152,14 @@ def test_without_the_viewers_extension_the_picture_keeps_its_size() -> None:
     desktop.type(2)
     frame = enc.encode(desktop.image)
     assert not frame.keyframe  # nothing was reopened
+
+
+@pytest.mark.parametrize("stated", [(1281, 801), (99_999, 99_999)])
+def test_a_size_far_over_the_picture_is_not_believed(stated: tuple[int, int]) -> None:
+    """A forged SEI stating more than four times the coded picture's side (or more pixels
+    than any display) does not make the viewer scale to it: the picture is drawn as coded."""
+    desktop = Desktop(320, 200)
+    frame = H264Encoder(encoder_config(320, 200)).encode(desktop.image)
+    forged = dataclasses.replace(frame, data=size_sei(H264_SEI_HEADER, *stated) + frame.data)
+    assert find_size(forged.data) == stated
+    assert H264Decoder().decode(forged).shape == (200, 320, 4)

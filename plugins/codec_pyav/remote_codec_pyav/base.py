@@ -49,6 +49,20 @@ _SCALING = "FAST_BILINEAR"
 swscale's default (bicubic) and AREA took 2.6 ms."""
 
 
+MOST_UPSCALE = 4
+"""A picture is scaled up to the size its SEI states at most this many times each way (the
+agent halves it): a forged size cannot make a viewer allocate more than that, nor more
+than ``MAX_PIXELS``."""
+
+
+def _downscaled(size: tuple[int, int], width: int, height: int) -> bool:
+    """Whether a ``width`` x ``height`` picture is a downscaled one of the display's
+    ``size`` that its SEI states, to be scaled back up (within :data:`MOST_UPSCALE`)."""
+    w, h = size
+    return ((width < w or height < h) and w <= MOST_UPSCALE * width
+            and h <= MOST_UPSCALE * height and w * h <= MAX_PIXELS)
+
+
 def vbv_cap(config: EncoderConfig) -> dict[str, str]:
     """Constant quality capped at the bitrate; a one-second buffer lets keyframes through."""
     if not config.bitrate_kbps:
@@ -235,8 +249,8 @@ class PyAVDecoder(Decoder):
                 return None
             picture, size = pictures[-1], self._size
             scale: dict[str, int] = {}
-            if size is not None and (picture.width < size[0] or picture.height < size[1]):
-                scale = {"width": size[0], "height": size[1]}  # downscaled: back up
+            if size is not None and _downscaled(size, picture.width, picture.height):
+                scale = {"width": size[0], "height": size[1]}  # back up to the display's
             image = cast(npt.NDArray[np.uint8], self._reformatter.reformat(
                 picture, format="bgra", **scale).to_ndarray())
         except av.FFmpegError as exc:

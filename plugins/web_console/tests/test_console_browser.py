@@ -901,3 +901,19 @@ def test_a_downscaled_h264_stream_is_drawn_at_the_displays_size(lone_player: Any
             height, width, 4)
         bgra = np.concatenate([rgba[..., 2::-1], rgba[..., 3:]], axis=2)
         assert psnr(bgra, picture) > least
+
+
+def test_a_stated_size_far_over_the_picture_is_not_believed(lone_player: Any) -> None:
+    """A keyframe whose size SEI states more than four times its coded side (a forged
+    one) is drawn at its coded size: the page never makes a canvas that large."""
+    from remote_codec_h264.codec import H264Encoder
+    from remote_codec_pyav.annexb import H264_SEI_HEADER, size_sei
+
+    from remote_core.codecs import encoder_config
+
+    frame = H264Encoder(encoder_config(320, 240)).encode(Desktop(320, 240).image)
+    forged = size_sei(H264_SEI_HEADER, 1281, 961) + frame.data
+    result = lone_player.evaluate(H264_FRAMES, [
+        {"data": base64.b64encode(forged).decode(), "key": True}])
+    assert result["drawn"] == 1
+    assert [(s["width"], s["height"]) for s in result["shown"]] == [(320, 240)]

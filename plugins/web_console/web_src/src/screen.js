@@ -5,6 +5,10 @@ import { SCALED, WEBCODECS, statedSize, webCodecsConfig } from "./codecs.js";
 import { toNumber } from "./proto.js";
 import { decoder as zstdDecoder, decompress } from "./zstd.js";
 
+/** A picture is drawn at most this many times larger each way than it was coded (the
+ * agent halves it: SCALED), as remote_codec_pyav's decoder does. */
+const MOST_UPSCALE = 4;
+
 export class Screen {
   /**
    * @param {HTMLCanvasElement} canvas
@@ -268,9 +272,13 @@ export class Screen {
       const decoder = new VideoDecoder({
         output: (frame) => {
           // A frame that states the display's size may be coded larger (AV1's, an odd
-          // size in H.264): crop; or smaller (scaled): draw it larger (put).
-          const width = this.codedDisplay?.width || frame.displayWidth;
-          const height = this.codedDisplay?.height || frame.displayHeight;
+          // size in H.264): crop; or smaller (scaled): draw it larger (put), at most
+          // MOST_UPSCALE times each way, so a forged size cannot take the page's memory.
+          const stated = this.codedDisplay;
+          const believed = stated && stated.width <= MOST_UPSCALE * frame.displayWidth &&
+            stated.height <= MOST_UPSCALE * frame.displayHeight;
+          const width = believed ? stated.width : frame.displayWidth;
+          const height = believed ? stated.height : frame.displayHeight;
           const timestamp = frame.timestamp;
           this.draw(async () => {
             if (decoder !== this.decoder) return; // replaced since
