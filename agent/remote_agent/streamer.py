@@ -260,15 +260,13 @@ class Streamer:
             nonlocal videos
             assert motion is not None
             cap = self._video_cap()
-            if sent_in is not motion:
+            if videos is None or (sent_in is not motion and _far_apart(videos[2], cap)):
+                if videos is not None:
+                    videos[1].close()
+                videos = motion, self._encoder(motion, display, cap), cap
+            if sent_in is not motion:  # a motion begins, at full size
                 size.begin()
-            if videos is not None and (sent_in is motion or not _far_apart(videos[2], cap)):
-                if sent_in is not motion:
-                    videos[1].downscale(1)
-                return videos[0], videos[1]
-            if videos is not None:
-                videos[1].close()
-            videos = motion, self._encoder(motion, display, cap), cap
+                videos[1].downscale(1)
             return videos[0], videos[1]
 
         state.keyframe_wanted = True

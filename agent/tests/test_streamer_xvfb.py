@@ -7,6 +7,7 @@ the encoders, which the wire does not show."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -175,33 +176,41 @@ def coded_size(frame: pb.VideoFrame) -> tuple[int, int]:
     return picture.width, picture.height
 
 
-async def motion_sizes(painter: Any, listed: tuple[str, ...]) -> list[tuple[int, int]]:
-    """A second and a half of whole-screen motion streamed with :class:`SlowH264`: the
-    size of each H.264 keyframe sent, in order."""
+async def motion_sizes(painter: Any, listed: tuple[str, ...],
+                       motions: int = 1) -> list[list[tuple[int, int]]]:
+    """Spells of whole-screen motion, a second and a half each and a calm second and a
+    half apart, streamed with :class:`SlowH264`: the size of each H.264 keyframe sent
+    during each."""
     pictures = [painter.upload(np.random.default_rng(seed).integers(
         0, 256, (HEIGHT, WIDTH, 4), dtype=np.uint8)) for seed in range(4)]
+    starts = []
     async with streaming(RawZstdEncoder, listed, SlowH264) as sent:
-        await anyio.sleep(0.3)  # the first picture is out
-        for step in range(45):
-            painter.blit(pictures[step % len(pictures)], 0, 0, WIDTH, HEIGHT)
-            painter.sync()
-            await anyio.sleep(1 / 30)
-    return [coded_size(f) for f in sent if f.WhichOneof("encoding") == "h264"
-            and f.h264.keyframe]
+        for _ in range(motions):
+            await anyio.sleep(1.5)  # calm: the picture is out, lossless
+            starts.append(len(sent))
+            for step in range(45):
+                painter.blit(pictures[step % len(pictures)], 0, 0, WIDTH, HEIGHT)
+                painter.sync()
+                await anyio.sleep(1 / 30)
+        frames = list(sent)
+    return [[coded_size(f) for f in frames[start:end] if f.WhichOneof("encoding") == "h264"
+             and f.h264.keyframe]
+            for start, end in itertools.pairwise([*starts, len(frames)])]
 
 
 @pytest.mark.anyio
 async def test_motion_on_a_machine_short_of_cpu_goes_on_at_half_size(x_display, painter):
     """Its frames take longer than their time to make: after a few, the motion goes on
-    at half the width and height (a keyframe), to a viewer that scales it back up."""
+    at half the width and height (a keyframe), to a viewer that scales it back up. The
+    next motion begins at full size again."""
     listed = ("raw", "h264", "raw_copy", "raw_over", SCALED)
-    sizes = await motion_sizes(painter, listed)
     half = (WIDTH // 2, HEIGHT // 2)
-    assert sizes[0] == (WIDTH, HEIGHT) and half in sizes  # a motion begins at full size
-    assert set(sizes[sizes.index(half):]) == {half}  # and stays smaller to its end
+    for sizes in await motion_sizes(painter, listed, motions=2):
+        assert sizes[0] == (WIDTH, HEIGHT) and half in sizes  # a motion begins at full size
+        assert set(sizes[sizes.index(half):]) == {half}  # and stays smaller to its end
 
 
 @pytest.mark.anyio
 async def test_motion_keeps_its_size_for_a_viewer_that_does_not_scale(x_display, painter):
-    sizes = await motion_sizes(painter, ("raw", "h264", "raw_copy", "raw_over"))
+    [sizes] = await motion_sizes(painter, ("raw", "h264", "raw_copy", "raw_over"))
     assert sizes and set(sizes) == {(WIDTH, HEIGHT)}
