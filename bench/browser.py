@@ -172,7 +172,8 @@ _WATCH = """([selector, x, y, block, blocks]) => {
 
 
 _CODEC_COUNT = "(codec) => window.remoteViewer.codecFrames[codec] || 0"
-_CODEC_COUNTS = "() => ({...window.remoteViewer.codecFrames})"
+_CODEC_COUNTS = ("() => ({...window.remoteViewer.codecFrames, "
+                 "scaled: window.remoteViewer.scaled})")
 _NOTICE = "() => document.getElementById('notice')?.textContent || ''"
 _CODEC_FRAMES = "([codec, over]) => (window.remoteViewer.codecFrames[codec] || 0) > over"
 _NOVNC_SHOWS_SCREEN = "(width) => document.querySelector('#screen canvas').width === width"
@@ -373,6 +374,7 @@ def console_rows(browser: Any, server: ServerProcess, agent: AgentProcess, sessi
                 row, marker = measure(f"console/{choice or 'default'}", scenario, view,
                                       painter, desktop, movie, pids, server.port, marker, link)
                 after = page.evaluate(_CODEC_COUNTS)
+                # "scaled": pictures drawn larger than coded (the agent was short of CPU)
                 row["frames by codec"] = " ".join(
                     f"{name} {after[name] - before.get(name, 0)}" for name in sorted(after)
                     if after[name] > before.get(name, 0))
@@ -556,6 +558,8 @@ def main() -> None:
                "fps: painted frames with a new marker per second; stall ms: the longest "
                "time without a newly painted change while changes were being made; frozen "
                "ms: the longest time the marker's row of pixels did not change meanwhile.",
+               "frames by codec: the frames the page had, by codec; scaled: pictures it drew "
+               "larger than they were coded (the agent was short of CPU).",
            ])
     report("browser_ratios", ratios(rows),
            title="The console over the best noVNC variant, same run and link (below 1: ahead)")

@@ -864,7 +864,7 @@ H264_FRAMES = """async (frames) => {
       data: Uint8Array.from(atob(data), (c) => c.charCodeAt(0)), width: 0, height: 0 } } });
   }
   await look();
-  return { shown, drawn: screen.drawn };
+  return { shown, drawn: screen.drawn, scaled: screen.scaled };
 }"""
 
 
@@ -892,7 +892,7 @@ def test_a_downscaled_h264_stream_is_drawn_at_the_displays_size(lone_player: Any
         frames.append({"data": base64.b64encode(frame.data).decode(), "key": frame.keyframe})
     assert [f["key"] for f in frames] == [True, True, False, False]
     result = lone_player.evaluate(H264_FRAMES, frames)
-    assert result["drawn"] == 4
+    assert result["drawn"] == 4 and result["scaled"] == 3
     # The full-size picture, cropped; the last one, downscaled and drawn back up.
     for shown, picture, least in zip(result["shown"], (pictures[0], pictures[-1]), (30, 20),
                                      strict=True):
@@ -915,5 +915,5 @@ def test_a_stated_size_far_over_the_picture_is_not_believed(lone_player: Any) ->
     forged = size_sei(H264_SEI_HEADER, 1281, 961) + frame.data
     result = lone_player.evaluate(H264_FRAMES, [
         {"data": base64.b64encode(forged).decode(), "key": True}])
-    assert result["drawn"] == 1
+    assert result["drawn"] == 1 and result["scaled"] == 0
     assert [(s["width"], s["height"]) for s in result["shown"]] == [(320, 240)]

@@ -32,6 +32,7 @@ export class Screen {
     this.scratchCtx = null;
     this.bytes = 0; // encoded bytes since the caller last cleared it
     this.codecFrames = {}; // frames received, by codec
+    this.scaled = 0; // decoded pictures drawn larger than they were coded (SCALED)
     this.decoder = null;
     this.decoderCodec = "";
     this.codedDisplay = null;
@@ -131,6 +132,7 @@ export class Screen {
         this.ctx.putImageData(this.rgba, 0, 0);
         return;
       }
+      this.scaled += 1;
       this.scratchOf(w, h).putImageData(this.rgba, 0, 0);
       this.ctx.imageSmoothingEnabled = false; // (a canvas's size change resets it)
       this.ctx.drawImage(this.scratch, 0, 0, w, h, 0, 0, width, height);
