@@ -45,8 +45,9 @@ __all__ = ["PyAVDecoder", "PyAVEncoder", "encoder_available", "vbv_cap"]
 _SMPTE170M = 6  # AVCOL_SPC/PRI/TRC_SMPTE170M: BT.601 as used by swscale's default matrix
 _LIMITED_RANGE = 1  # AVCOL_RANGE_MPEG
 _SCALING = "FAST_BILINEAR"
-"""How a downscaled picture is made: 1.3 ms from a 1080p picture to half its size, where
-swscale's default (bicubic) and AREA took 2.6 ms."""
+"""How a downscaled picture is made: 1.0 ms from a 1080p picture to half its size, where
+BILINEAR (PyAV's default) and AREA took 1.7 ms and BICUBIC 2.1 (medians of five
+interleaved runs)."""
 
 
 MOST_UPSCALE = 4
@@ -104,7 +105,6 @@ class PyAVEncoder(Encoder):
         self._frames = 0
         self._previous: npt.NDArray[np.uint8] | None = None
         self._factor = 1
-        self._coded: tuple[int, int] = (0, 0)  # the picture's size in the codec
 
     @abstractmethod
     def options(self, config: EncoderConfig) -> dict[str, str]:
@@ -141,7 +141,6 @@ class PyAVEncoder(Encoder):
             raise ValueError(f"{self.codec_name} cannot encode {width}x{height}: {exc}") from None
         self._context = ctx
         self._size = (width, height)
-        self._coded = (pw, ph)
 
     def padded_size(self, width: int, height: int) -> tuple[int, int]:
         """The size actually coded for a ``width`` x ``height`` display."""
@@ -172,9 +171,9 @@ class PyAVEncoder(Encoder):
             yuv = self._reformatter.reformat(frame, format="yuv420p")
         else:  # scaled straight from the display's picture, nothing to pad
             frame = av.VideoFrame.from_numpy_buffer(current, format="bgra")
-            width, height = self._coded
-            yuv = self._reformatter.reformat(frame, format="yuv420p", width=width,
-                                             height=height, interpolation=_SCALING)
+            yuv = self._reformatter.reformat(
+                frame, format="yuv420p", width=self._context.width,
+                height=self._context.height, interpolation=_SCALING)
         yuv.pts = self._frames
         self._frames += 1
         if keyframe:
