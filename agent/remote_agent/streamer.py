@@ -365,7 +365,7 @@ class Streamer:
                 sent_at = self._clock()
                 _step_aside()
                 self.load.frame(sent_at - started, 1 / state.fps())
-                self.flow.sent(self.sequence, sent_at)
+                self.flow.sent(self.sequence, len(data), sent_at)
                 pacer.sent(started, small=not key and spec.lossless and share is not None
                            and share < SMALL_SHARE)
         finally:

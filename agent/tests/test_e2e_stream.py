@@ -11,6 +11,7 @@ import time
 import anyio
 import numpy as np
 import pytest
+from remote_agent.flow import MOST_IN_FLIGHT
 from remote_server.testing.processes import AgentProcess
 from remote_viewer.client import open_viewer
 
@@ -239,22 +240,53 @@ async def test_view_only_viewer_cannot_move_the_pointer(managed, api, server, x_
     assert await pointer_location(x_display.env()) == (5, 5)
 
 
-@pytest.mark.anyio
-async def test_slow_viewer_lowers_the_frame_rate_instead_of_queueing(managed, api, server,
-                                                                     painter):
-    """A viewer that never acknowledges gets at most the flow window's frames per stall."""
-    _, session, _ = managed
+async def _frames_to_a_viewer_that_never_acknowledges(server, api, session,
+                                                      change) -> tuple[int, float]:
+    """Frames a viewer that never acknowledges gets while ``change(i)`` changes the screen
+    40 times in about a second (a 30 fps agent), and the seconds that took."""
     async with open_viewer(server.url, api.viewer_token(session["id"]), codec=pb.CODEC_RAW,
                            ack=False) as viewer:
         await viewer.next_frame(15)
-        start = viewer.frames_received
-        for i in range(40):  # 40 changes in 1 s, at a 30 fps agent
-            painter.fill(0, 0, 50, 50, 0x010101 * (i + 1))
-            painter.sync()
+        start, began = viewer.frames_received, time.monotonic()
+        for i in range(40):
+            change(i)
             await anyio.sleep(0.025)
-        delivered = viewer.frames_received - start
-    # window 3 per 1 s stall, so about 3-6 frames instead of ~30
-    assert 1 <= delivered <= 8, delivered
+        return viewer.frames_received - start, time.monotonic() - began
+
+
+@pytest.mark.anyio
+async def test_slow_viewer_lowers_the_frame_rate_instead_of_queueing(managed, api, server,
+                                                                     painter):
+    """Large frames: at most the flow window's three per stall (1 s) instead of ~30."""
+    _, session, _ = managed
+    noise = np.random.default_rng(7)
+
+    def change(i: int) -> None:  # 400x400 of noise: 640 kB a frame, Zstandard or not
+        painter.put_bgra(0, 0, 400, 400, noise.integers(0, 255, 400 * 400 * 4, np.uint8)
+                         .tobytes())
+        painter.sync()
+
+    delivered, _ = await _frames_to_a_viewer_that_never_acknowledges(server, api, session,
+                                                                     change)
+    assert 1 <= delivered <= 8, delivered  # 3 per stall, so about 3-6
+
+
+@pytest.mark.anyio
+async def test_small_frames_to_a_viewer_that_never_acknowledges_stay_bounded(
+        managed, api, server, painter):
+    """Small frames go beyond the window (a long round trip must not hold typing back), up
+    to MOST_IN_FLIGHT in flight: each takes its place for a stall (1 s), so at most that
+    many a second (and the first keyframe, large and unacknowledged, holds them to the
+    window until it expires)."""
+    _, session, _ = managed
+
+    def change(i: int) -> None:
+        painter.fill(0, 0, 50, 50, 0x010101 * (i + 1))
+        painter.sync()
+
+    delivered, seconds = await _frames_to_a_viewer_that_never_acknowledges(server, api,
+                                                                           session, change)
+    assert 8 <= delivered <= MOST_IN_FLIGHT * (seconds + 1), (delivered, seconds)
 
 
 @pytest.fixture

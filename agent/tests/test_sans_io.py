@@ -56,22 +56,54 @@ def test_backoff_rejects_nonsense():
 
 
 # -- flow window --------------------------------------------------------------------------------
+BIG = 100_000  # a frame's bytes: over what small frames may have in flight
+
+
 def test_window_bounds_frames_in_flight_and_acks_open_it():
     flow = FlowWindow(window=2, stall_after=1.0)
-    flow.sent(1, 0.0)
-    flow.sent(2, 0.0)
+    flow.sent(1, BIG, 0.0)
+    flow.sent(2, BIG, 0.0)
     assert not flow.can_send(0.1)
     flow.ack(1)
     assert flow.can_send(0.1)
-    flow.sent(3, 0.1)
+    flow.sent(3, BIG, 0.1)
     flow.ack(3)  # acknowledging 3 covers 2 as well
     assert flow.in_flight(0.2) == 0
+
+
+def test_small_frames_go_beyond_the_window_over_a_long_round_trip():
+    """Typing over 120 ms: four frames of a few hundred bytes in flight, none waiting."""
+    flow = FlowWindow(window=3, small_bytes=32 * 1024, most=16)
+    for seq in range(1, 17):
+        assert flow.can_send(seq / 30)
+        flow.sent(seq, 400, seq / 30)
+    assert not flow.can_send(17 / 30)  # ``most`` frames, however small
+    flow.ack(1)
+    assert flow.can_send(17 / 30)
+
+
+def test_a_large_frame_in_flight_holds_the_rest_to_the_window():
+    flow = FlowWindow(window=3, small_bytes=32 * 1024)
+    flow.sent(1, 400, 0.0)
+    flow.sent(2, 400, 0.0)
+    flow.sent(3, 400, 0.0)
+    assert flow.can_send(0.0)  # beyond the window: all small
+    flow.sent(4, 40_000, 0.0)  # a window opening: now too much is unacknowledged
+    assert not flow.can_send(0.0)
+    flow.ack(3)
+    assert flow.can_send(0.0)  # back within the window, whatever the bytes
+    flow.sent(5, 400, 0.0)
+    flow.sent(6, 400, 0.0)
+    assert not flow.can_send(0.0)
+    flow.ack(4)  # the large one acknowledged: small ones go beyond again
+    flow.sent(7, 400, 0.0)
+    assert flow.in_flight(0.0) == 3 and flow.can_send(0.0)
 
 
 def test_highest_ack_wins_and_stale_acks_change_nothing():
     flow = FlowWindow(window=3)
     for seq in (1, 2, 3):
-        flow.sent(seq, 0.0)
+        flow.sent(seq, BIG, 0.0)
     flow.ack(2)
     flow.ack(1)  # a slower viewer's older ack
     assert flow.acked == 2 and flow.in_flight(0.0) == 1
@@ -79,11 +111,14 @@ def test_highest_ack_wins_and_stale_acks_change_nothing():
 
 def test_lost_acks_do_not_stall_the_stream_forever():
     flow = FlowWindow(window=1, stall_after=0.5)
-    flow.sent(1, 10.0)
+    flow.sent(1, BIG, 10.0)
     assert not flow.can_send(10.2)
     assert flow.next_deadline(10.2) == 10.5
     assert flow.can_send(10.5)
     assert flow.next_deadline(10.5) is None
+    flow.sent(2, BIG, 10.5)  # the expired frame's bytes no longer count
+    assert not flow.can_send(10.6)
+    assert flow.can_send(11.0)
 
 
 # -- stream state -------------------------------------------------------------------------------
