@@ -99,6 +99,10 @@ def register_codecs() -> list[CodecSpec]:
     smaller picture up to the display's size (H.264's ``h264_scaled``) answers
     ``Encoder.downscale(factor)``: the agent asks for half size while its motion
     frames take most of their time to make, and full size when the next motion begins.
+    An encoder whose viewers keep their picture below a keyframe's first part (the raw
+    codec's ``raw_keep``) answers ``Encoder.keyframe_in_parts(part_bytes)``: the agent
+    asks for it before the keyframe due every 10 s over a link that takes a while to
+    carry one.
 
     **Slot and name.** Leave ``frame_field`` empty: the frames travel as plugin frames
     (``VideoFrame.plugin``) carrying the codec's ``name``, which is also how viewers

@@ -133,6 +133,16 @@ class Encoder(ABC):
         ``None`` otherwise."""
         return None
 
+    def keyframe_in_parts(self, part_bytes: int) -> bool:
+        """Send the next keyframe, if it takes more than ``part_bytes``, as a first part of
+        about that size that the viewers draw over the picture they show, and the rest as
+        a :meth:`redraw` in frames of that size, each with what changed meanwhile first: a
+        keyframe due every 10 s holds nothing up for the second a slow link takes to
+        carry it. Only for viewers that keep their picture where a keyframe part does not
+        reach (an extension every viewer lists). False (this default): the encoder
+        cannot, and the keyframe goes whole."""
+        return False
+
     def downscale(self, factor: int) -> bool:
         """Code the picture at 1/``factor`` of the display's width and height from the next
         frame on (a keyframe), and at full size again with 1: a machine short of CPU

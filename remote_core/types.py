@@ -147,6 +147,9 @@ class EncodedFrame:
     :param compressed: ``raw`` slot only: ``data`` is one Zstandard frame (CONTRACT 1).
     :param copies: ``raw`` slot only, incremental frames: moves done before ``rects`` are
         drawn (a scroll), sent only to viewers that decode the ``raw_copy`` extension.
+    :param rows: ``raw`` slot only, keyframes: a keyframe part whose first ``rows`` rows are
+        the screen and the rest the placeholder; a viewer that shows a picture of its size
+        keeps that below them (sent only to viewers that decode ``raw_keep``). 0: all of it.
     :param pts: presentation time in microseconds from the stream's start (VP9, H.264,
         H.265 and plugin frames).
     :param dts: decode time, likewise (VP9, H.264, H.265); equal to ``pts`` when the
@@ -162,6 +165,7 @@ class EncodedFrame:
     pts: int = 0
     dts: int = 0
     copies: tuple[CopyRect, ...] = ()
+    rows: int = 0
 
 
 @dataclass(frozen=True, slots=True)

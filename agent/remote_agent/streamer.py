@@ -97,6 +97,13 @@ viewer draws it over the video picture (``Encoder.redraw``): a motion that start
 the restore waits behind the parts in flight (the flow window's few) rather than the
 whole picture."""
 
+KEY_PART_SHARE = 0.5
+"""The share of the link the parts of the keyframe due every 10 s take, one part a frame
+time (the pacer's): the rest is for what changes meanwhile, which goes in frames of its
+own between them, so a typed word waits behind a part at most (over 2 Mbit/s, some 4 KB:
+17 ms of the link). At a tenth of a second of the link a part, as a picture restored
+after motion goes, typing waited behind three of them in flight: a p99 of 235 ms."""
+
 VIDEO_SHARE = 0.75
 """Share of the link's rate the video codec's bitrate is capped at (a keyframe may take
 up to a second of that bitrate). The rate is what the link carried of bursts after idle
@@ -294,7 +301,9 @@ class Streamer:
                                 video, limiter=self._limiter)
                         fresh = True  # the other codec starts with a keyframe
                 # A keyframe the viewers need, besides the one a codec switch starts with.
-                needed = state.take_keyframe() or now - last_keyframe >= KEYFRAME_INTERVAL_S
+                asked = state.take_keyframe()
+                due = not asked and now - last_keyframe >= KEYFRAME_INTERVAL_S
+                needed = asked or due
                 keyframe, fresh = needed or fresh, False
                 budget = None  # the most bytes a lossless frame may take: none in video
                 part = None  # the lossless picture restored after motion goes in parts
@@ -310,6 +319,11 @@ class Streamer:
                     if keyframe and not needed and sent_in is motion:
                         part = min(LOSSLESS_MOST_BYTES // 2, UNKNOWN_LINK_BYTES // 4
                                    if rate is None else int(rate * REDRAW_PART_SECONDS))
+                # The keyframe due every 10 s, over a link that takes a while to carry it:
+                # in parts, with what changes meanwhile between them (the viewers in step
+                # keep their picture below a part, Encoder.keyframe_in_parts).
+                link = self.rate.bytes_per_second(now) if due and spec.lossless else None
+                key_part = None if link is None else int(link * KEY_PART_SHARE / state.fps())
                 self.sequence += 1
                 # wait for a change no longer than until the keyframe or the calm is due
                 calm = switch.calm_left(now)
@@ -329,7 +343,8 @@ class Streamer:
                     pixels = self.devices.capture.pending_pixels()
                     here = spec.lossless and pixels is not None and pixels <= INLINE_PIXELS
                 args = (spec, encoder, display, keyframe, self.sequence, budget, video,
-                        needed or sent_in is not motion, wait, motion_from, part)
+                        needed or sent_in is not motion, wait, motion_from, part, key_part)
+                swept = encoder.redrawn  # how far a picture in parts had got
                 made = (self._next_frame(*args) if here else
                         await anyio.to_thread.run_sync(self._next_frame, *args,
                                                        limiter=self._limiter))
@@ -337,6 +352,10 @@ class Streamer:
                     self.sequence -= 1
                     continue
                 data, key, started, share, used = made
+                # A part of a picture in parts is a whole frame to the pacer, whatever
+                # changed with it: the pacer's frame rate is what paces the parts.
+                part_of_picture = (swept is not None and used is spec
+                                   and encoder.redrawn != swept)
                 if used is motion and data is not None:  # short of CPU: a smaller picture
                     factor = size.made(self._clock() - started, 1 / state.fps())
                     if (factor is not None and videos is not None
@@ -367,7 +386,7 @@ class Streamer:
                 self.load.frame(sent_at - started, 1 / state.fps())
                 self.flow.sent(self.sequence, len(data), sent_at)
                 pacer.sent(started, small=not key and spec.lossless and share is not None
-                           and share < SMALL_SHARE)
+                           and share < SMALL_SHARE and not part_of_picture)
         finally:
             lossless[1].close()
             if videos is not None:
@@ -392,7 +411,7 @@ class Streamer:
                     video: Callable[[], tuple[CodecSpec, Encoder]] | None = None,
                     video_keyframe: bool = True, wait: float = _CHANGE_WAIT,
                     motion_from: float | None = None,
-                    part: int | None = None) -> Frame | None:
+                    part: int | None = None, key_part: int | None = None) -> Frame | None:
         """In a worker thread (on the loop for a small change, waited for there): wait for
         a change (unless a keyframe is due), grab, encode and frame it; ``None`` when
         nothing changed within ``wait`` seconds, no bytes when the encoder had nothing to
@@ -411,7 +430,10 @@ class Streamer:
         within ``budget`` (so the link carries the whole picture in time) and the encoder
         can redraw over the video picture, the picture goes in parts of about ``part``
         bytes instead, the first one now. The parts after it are not held to ``budget``
-        (the whole picture was); only a motion cuts them short."""
+        (the whole picture was); only a motion cuts them short.
+
+        ``key_part``: the keyframe goes in parts of about that many bytes, if the encoder
+        can (:meth:`Encoder.keyframe_in_parts`); they are a redraw, as above."""
         # A frame too big for one message goes in parts: send the rest before waiting.
         if (not keyframe and not encoder.pending
                 and not self.devices.capture.wait_for_change(wait)):
@@ -429,12 +451,14 @@ class Streamer:
         hopeless = (video is not None and budget is not None and not moving
                     and _sure_over(encoder, image, None if keyframe else rects, display,
                                    changed, budget))
+        if keyframe and key_part is not None and not (moving or hopeless):
+            encoder.keyframe_in_parts(key_part)
         frame = (None if moving or hopeless
                  else encoder.encode(image, keyframe=keyframe, dirty=dirty) if moves is None
                  else encoder.encode(image, keyframe=keyframe, dirty=dirty, moves=moves))
         too_big = budget is not None and (hopeless or (
             frame is not None and not redrawing
-            and (len(frame.data) > budget or encoder.pending)))
+            and (len(frame.data) > budget or (encoder.pending and encoder.redrawn is None))))
         if video is not None and (moving or too_big):
             log.debug("a %s frame begins a motion or is over the link's %s bytes: video "
                       "instead", spec.name, budget)

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import numpy as np
 import pytest
+from remote_agent import streamer as streamer_module
 from remote_agent.adaptive import changed_share
 from remote_agent.devices import Devices
 from remote_agent.stream import StreamState
@@ -24,6 +25,7 @@ from remote_agent.streamer import INLINE_PIXELS, Streamer
 from remote_capture_mss import MssCapture
 from remote_codec_h264 import SCALED
 from remote_codec_h264.codec import H264Encoder
+from remote_codec_raw_zstd.decoder import RawZstdDecoder
 from remote_codec_raw_zstd.encoder import RawZstdEncoder
 
 from remote_core.interfaces import Encoder
@@ -32,6 +34,7 @@ from remote_core.protocol import pb
 from remote_core.settings import PluginSettings
 from remote_core.testing.codec_contract import Desktop
 from remote_core.testing.xvfb import blank_painter
+from remote_core.video import from_wire
 
 pytestmark = pytest.mark.xvfb
 
@@ -53,10 +56,14 @@ class RecordingRaw(RawZstdEncoder):
 
 @asynccontextmanager
 async def streaming(raw: type[Encoder], listed: tuple[str, ...],
-                    h264: type[Encoder] | None = None) -> AsyncIterator[list[pb.VideoFrame]]:
+                    h264: type[Encoder] | None = None, *,
+                    link: tuple[float, float] | None = None,
+                    ) -> AsyncIterator[list[pb.VideoFrame]]:
     """Stream this display, with ``raw`` as raw_zstd's encoder (and ``h264`` as H.264's),
     to a viewer that lists ``listed`` and keeps up (each frame acknowledged as it is
-    sent); yields what it was sent, from the first frame on."""
+    sent, or over ``link``: bytes a second and round trip, each frame acknowledged once
+    such a link would have carried it after those before and the answer came back);
+    yields what it was sent, from the first frame on."""
     encoders = {"raw_zstd": raw, "h264": h264}
     codecs = [spec if encoders.get(spec.name) is None
               else dataclasses.replace(spec, encoder_factory=encoders[spec.name])
@@ -64,10 +71,21 @@ async def streaming(raw: type[Encoder], listed: tuple[str, ...],
     sent: list[pb.VideoFrame] = []
     devices = Devices(capture=MssCapture(), input=None, codecs=codecs, prompt=None)
     state = StreamState(codecs=codecs)
+    carried = [0.0]  # when the link is done with what was sent so far
+
+    async def ack_later(sequence: int, seconds: float) -> None:
+        await anyio.sleep(seconds)
+        streamer.ack(sequence)
 
     async def send(data: bytes) -> None:
         sent.append(pb.Message.FromString(data).video_frame)
-        streamer.ack(sent[-1].sequence)
+        if link is None:
+            streamer.ack(sent[-1].sequence)
+            return
+        rate, round_trip = link
+        now = time.monotonic()
+        carried[0] = max(now, carried[0]) + len(data) / rate
+        tasks.start_soon(ack_later, sent[-1].sequence, carried[0] - now + round_trip)
 
     streamer = Streamer(devices, state, send, devices.capture.displays)
     state.start("viewer", 0, listed)
@@ -214,3 +232,52 @@ async def test_motion_on_a_machine_short_of_cpu_goes_on_at_half_size(x_display, 
 async def test_motion_keeps_its_size_for_a_viewer_that_does_not_scale(x_display, painter):
     [sizes] = await motion_sizes(painter, ("raw", "h264", "raw_copy", "raw_over"))
     assert sizes and set(sizes) == {(WIDTH, HEIGHT)}
+
+
+@pytest.mark.anyio
+async def test_the_keyframe_due_goes_in_parts_over_a_slow_link_with_typing_between(
+        x_display, painter, monkeypatch):
+    """Over 1 Mbit/s (H.264 at hand, so a frame too big for the link would go as video)
+    the keyframe due every 10 s (every 2 s here) goes as a keyframe
+    part the viewer draws over its picture, then the rest in parts of a tenth of a second
+    of the link; a word typed at the bottom meanwhile goes before the sweep gets there.
+    A viewer in step and one that starts at the part both end with the screen exactly."""
+    monkeypatch.setattr(streamer_module, "KEYFRAME_INTERVAL_S", 2.0)
+    desktop = Desktop(WIDTH, HEIGHT, seed=31).image
+    painter.put_bgra(0, 0, WIDTH, HEIGHT, desktop.tobytes())
+    painter.sync()
+    typed = desktop.copy()
+    typed[HEIGHT - 40:HEIGHT - 24, 8:208] = (40, 40, 40, 255)
+    async with streaming(RawZstdEncoder, ("raw", "h264", "raw_keep"),
+                         link=(125_000, 0.06)) as sent:
+        with anyio.fail_after(10):
+            while not any(f.raw.rows for f in sent):
+                await anyio.sleep(0.01)
+        painter.put_bgra(0, 0, WIDTH, HEIGHT, typed.tobytes())
+        painter.sync()
+        await anyio.sleep(1.5)  # the sweep ends, and the typing went
+        frames = list(sent)
+    part = next(i for i, f in enumerate(frames) if f.raw.rows)
+    assert frames[0].raw.is_keyframe and not frames[0].raw.rows  # the first picture: whole
+    rows = frames[part].raw.rows
+    assert 0 < rows < HEIGHT and len(frames[part].raw.data) < 20_000
+    rest = frames[part + 1:]
+    assert rest and not any(f.raw.is_keyframe for f in rest)
+
+    def band(f: pb.VideoFrame) -> bool:  # a part of the sweep: rows of the whole width
+        return any(r.width == WIDTH for r in f.raw.dirty_rects)
+
+    def bottom(f: pb.VideoFrame) -> bool:
+        return any(r.y <= HEIGHT - 40 < r.y + r.height and r.width < WIDTH
+                   for r in f.raw.dirty_rects)
+
+    bands = [i for i, f in enumerate(rest) if band(f)]
+    assert len(bands) >= 2
+    assert next(i for i, f in enumerate(rest) if bottom(f)) < bands[-1]  # before the sweep
+    in_step, late = RawZstdDecoder(), RawZstdDecoder()
+    for f in frames[:part]:
+        in_step.decode(from_wire(f)[1])
+    for decoder in (in_step, late):
+        for f in frames[part:]:
+            picture = decoder.decode(from_wire(f)[1])
+        assert np.array_equal(np.asarray(picture), typed)

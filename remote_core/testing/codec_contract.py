@@ -391,6 +391,38 @@ class CodecContract:
         enc.close()
         dec.close()
 
+    def test_a_keyframe_in_parts_ends_with_the_screen(self) -> None:
+        """An encoder that sends a keyframe in parts (``Encoder.keyframe_in_parts``, with
+        every extension it has) makes a keyframe of about the size asked, then parts until
+        nothing is pending; a decoder in step and one that starts at that keyframe both
+        end with the screen. Without its extensions, it cannot."""
+        assert self.spec.encoder_factory is not None
+        assert not self.encoder(64, 64).keyframe_in_parts(16 * 1024)
+        desktop = Desktop(640, 400, seed=8)
+        enc = self.spec.encoder_factory(dataclasses.replace(
+            encoder_config(640, 400), extensions=frozenset(self.spec.extensions)))
+        in_step = self.decoder()
+        in_step.decode(self.wire(enc.encode(desktop.image, keyframe=True)))
+        if not enc.keyframe_in_parts(16 * 1024):  # it cannot: the keyframe goes whole
+            enc.close()
+            return
+        desktop.type(30)
+        first = self.wire(enc.encode(desktop.image, keyframe=True))
+        assert first.keyframe and len(first.data) < 32 * 1024
+        late = self.decoder()
+        pictures = [in_step.decode(first), late.decode(first)]
+        parts = 0
+        while enc.pending:
+            assert parts < 100, "the keyframe's parts never ended"
+            frame = self.wire(enc.encode(desktop.image))
+            assert not frame.keyframe
+            pictures = [in_step.decode(frame), late.decode(frame)]
+            parts += 1
+        assert parts > 1
+        for picture in pictures:
+            self.assert_close(picture, desktop.image)
+        enc.close()
+
     def test_a_downscaled_motion_decodes_at_the_displays_size(self) -> None:
         """An encoder that downscales (``Encoder.downscale``, with every extension it has)
         starts the smaller picture with a keyframe, and its decoder gives back pictures

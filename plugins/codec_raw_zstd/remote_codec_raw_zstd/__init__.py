@@ -4,7 +4,8 @@ Lossless and cheap on CPU, heavy on bandwidth when much changes: the codec for
 a LAN (``CODEC_RAW``). Viewers that list its extension ``raw_copy`` get a scroll as a
 move of what they have (``RawFrame.copies``) and the rows it uncovers; those that list
 ``raw_over`` get the lossless picture back after motion in parts drawn over the video
-picture (``Encoder.redraw``). It needs
+picture (``Encoder.redraw``); those that list ``raw_keep`` get the keyframe due every
+10 s in parts over a slow link (``Encoder.keyframe_in_parts``). It needs
 zstandard alone (no numpy), loaded only when a codec is built.
 """
 
@@ -17,7 +18,7 @@ from remote_core.interfaces import Decoder, Encoder
 from remote_core.protocol import pb
 from remote_core.types import CodecSpec, EncoderConfig
 
-from .extensions import COPY_EXTENSION, OVER_EXTENSION
+from .extensions import COPY_EXTENSION, KEEP_EXTENSION, OVER_EXTENSION
 
 __all__ = ["SPEC", "register_codecs"]
 
@@ -40,7 +41,8 @@ def _available() -> bool:
 
 SPEC = CodecSpec(name="raw_zstd", preference=pb.CODEC_RAW, frame_field="raw",
                  encoder_factory=_encoder, decoder_factory=_decoder, auto_rank=10,
-                 lossless=True, available=_available, extensions=(COPY_EXTENSION, OVER_EXTENSION))
+                 lossless=True, available=_available,
+                 extensions=(COPY_EXTENSION, OVER_EXTENSION, KEEP_EXTENSION))
 
 
 @hookimpl

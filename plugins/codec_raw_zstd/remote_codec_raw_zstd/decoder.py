@@ -21,8 +21,9 @@ MAX_COPIES = 64
 
 
 class RawZstdDecoder(Decoder):
-    """Keeps the framebuffer; a keyframe replaces it, an incremental frame moves parts of it
-    (``copies``, in order) and then patches it.
+    """Keeps the framebuffer; a keyframe replaces it (a keyframe part, ``rows``, only its
+    rows, where a picture of its size is kept: ``raw_keep``), an incremental frame moves
+    parts of it (``copies``, in order) and then patches it.
 
     Sizes are checked before anything is decompressed, and decompression stops
     at the size the header promises, so a small message cannot expand into a
@@ -52,10 +53,15 @@ class RawZstdDecoder(Decoder):
         if frame.keyframe:
             if frame.rects or frame.copies:
                 raise ValueError("a raw keyframe must not carry dirty rectangles or copies")
+            if not 0 <= frame.rows <= h:
+                raise ValueError(f"a keyframe part of {frame.rows} rows in a {w}x{h} frame")
             image = bytearray(w * h * 4)
             self._fill(frame, memoryview(image))
-            self._framebuffer, self._size = image, (w, h)
-            return _picture(image, w, h)
+            if frame.rows and self._size == (w, h):  # a part: the picture below stays
+                self._framebuffer[:frame.rows * w * 4] = memoryview(image)[:frame.rows * w * 4]
+            else:
+                self._framebuffer, self._size = image, (w, h)
+            return _picture(self._framebuffer, w, h)
         if self._size != (w, h):
             return None  # an incremental frame needs the keyframe it builds on
         if not frame.rects and not frame.copies:

@@ -13,7 +13,7 @@ from remote_core.types import CopyRect, EncodedFrame, EncoderConfig, Moves, Rect
 
 from .dirty import clip_rects, find_dirty
 from .estimate import estimate_size
-from .extensions import COPY_EXTENSION, OVER_EXTENSION
+from .extensions import COPY_EXTENSION, KEEP_EXTENSION, OVER_EXTENSION
 from .parts import MESSAGE_LIMIT, PART_BYTES, PLACEHOLDER, fits, keyframe_part, pack_rects, rotate
 from .pixels import copy_rect, flat, move_rect, rect_bytes
 from .scroll import find_scroll
@@ -22,6 +22,9 @@ __all__ = ["FULL_FRAME_SHARE", "RawZstdEncoder"]
 
 _SCROLL_TRIES = 3
 """Largest changed rectangles checked for a scroll, each frame."""
+
+_LEAST_BAND = 8
+"""Fewest rows a keyframe's part sweeps (over a slow link, the rows its bytes carry)."""
 
 FULL_FRAME_SHARE = 0.6
 """When this share of the frame changed, a whole frame is cheaper than gathering rectangles."""
@@ -37,9 +40,11 @@ class RawZstdEncoder(Encoder):
     that would not fit one message under ``message_limit`` goes in parts
     (:mod:`.parts`); :attr:`pending` then stays true until the rest is sent. When every
     viewer draws over another codec's picture (:data:`OVER_EXTENSION`), :meth:`redraw`
-    sends the whole picture again as incremental frames, sweeping down the screen.
-    :meth:`estimate` tells about what a change would take from a sample of it
-    (:mod:`.estimate`).
+    sends the whole picture again as incremental frames, sweeping down the screen. When
+    every viewer keeps its picture below a keyframe part (:data:`KEEP_EXTENSION`),
+    :meth:`keyframe_in_parts` sends the next keyframe as such a part and the rest as a
+    redraw, each part led by what changed anywhere meanwhile. :meth:`estimate` tells about
+    what a change would take from a sample of it (:mod:`.estimate`).
 
     :param message_limit: the largest message (the shipped 16 MiB cap).
     :param part_bytes: the largest part of a frame that does not fit.
@@ -60,6 +65,11 @@ class RawZstdEncoder(Encoder):
         self._over = OVER_EXTENSION in config.extensions
         self._sweep: int | None = None  # a redraw's next row: from here down, all is owed
         self._sweep_bytes = PART_BYTES  # a redraw's part
+        self._keep = KEEP_EXTENSION in config.extensions
+        self._keyframe_bytes: int | None = None  # the next keyframe's first part
+        self._sweep_all = False  # a redraw after a keyframe part: changes below it go too
+        self._band_rows = _LEAST_BAND  # the rows such a redraw sweeps a part
+        self._band_waited = False  # its last part carried changes alone
 
     @property
     def pending(self) -> bool:
@@ -72,8 +82,19 @@ class RawZstdEncoder(Encoder):
         each with what changed above the rows swept so far."""
         if not self._over or self._size is None:
             return False
-        self._sweep, self._owing = 0, True
+        self._sweep, self._owing, self._sweep_all = 0, True, False
         self._sweep_bytes = max(1, min(part_bytes, PART_BYTES))
+        return True
+
+    def keyframe_in_parts(self, part_bytes: int) -> bool:
+        """The next keyframe, if over ``part_bytes``, goes as a keyframe part of about that
+        size (``EncodedFrame.rows``) and the rest as a redraw in parts of that size, each
+        led by what changed anywhere meanwhile: the viewers show the picture below the
+        part (in step, it is what :attr:`_previous` holds). A keyframe of another size
+        goes whole."""
+        if not self._keep:
+            return False
+        self._keyframe_bytes = max(1, min(part_bytes, PART_BYTES))
         return True
 
     @property
@@ -135,8 +156,20 @@ class RawZstdEncoder(Encoder):
 
     def _keyframe(self, current: memoryview, w: int, h: int) -> EncodedFrame:
         self._clock.sent()
-        self._sweep = None
+        self._sweep, self._sweep_all = None, False
+        part, self._keyframe_bytes = self._keyframe_bytes, None
         whole = self._squeeze(current, 0)
+        if (whole is not None and part is not None and len(whole[0]) > part
+                and self._size == (w, h)):
+            data, rows = keyframe_part(current, w, h, self._compressor, part)
+            if rows < h:  # the viewers keep the rest as it is: so does their model of it
+                self._previous[:rows * w * 4] = current[:rows * w * 4]
+                self._sweep, self._sweep_bytes, self._sweep_all = rows, part, True
+                self._band_waited = False
+                # rows a part's bytes carry, at the whole picture's bytes a row
+                self._band_rows = max(_LEAST_BAND, part * h // len(whole[0]))
+                self._owing = True
+                return _frame(w, h, data, True, keyframe=True, rects=[], rows=rows)
         if whole is not None:
             self._remember(current, w, h, rows=h)
             self._owing = False
@@ -144,7 +177,7 @@ class RawZstdEncoder(Encoder):
         data, rows = keyframe_part(current, w, h, self._compressor, self._part_bytes)
         self._remember(current, w, h, rows=rows)
         self._owing, self._next_y = True, rows
-        return _frame(w, h, data, True, keyframe=True, rects=[])
+        return _frame(w, h, data, True, keyframe=True, rects=[], rows=rows if self._keep else 0)
 
     def _delta(self, current: memoryview, w: int, h: int, rects: list[Rect],
                copies: tuple[CopyRect, ...] = ()) -> EncodedFrame:
@@ -170,17 +203,35 @@ class RawZstdEncoder(Encoder):
 
     def _redraw_part(self, current: memoryview, w: int, h: int, sweep: int) -> EncodedFrame:
         """The next part of a redraw: what changed above row ``sweep`` (sent already, so
-        a comparison knows), then the rows from ``sweep`` down, whatever they were."""
-        above = [] if sweep == 0 else [
-            Rect(r.x, r.y, r.width, min(r.y + r.height, sweep) - r.y)
-            for r in find_dirty(self._previous, current, w, h) if r.y < sweep]
-        packed = pack_rects(current, w, [*above, Rect(0, sweep, w, h - sweep)],
-                            self._compressor, self._sweep_bytes, soft=True)
+        a comparison knows), then the rows from ``sweep`` down, whatever they were.
+
+        After a keyframe part, what changed anywhere goes alone (the viewers in step show
+        the picture below ``sweep``, so a typed word neither waits for the sweep nor goes
+        with a band of it), or, when the last part went so, with a band of about a part's
+        rows from ``sweep``, which takes what changed within it (a pixel goes once a
+        frame); with no change, the band alone."""
+        if self._sweep_all:
+            band = Rect(0, sweep, w, min(self._band_rows, h - sweep))
+            changed = find_dirty(self._previous, current, w, h)
+            alone = bool(changed) and not self._band_waited
+            self._band_waited = alone
+            rects = changed if alone else [*_outside(changed, band), band]
+        else:
+            above = [] if sweep == 0 else [
+                Rect(r.x, r.y, r.width, min(r.y + r.height, sweep) - r.y)
+                for r in find_dirty(self._previous, current, w, h) if r.y < sweep]
+            band = Rect(0, sweep, w, h - sweep)
+            rects = [*above, band]
+        packed = pack_rects(current, w, rects, self._compressor, self._sweep_bytes, soft=True)
         for r in packed.rects:
             copy_rect(self._previous, current, w, r)
-        # What is left ends with the rows not swept yet, whole or cut.
-        self._sweep = packed.rest[-1].y if packed.rest else None
+        # What is left ends with the band, whole or cut; with none, the band went. (A part
+        # of changes alone leaves the sweep where it is.)
+        if not (self._sweep_all and self._band_waited):
+            self._sweep = (packed.rest[-1].y if packed.rest
+                           else band.y + band.height if band.y + band.height < h else None)
         self._owing = self._sweep is not None
+        self._sweep_all = self._sweep_all and self._owing
         self._next_y = 0
         return _frame(w, h, packed.data, packed.compressed, keyframe=False, rects=packed.rects)
 
@@ -207,6 +258,20 @@ class RawZstdEncoder(Encoder):
 
 
 def _frame(w: int, h: int, data: bytes, compressed: bool, *, keyframe: bool,
-           rects: list[Rect], copies: tuple[CopyRect, ...] = ()) -> EncodedFrame:
+           rects: list[Rect], copies: tuple[CopyRect, ...] = (), rows: int = 0) -> EncodedFrame:
     return EncodedFrame(data=data, keyframe=keyframe, width=w, height=h, rects=tuple(rects),
-                        compressed=compressed, copies=copies)
+                        compressed=compressed, copies=copies, rows=rows)
+
+
+def _outside(rects: list[Rect], band: Rect) -> list[Rect]:
+    """``rects`` without the rows of ``band`` (which spans the frame's width): the parts
+    above it and below it."""
+    top, bottom = band.y, band.y + band.height
+    out = []
+    for r in rects:
+        if r.y < top:
+            out.append(Rect(r.x, r.y, r.width, min(r.y + r.height, top) - r.y))
+        if r.y + r.height > bottom:
+            y = max(r.y, bottom)
+            out.append(Rect(r.x, y, r.width, r.y + r.height - y))
+    return out

@@ -1,16 +1,24 @@
 """The lossless picture drawn again over another codec's (``Encoder.redraw``, the
 ``raw_over`` extension): in parts of about the size asked, exact over any picture the
-viewer showed, with what changes meanwhile, and only for viewers that draw it."""
+viewer showed, with what changes meanwhile, and only for viewers that draw it.
+
+And a keyframe in parts drawn over the viewers' picture (``Encoder.keyframe_in_parts``,
+the ``raw_keep`` extension): the keyframe due every 10 s over a slow link. A first part
+of about the size asked whose rows below the viewers keep, then the rest swept down the
+screen with whatever changes meanwhile going first; exact in the end for a viewer in
+step and for one that starts at the part (a late viewer, one that skipped frames)."""
 
 from __future__ import annotations
 
 import dataclasses
 
 import numpy as np
+import pytest
 from remote_codec_raw_zstd import SPEC
 from remote_codec_raw_zstd.decoder import RawZstdDecoder
 from remote_codec_raw_zstd.encoder import RawZstdEncoder
-from remote_codec_raw_zstd.extensions import COPY_EXTENSION, OVER_EXTENSION
+from remote_codec_raw_zstd.extensions import COPY_EXTENSION, KEEP_EXTENSION, OVER_EXTENSION
+from remote_codec_raw_zstd.parts import PLACEHOLDER
 
 from remote_core.codecs import FrameDecoder, encoder_config
 from remote_core.protocol import pb
@@ -151,5 +159,89 @@ def test_the_viewer_builds_on_the_other_codecs_last_picture() -> None:
     assert np.array_equal(np.asarray(picture), desktop)
 
 
-def test_raw_lists_the_over_extension() -> None:
-    assert SPEC.extensions == (COPY_EXTENSION, OVER_EXTENSION)
+def test_raw_lists_the_over_and_keep_extensions() -> None:
+    assert SPEC.extensions == (COPY_EXTENSION, OVER_EXTENSION, KEEP_EXTENSION)
+
+
+# -- keyframes in parts (raw_keep) --------------------------------------------------------------
+def test_a_keyframe_part_leaves_the_viewers_picture_below_it() -> None:
+    desktop = Desktop(W, H, seed=11)
+    enc, in_step = encoder(KEEP_EXTENSION), RawZstdDecoder()
+    in_step.decode(wire(enc.encode(desktop.image, keyframe=True)))
+    desktop.type(40, (W - 200, H - 100))  # typing all over, below the first part
+    typed = desktop.image.copy()
+    assert enc.keyframe_in_parts(PART)
+    part = wire(enc.encode(typed, keyframe=True))
+    assert part.keyframe and 0 < part.rows < H and not part.rects
+    assert len(part.data) < 2 * PART  # about the size asked: one slice over at most
+    assert enc.pending and enc.redrawn == part.rows / H
+    kept = np.asarray(in_step.decode(part))
+    assert np.array_equal(kept[:part.rows], typed[:part.rows])
+    assert not np.array_equal(kept[part.rows:], typed[part.rows:])  # still the old picture
+    late = np.asarray(RawZstdDecoder().decode(part))  # nothing to keep: the placeholder
+    assert np.array_equal(late[:part.rows], typed[:part.rows])
+    assert late[part.rows:].tobytes() == PLACEHOLDER * ((H - part.rows) * W)
+    # The rest, swept down, brings both viewers to the screen exactly.
+    progress: list[float | None] = []
+    parts = redraw(enc, [typed], progress)
+    assert len(parts) >= 3 and not any(p.keyframe for p in parts)
+    assert all(len(p.data) < 2 * PART for p in parts)
+    swept = [p for p in progress if p is not None]
+    assert swept == sorted(swept) and progress[-1] is None
+    viewers = [in_step, RawZstdDecoder()]
+    viewers[1].decode(part)
+    for viewer in viewers:
+        for p in parts:
+            picture = viewer.decode(p)
+        assert np.array_equal(np.asarray(picture), typed)
+
+
+def test_what_changes_below_the_sweep_goes_with_the_next_part() -> None:
+    """Typing at the bottom while the keyframe is swept from the top: the viewers in step
+    show the picture there, so the change goes at once, not when the sweep gets there."""
+    desktop = Desktop(W, H, seed=12)
+    enc, dec = encoder(KEEP_EXTENSION), RawZstdDecoder()
+    dec.decode(wire(enc.encode(desktop.image, keyframe=True)))
+    assert enc.keyframe_in_parts(PART)
+    part = wire(enc.encode(desktop.image, keyframe=True))
+    dec.decode(part)
+    typed = desktop.image.copy()
+    typed[H - 40:H - 24, 8:208] = 255 - typed[H - 40:H - 24, 8:208]
+    first = wire(enc.encode(typed))
+    assert enc.redrawn is not None and enc.redrawn < 0.5  # the sweep is far from the bottom
+    assert any(r.y + r.height > H - 40 for r in first.rects)
+    shown = np.asarray(dec.decode(first))
+    assert np.array_equal(shown[H - 40:H - 24], typed[H - 40:H - 24])
+    for p in redraw(enc, [typed]):
+        shown = np.asarray(dec.decode(p))
+    assert np.array_equal(shown, typed)
+
+
+def test_a_keyframe_that_fits_a_part_or_has_a_new_size_goes_whole() -> None:
+    enc = encoder(KEEP_EXTENSION)
+    blank = np.zeros((H, W, 4), np.uint8)
+    assert enc.keyframe_in_parts(PART)
+    first = enc.encode(Desktop(W, H, seed=13).image, keyframe=True)  # nothing to keep yet
+    assert first is not None and first.rows == 0 and not enc.pending
+    assert enc.keyframe_in_parts(PART)
+    small = enc.encode(blank, keyframe=True)  # a few hundred bytes: under one part
+    assert small is not None and small.rows == 0 and not enc.pending
+    assert enc.encode(Desktop(W, H, seed=13).image, keyframe=True).rows == 0  # asked once
+
+
+def test_no_keyframe_in_parts_for_viewers_that_do_not_keep_their_picture() -> None:
+    desktop = Desktop(W, H, seed=14).image
+    plain = encoder(OVER_EXTENSION)
+    plain.encode(desktop, keyframe=True)
+    assert not plain.keyframe_in_parts(PART)
+    frame = plain.encode(desktop, keyframe=True)
+    assert frame is not None and frame.rows == 0 and not plain.pending
+
+
+def test_a_part_of_more_rows_than_the_display_is_refused() -> None:
+    enc = encoder(KEEP_EXTENSION)
+    frame = wire(enc.encode(Desktop(W, H, seed=15).image, keyframe=True))
+    with pytest.raises(ValueError, match="rows"):
+        RawZstdDecoder().decode(EncodedFrame(
+            data=frame.data, keyframe=True, width=W, height=H, compressed=frame.compressed,
+            rows=H + 1))

@@ -216,9 +216,10 @@ def test_this_chromium_decodes_the_offered_codecs(attended: Attended) -> None:
         assert support, f"WebCodecs in this Chromium does not decode {codec}"
     listed = attended.viewer.evaluate("window.remoteViewer.codecs.names")
     assert listed[:4] == ["raw", "vp9", "h264", "av1"]
-    # On the wire, the extensions it draws follow: moves, raw over video, scaled H.264.
+    # On the wire, the extensions it draws follow: moves, raw over video, keyframe parts
+    # over the picture, scaled H.264.
     assert attended.viewer.evaluate("window.remoteViewer.listed") == [
-        *listed, "raw_copy", "raw_over", "h264_scaled"]
+        *listed, "raw_copy", "raw_over", "raw_keep", "h264_scaled"]
     # Every codec the page advertises is one the test below sees it draw.
     assert set(listed) <= set(CODECS), f"advertised but not tested: {set(listed) - set(CODECS)}"
     menu = attended.viewer.eval_on_selector_all("#codec option", "(os) => os.map((o) => o.value)")
@@ -518,15 +519,19 @@ RAW_FRAMES = """async ([frames, width, height]) => {
     return buffer.subarray(at);
   };
   const drawn = [];
-  for (const { data, at, compressed, key, rects } of frames) {
+  for (const { data, at, compressed, key, rects, rows } of frames) {
     screen.frame({ encoding: { case: "raw", value: { width, height, compressed,
-      data: bytes(data, at), isKeyframe: key, copies: [],
+      data: bytes(data, at), isKeyframe: key, copies: [], rows: rows || 0,
       dirtyRects: rects.map(([x, y, w, h]) => ({ x, y, width: w, height: h })) } } });
     await screen.settle();
     drawn.push(screen.drawn);
   }
   const rgba = canvas.getContext("2d").getImageData(0, 0, width, height).data;
-  return { drawn, zstd: screen.zstd, rgba: btoa(String.fromCharCode(...rgba)) };
+  let text = "";
+  for (let i = 0; i < rgba.length; i += 0x8000) {
+    text += String.fromCharCode.apply(null, rgba.subarray(i, i + 0x8000));
+  }
+  return { drawn, zstd: screen.zstd, kept: screen.kept, rgba: btoa(text) };
 }"""
 
 
@@ -560,6 +565,55 @@ def test_raw_frames_decode_exactly_and_a_wrong_one_is_dropped(lone_player: Any) 
     assert result["drawn"] == [1, 2, 3, 3, 4], result["drawn"]
     rgba = np.frombuffer(base64.b64decode(result["rgba"]), np.uint8).reshape(height, width, 4)
     assert (rgba[..., 2::-1] == shown[..., :3]).all() and (rgba[..., 3] == 255).all()
+
+
+def test_a_keyframe_part_is_drawn_over_the_picture_shown(lone_player: Any) -> None:
+    """The keyframe due every 10 s, in parts over a slow link (raw_keep, which the page
+    lists): the page keeps its picture below the part's rows, and the parts after it
+    bring it to the screen exactly; a page that starts at the part shows the placeholder
+    there until they come, and ends exact too."""
+    from remote_codec_raw_zstd.encoder import RawZstdEncoder
+    from remote_codec_raw_zstd.extensions import KEEP_EXTENSION
+    from remote_codec_raw_zstd.parts import PLACEHOLDER
+
+    from remote_core.codecs import encoder_config
+
+    width, height = 320, 240
+    desktop = Desktop(width, height, seed=17)
+    encoder = RawZstdEncoder(dataclasses.replace(encoder_config(width, height),
+                                                 extensions=frozenset({KEEP_EXTENSION})))
+    frames = [encoder.encode(desktop.image, keyframe=True)]
+    before = desktop.image.copy()
+    desktop.type(60, (width, height))  # typing all down the page
+    assert encoder.keyframe_in_parts(4096)
+    frames.append(encoder.encode(desktop.image, keyframe=True))
+    while encoder.pending:
+        frames.append(encoder.encode(desktop.image))
+    rows = frames[1].rows
+    assert 0 < rows < height and len(frames) > 3
+
+    def wire(frame: Any) -> dict[str, Any]:
+        return {"data": base64.b64encode(frame.data).decode(), "at": 0, "rows": frame.rows,
+                "compressed": frame.compressed, "key": frame.keyframe,
+                "rects": [[r.x, r.y, r.width, r.height] for r in frame.rects]}
+
+    def bgra(result: dict[str, Any]) -> np.ndarray:
+        rgba = np.frombuffer(base64.b64decode(result["rgba"]), np.uint8).reshape(
+            height, width, 4)
+        return np.concatenate([rgba[..., 2::-1], rgba[..., 3:]], axis=2)
+
+    kept = lone_player.evaluate(RAW_FRAMES, [[wire(f) for f in frames[:2]], width, height])
+    assert kept["kept"] == 1
+    assert np.array_equal(bgra(kept)[:rows], desktop.image[:rows])
+    assert np.array_equal(bgra(kept)[rows:], before[rows:])
+    late = lone_player.evaluate(RAW_FRAMES, [[wire(f) for f in frames[1:2]], width, height])
+    assert late["kept"] == 0 and bgra(late)[rows:].tobytes() == PLACEHOLDER * (
+        (height - rows) * width)
+    for start in (0, 1):
+        result = lone_player.evaluate(RAW_FRAMES, [[wire(f) for f in frames[start:]], width,
+                                                   height])
+        assert result["drawn"][-1] == len(frames) - start
+        assert np.array_equal(bgra(result), desktop.image)
 
 
 def test_agent_reported_text_is_shown_as_text(server: ServerProcess, admin: Api,

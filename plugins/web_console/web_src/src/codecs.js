@@ -2,8 +2,10 @@
 // SessionRequest.codecs, so the relay and the agent never send it anything else.
 //
 // - "raw": decoded here (zstd.js), with its extensions "raw_copy" (frames that move what
-//   the page shows: a scroll) and "raw_over" (incremental frames drawn over another
-//   codec's picture: the lossless picture back after motion, in parts), listed after it;
+//   the page shows: a scroll), "raw_over" (incremental frames drawn over another
+//   codec's picture: the lossless picture back after motion, in parts) and "raw_keep"
+//   (keyframe parts drawn over the picture shown: the keyframe due every 10 s, in parts
+//   over a slow link), listed after it;
 // - "vp9", "h264", "h265", "av1": through WebCodecs, where VideoDecoder.isConfigSupported
 //   says this browser can (AV1's frames are plugin frames named "av1": SPEC has no slot);
 // - any codec plugin's browser decoder: the server lists them at /codecs/index.json and
@@ -81,7 +83,7 @@ async function pluginDecoders() {
 /** The codec extensions this page draws (RawFrame.copies; raw frames over another codec's
  * picture): listed after the codecs in SessionRequest.codecs, never offered in the codec
  * menu. */
-export const EXTENSIONS = ["raw_copy", "raw_over"];
+export const EXTENSIONS = ["raw_copy", "raw_over", "raw_keep"];
 
 /** The extension of each Annex B codec whose pictures this page scales up to the size the
  * stream's size SEI states (statedSize): an agent short of CPU codes motion smaller. */

@@ -27,6 +27,7 @@ export class Screen {
     this.drawn = 0; // frames that reached the canvas
     this.moves = 0; // moves of the picture drawn (RawFrame.copies: a scroll)
     this.redraws = 0; // raw pictures drawn in parts over another codec's (raw_over)
+    this.kept = 0; // keyframe parts drawn over the picture shown (raw_keep)
     this.pictureCodec = ""; // the codec that drew the canvas last
     this.scratch = null; // what a move and a scaled picture go through (scratchOf)
     this.scratchCtx = null;
@@ -209,8 +210,14 @@ export class Screen {
     }
     if (bytes.length !== size) return; // the rectangles' pixels, exactly (CONTRACT)
     if (raw.isKeyframe) {
+      // A keyframe part (raw_keep): only its top rows are the screen, and a picture of
+      // its size stays below them until the rest comes, where the placeholder would blank
+      // it for the second a slow link takes.
+      const rows = raw.rows > 0 && raw.rows < raw.height && !this.needKey &&
+        this.width === raw.width && this.height === raw.height ? raw.rows : raw.height;
       this.resize(raw.width, raw.height);
-      this.ctx.putImageData(this.bgraToImage(bytes, 0, raw.width, raw.height), 0, 0);
+      this.ctx.putImageData(this.bgraToImage(bytes, 0, raw.width, rows), 0, 0);
+      if (rows < raw.height) this.kept += 1;
       this.pictured("raw");
       this.shown();
       return;
