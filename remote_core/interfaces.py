@@ -136,9 +136,9 @@ class Encoder(ABC):
     def keyframe_in_parts(self, part_bytes: int) -> bool:
         """Send the next keyframe, if it takes more than ``part_bytes``, as a first part of
         about that size that the viewers draw over the picture they show, and the rest as
-        a :meth:`redraw` in frames of that size, each with what changed meanwhile first: a
-        keyframe due every 10 s holds nothing up for the second a slow link takes to
-        carry it. Only for viewers that keep their picture where a keyframe part does not
+        a :meth:`redraw` in frames of that size, what changes meanwhile going between
+        them: a keyframe due every 10 s holds nothing up for the second a slow link takes
+        to carry it. Only for viewers that keep their picture where a keyframe part does not
         reach (an extension every viewer lists). False (this default): the encoder
         cannot, and the keyframe goes whole."""
         return False

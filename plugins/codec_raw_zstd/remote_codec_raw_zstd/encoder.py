@@ -43,7 +43,7 @@ class RawZstdEncoder(Encoder):
     sends the whole picture again as incremental frames, sweeping down the screen. When
     every viewer keeps its picture below a keyframe part (:data:`KEEP_EXTENSION`),
     :meth:`keyframe_in_parts` sends the next keyframe as such a part and the rest as a
-    redraw, each part led by what changed anywhere meanwhile. :meth:`estimate` tells about
+    redraw, what changes meanwhile going between its parts. :meth:`estimate` tells about
     what a change would take from a sample of it (:mod:`.estimate`).
 
     :param message_limit: the largest message (the shipped 16 MiB cap).
@@ -88,9 +88,9 @@ class RawZstdEncoder(Encoder):
 
     def keyframe_in_parts(self, part_bytes: int) -> bool:
         """The next keyframe, if over ``part_bytes``, goes as a keyframe part of about that
-        size (``EncodedFrame.rows``) and the rest as a redraw in parts of that size, each
-        led by what changed anywhere meanwhile: the viewers show the picture below the
-        part (in step, it is what :attr:`_previous` holds). A keyframe of another size
+        size (``EncodedFrame.rows``) and the rest as a redraw in bands of that size, what
+        changes meanwhile going between them (:meth:`_redraw_part`): below the part, the
+        viewers in step show the picture this encoder last sent. A keyframe of a new size
         goes whole."""
         if not self._keep:
             return False

@@ -217,6 +217,27 @@ def test_what_changes_below_the_sweep_goes_with_the_next_part() -> None:
     assert np.array_equal(shown, typed)
 
 
+def test_a_change_goes_alone_between_bands_and_the_sweep_still_ends() -> None:
+    """A word typed before every part: it goes in a frame of its own, not with a band (a
+    few hundred bytes, not a part's), and every other frame carries a band however busy
+    the screen, so the sweep ends."""
+    desktop = Desktop(W, H, seed=16)
+    enc = encoder(KEEP_EXTENSION)
+    enc.encode(desktop.image, keyframe=True)
+    assert enc.keyframe_in_parts(PART)
+    enc.encode(desktop.image, keyframe=True)
+    sizes, alone = [], []
+    while enc.pending:
+        assert len(sizes) < 400, "the sweep never ended"
+        desktop.type(1)
+        swept = enc.redrawn
+        frame = wire(enc.encode(desktop.image))
+        sizes.append(len(frame.data))
+        alone.append(enc.redrawn == swept)
+    assert alone[0] and not alone[1] and alone[2]
+    assert max(size for size, a in zip(sizes, alone, strict=True) if a) < 2048
+
+
 def test_a_keyframe_that_fits_a_part_or_has_a_new_size_goes_whole() -> None:
     enc = encoder(KEEP_EXTENSION)
     blank = np.zeros((H, W, 4), np.uint8)
