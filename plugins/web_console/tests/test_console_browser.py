@@ -507,6 +507,12 @@ def test_a_frame_the_decoder_refuses_releases_its_own_ack_only(lone_player: Any)
     assert result["acks"] == [["second", 0], ["first", 1]], result
 
 
+def canvas_bgra(rgba: str, width: int, height: int) -> np.ndarray:
+    """A canvas's pixels as the page gave them (base64 RGBA) in the screen's BGRA order."""
+    pixels = np.frombuffer(base64.b64decode(rgba), np.uint8).reshape(height, width, 4)
+    return np.concatenate([pixels[..., 2::-1], pixels[..., 3:]], axis=2)
+
+
 RAW_FRAMES = """async ([frames, width, height]) => {
   // A screen of its own (the player's class) drawing raw frames given in base64.
   const Screen = window.remotePlayer.screen.constructor;
@@ -563,8 +569,8 @@ def test_raw_frames_decode_exactly_and_a_wrong_one_is_dropped(lone_player: Any) 
     result = lone_player.evaluate(RAW_FRAMES, [frames, width, height])
     assert result["zstd"] == "wasm"
     assert result["drawn"] == [1, 2, 3, 3, 4], result["drawn"]
-    rgba = np.frombuffer(base64.b64decode(result["rgba"]), np.uint8).reshape(height, width, 4)
-    assert (rgba[..., 2::-1] == shown[..., :3]).all() and (rgba[..., 3] == 255).all()
+    bgra = canvas_bgra(result["rgba"], width, height)
+    assert (bgra[..., :3] == shown[..., :3]).all() and (bgra[..., 3] == 255).all()
 
 
 def test_a_keyframe_part_is_drawn_over_the_picture_shown(lone_player: Any) -> None:
@@ -598,9 +604,7 @@ def test_a_keyframe_part_is_drawn_over_the_picture_shown(lone_player: Any) -> No
                 "rects": [[r.x, r.y, r.width, r.height] for r in frame.rects]}
 
     def bgra(result: dict[str, Any]) -> np.ndarray:
-        rgba = np.frombuffer(base64.b64decode(result["rgba"]), np.uint8).reshape(
-            height, width, 4)
-        return np.concatenate([rgba[..., 2::-1], rgba[..., 3:]], axis=2)
+        return canvas_bgra(result["rgba"], width, height)
 
     kept = lone_player.evaluate(RAW_FRAMES, [[wire(f) for f in frames[:2]], width, height])
     assert kept["kept"] == 1
@@ -951,10 +955,7 @@ def test_a_downscaled_h264_stream_is_drawn_at_the_displays_size(lone_player: Any
     for shown, picture, least in zip(result["shown"], (pictures[0], pictures[-1]), (30, 20),
                                      strict=True):
         assert (shown["width"], shown["height"]) == (width, height)
-        rgba = np.frombuffer(base64.b64decode(shown["rgba"]), np.uint8).reshape(
-            height, width, 4)
-        bgra = np.concatenate([rgba[..., 2::-1], rgba[..., 3:]], axis=2)
-        assert psnr(bgra, picture) > least
+        assert psnr(canvas_bgra(shown["rgba"], width, height), picture) > least
 
 
 def test_a_stated_size_far_over_the_picture_is_not_believed(lone_player: Any) -> None:
