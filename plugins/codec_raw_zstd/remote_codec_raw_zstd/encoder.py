@@ -70,6 +70,7 @@ class RawZstdEncoder(Encoder):
         self._sweep_all = False  # a redraw after a keyframe part: changes below it go too
         self._band_rows = _LEAST_BAND  # the rows such a redraw sweeps a part
         self._band_waited = False  # its last part carried changes alone
+        self._left = False  # its last part left changes for later: a comparison knows them
 
     @property
     def pending(self) -> bool:
@@ -106,11 +107,12 @@ class RawZstdEncoder(Encoder):
     def find_moves(self, image: Any, dirty: Sequence[Rect] | None = None) -> Moves | None:
         """A scroll in one of the largest changed rectangles, as one move and the rows
         left to send; ``None`` while the viewers do not all draw moves, while parts are
-        owed, when a keyframe is due, or when nothing scrolled in what the capture said
-        changed. Without the capture's word it compares for itself, and then answers
-        even when nothing scrolled (no copies), so that :meth:`encode` does not compare
-        the frame again."""
-        if not self._moves or self._owing or self._clock.due():
+        owed (but for the sweep after a keyframe part: below it, the viewers in step show
+        this encoder's picture), when a keyframe is due, or when nothing scrolled in what
+        the capture said changed. Without the capture's word it compares for itself, and
+        then answers even when nothing scrolled (no copies), so that :meth:`encode` does
+        not compare the frame again."""
+        if not self._moves or (self._owing and not self._sweep_all) or self._clock.due():
             return None
         current, w, h = flat(image)
         if self._size != (w, h):
@@ -136,7 +138,7 @@ class RawZstdEncoder(Encoder):
         current, w, h = flat(image)
         full = keyframe or self._size != (w, h) or self._clock.due()
         if not full and self._sweep is not None:
-            return self._redraw_part(current, w, h, self._sweep)
+            return self._redraw_part(current, w, h, self._sweep, moves)
         if not full:
             copies: tuple[CopyRect, ...] = ()
             if moves is not None and not self._owing:
@@ -165,7 +167,7 @@ class RawZstdEncoder(Encoder):
             if rows < h:  # the viewers keep the rest as it is: so does their model of it
                 self._previous[:rows * w * 4] = current[:rows * w * 4]
                 self._sweep, self._sweep_bytes, self._sweep_all = rows, part, True
-                self._band_waited = False
+                self._band_waited, self._left = False, True  # (what changed below it)
                 # rows a part's bytes carry, at the whole picture's bytes a row
                 self._band_rows = max(_LEAST_BAND, part * h // len(whole[0]))
                 self._owing = True
@@ -201,7 +203,8 @@ class RawZstdEncoder(Encoder):
         return _frame(w, h, packed.data, packed.compressed, keyframe=False, rects=packed.rects,
                       copies=copies)
 
-    def _redraw_part(self, current: memoryview, w: int, h: int, sweep: int) -> EncodedFrame:
+    def _redraw_part(self, current: memoryview, w: int, h: int, sweep: int,
+                     moves: Moves | None = None) -> EncodedFrame:
         """The next part of a redraw: what changed above row ``sweep`` (sent already, so
         a comparison knows), then the rows from ``sweep`` down, whatever they were.
 
@@ -209,31 +212,45 @@ class RawZstdEncoder(Encoder):
         the picture below ``sweep``, so a typed word neither waits for the sweep nor goes
         with a band of it), or, when the last part went so, with a band of about a part's
         rows from ``sweep``, which takes what changed within it (a pixel goes once a
-        frame); with no change, the band alone."""
+        frame); with no change, the band alone. A scroll goes as its ``moves`` and the
+        rows they uncover, alone: the sweep waits while a page scrolls, and goes back
+        up to the rows a move brought from below it (:func:`_behind`). Changes alone are
+        not held to a band's bytes: cut short, they would pile up behind the sweep."""
+        copies: tuple[CopyRect, ...] = ()
+        budget, alone = self._sweep_bytes, False
         if self._sweep_all:
+            copies = () if moves is None else moves.copies
+            for c in copies:  # the viewers move their picture first, then draw the rest
+                move_rect(self._previous, w, c)
+                sweep = _behind(sweep, c)
             band = Rect(0, sweep, w, min(self._band_rows, h - sweep))
-            changed = find_dirty(self._previous, current, w, h)
-            alone = bool(changed) and not self._band_waited
+            # the rows the moves uncover, or, if the last part left changes, a comparison
+            changed = (list(moves.rest) if copies and moves is not None and not self._left
+                       else find_dirty(self._previous, current, w, h))
+            alone = bool(copies) or (bool(changed) and not self._band_waited)
             self._band_waited = alone
             rects = changed if alone else [*_outside(changed, band), band]
+            budget = self._part_bytes if alone else budget
         else:
             above = [] if sweep == 0 else [
                 Rect(r.x, r.y, r.width, min(r.y + r.height, sweep) - r.y)
                 for r in find_dirty(self._previous, current, w, h) if r.y < sweep]
             band = Rect(0, sweep, w, h - sweep)
             rects = [*above, band]
-        packed = pack_rects(current, w, rects, self._compressor, self._sweep_bytes, soft=True)
+        packed = pack_rects(current, w, rects, self._compressor, budget, soft=True)
         for r in packed.rects:
             copy_rect(self._previous, current, w, r)
+        self._left = len(packed.rest) > (0 if alone else 1)  # (a band is last)
         # What is left ends with the band, whole or cut; with none, the band went. (A part
-        # of changes alone leaves the sweep where it is.)
-        if not (self._sweep_all and self._band_waited):
-            self._sweep = (packed.rest[-1].y if packed.rest
-                           else band.y + band.height if band.y + band.height < h else None)
+        # of changes alone leaves the sweep where it is, or where its moves put it.)
+        self._sweep = (sweep if self._sweep_all and self._band_waited
+                       else packed.rest[-1].y if packed.rest
+                       else band.y + band.height if band.y + band.height < h else None)
         self._owing = self._sweep is not None
         self._sweep_all = self._sweep_all and self._owing
         self._next_y = 0
-        return _frame(w, h, packed.data, packed.compressed, keyframe=False, rects=packed.rects)
+        return _frame(w, h, packed.data, packed.compressed, keyframe=False, rects=packed.rects,
+                      copies=copies)
 
     def _squeeze(self, payload: bytes | bytearray | memoryview,
                  rect_count: int) -> tuple[bytes, bool] | None:
@@ -261,6 +278,17 @@ def _frame(w: int, h: int, data: bytes, compressed: bool, *, keyframe: bool,
            rects: list[Rect], copies: tuple[CopyRect, ...] = (), rows: int = 0) -> EncodedFrame:
     return EncodedFrame(data=data, keyframe=keyframe, width=w, height=h, rects=tuple(rects),
                         compressed=compressed, copies=copies, rows=rows)
+
+
+def _behind(sweep: int, move: CopyRect) -> int:
+    """The sweep's row after ``move``: rows moved up from below the sweep are, for a viewer
+    that started at the keyframe part, the placeholder or a picture it missed frames of,
+    so the sweep goes back up to the first of them (above it, every viewer has the
+    screen)."""
+    up = move.src_y - move.y
+    if up <= 0 or move.src_y + move.height <= sweep:
+        return sweep
+    return min(sweep, max(move.y, sweep - up))
 
 
 def _outside(rects: list[Rect], band: Rect) -> list[Rect]:

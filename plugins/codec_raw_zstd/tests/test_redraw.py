@@ -22,8 +22,8 @@ from remote_codec_raw_zstd.parts import PLACEHOLDER
 
 from remote_core.codecs import FrameDecoder, encoder_config
 from remote_core.protocol import pb
-from remote_core.testing.codec_contract import Desktop, video_like
-from remote_core.types import CodecSpec, EncodedFrame
+from remote_core.testing.codec_contract import LINE_H, Desktop, video_like
+from remote_core.types import CodecSpec, EncodedFrame, Rect
 from remote_core.video import from_wire, to_wire
 
 W, H = 1280, 720
@@ -236,6 +236,41 @@ def test_a_change_goes_alone_between_bands_and_the_sweep_still_ends() -> None:
         alone.append(enc.redrawn == swept)
     assert alone[0] and not alone[1] and alone[2]
     assert max(size for size, a in zip(sizes, alone, strict=True) if a) < 2048
+
+
+def test_a_page_scrolls_as_moves_through_the_sweep() -> None:
+    """A page scrolling while the keyframe is swept down the screen: each scroll goes as a
+    move and the rows it uncovers, alone (no band), the sweep waiting, and going back up
+    to the rows a move brought from below it (a viewer that started at the part lacks
+    them); once the page stops, the sweep ends, and a viewer in step and one that started
+    at the part both show the screen exactly."""
+    desktop = Desktop(W, H, seed=17)
+    page_top = desktop.page[1]
+    enc, in_step, late = encoder(KEEP_EXTENSION, COPY_EXTENSION), RawZstdDecoder(), None
+    in_step.decode(wire(enc.encode(desktop.image, keyframe=True)))
+    assert enc.keyframe_in_parts(PART)
+    frames = [wire(enc.encode(desktop.image, keyframe=True))]
+    while enc.redrawn is not None and enc.redrawn * H < page_top + 100:  # into the page
+        frames.append(wire(enc.encode(desktop.image)))
+    swept = enc.redrawn
+    assert swept is not None
+    scrolls, (left, _, right, _) = [], desktop.page
+    for _ in range(20):
+        before = desktop.image.copy()
+        desktop.scroll()
+        rows = np.flatnonzero((before != desktop.image).any(axis=(1, 2)))
+        dirty = [Rect(left, rows[0], right - left, rows[-1] + 1 - rows[0])]  # as X says
+        moves = enc.find_moves(desktop.image, dirty)
+        assert moves is not None and moves.copies
+        scrolls.append(wire(enc.encode(desktop.image, dirty=dirty, moves=moves)))
+        assert scrolls[-1].copies  # and the line it uncovered, not a band:
+        assert [(r.width, r.height) for r in scrolls[-1].rects] == [(right - left, LINE_H)]
+    assert enc.redrawn is not None and page_top <= round(enc.redrawn * H) < swept * H
+    frames += [*scrolls, *redraw(enc, [desktop.image])]
+    for viewer in (in_step, late := RawZstdDecoder()):
+        for f in frames:
+            picture = viewer.decode(f)
+        assert np.array_equal(np.asarray(picture), desktop.image), viewer is late
 
 
 def test_a_keyframe_that_fits_a_part_or_has_a_new_size_goes_whole() -> None:
