@@ -128,6 +128,18 @@ compressed pixels, 50 ms to compress only to find that out. (raw_zstd's estimate
 within a tenth of the size for photos and desktops; a real screen may repeat itself
 across more than its sample sees, hence the margin.)"""
 
+SCROLL_PAUSE_FRAMES = 2
+"""While a picture is swept down the screen in parts (the keyframe due, over a slow link),
+a page that scrolls goes as moves and the sweep waits: its next band goes once the page
+has not moved for this many frame times."""
+
+KEYFRAME_EARLY_S = 0.1
+"""The keyframe due every 10 s is sent this much early: the stream tells it at the top of
+its loop, an encoder's own clock (the same 10 s, from the keyframe's encoding) when it
+encodes, a thread hop later, and an encoder that tells it first makes it whole, where
+the stream sends it in parts over a slow link (a scrolled page went to video so, once
+every few runs)."""
+
 _REBUILD_RATIO = 1.5
 """A video encoder is rebuilt for the link when its cap is this far off (either way)."""
 
@@ -182,6 +194,7 @@ class Streamer:
         self._limiter = anyio.CapacityLimiter(1)
         self.sequence = 0
         self.streaming_display: DisplayDesc | None = None
+        self._scrolled = False  # the last frame moved a page while a picture was swept
 
     def poke(self) -> None:
         """Something changed (viewers, display, quality): re-check at once, even while
@@ -256,6 +269,7 @@ class Streamer:
         pacer = Pacer(state.fps())
         self.flow.reset()
         self.rate.reset()
+        self._scrolled = False
         sent_in: CodecSpec | None = None  # the codec of the last frame sent
         fresh = False
 
@@ -302,7 +316,8 @@ class Streamer:
                         fresh = True  # the other codec starts with a keyframe
                 # A keyframe the viewers need, besides the one a codec switch starts with.
                 asked = state.take_keyframe()
-                due = not asked and now - last_keyframe >= KEYFRAME_INTERVAL_S
+                due_in = KEYFRAME_INTERVAL_S - KEYFRAME_EARLY_S - (now - last_keyframe)
+                due = not asked and due_in <= 0
                 needed = asked or due
                 keyframe, fresh = needed or fresh, False
                 budget = None  # the most bytes a lossless frame may take: none in video
@@ -327,8 +342,9 @@ class Streamer:
                 self.sequence += 1
                 # wait for a change no longer than until the keyframe or the calm is due
                 calm = switch.calm_left(now)
-                wait = min(_CHANGE_WAIT, KEYFRAME_INTERVAL_S - (now - last_keyframe),
-                           _CHANGE_WAIT if calm is None else calm)
+                wait = min(_CHANGE_WAIT, due_in, _CHANGE_WAIT if calm is None else calm)
+                if self._scrolled:  # a sweep's band goes once the page stops a while
+                    wait = min(wait, SCROLL_PAUSE_FRAMES / state.fps())
                 motion_from = (switch.motion_from() if motion is not None and spec is not motion
                                and not needed
                                and (not encoder.pending or encoder.redrawn is not None)
@@ -434,9 +450,13 @@ class Streamer:
 
         ``key_part``: the keyframe goes in parts of about that many bytes, if the encoder
         can (:meth:`Encoder.keyframe_in_parts`); they are a redraw, as above."""
-        # A frame too big for one message goes in parts: send the rest before waiting.
-        if (not keyframe and not encoder.pending
-                and not self.devices.capture.wait_for_change(wait)):
+        # A frame too big for one message goes in parts: send the rest before waiting,
+        # but for a sweep that a page scrolling on holds back (its band would only hold
+        # the page up, and the next move push the sweep back again): the band waits for
+        # the page to stop.
+        if (not keyframe and (not encoder.pending or self._scrolled)
+                and not self.devices.capture.wait_for_change(wait)
+                and not encoder.pending):
             return None
         started = self._clock()
         timestamp = time.time_ns() // 1000
@@ -448,11 +468,12 @@ class Streamer:
         share = changed_share(rects, display.width, display.height)
         changed = (1.0 if keyframe or share is None else share) * display.width * display.height
         moving = video is not None and _begins_motion(share, motion_from)
-        hopeless = (video is not None and budget is not None and not moving
+        # A keyframe in parts is its first part to the link (the whole picture is not).
+        in_parts = (keyframe and key_part is not None and not moving
+                    and encoder.keyframe_in_parts(key_part))
+        hopeless = (video is not None and budget is not None and not moving and not in_parts
                     and _sure_over(encoder, image, None if keyframe else rects, display,
                                    changed, budget))
-        if keyframe and key_part is not None and not (moving or hopeless):
-            encoder.keyframe_in_parts(key_part)
         frame = (None if moving or hopeless
                  else encoder.encode(image, keyframe=keyframe, dirty=dirty) if moves is None
                  else encoder.encode(image, keyframe=keyframe, dirty=dirty, moves=moves))
@@ -469,6 +490,8 @@ class Streamer:
             log.debug("the lossless picture (%d bytes) goes back in parts of %d bytes",
                       len(frame.data), part)
             frame = encoder.encode(image, dirty=dirty)
+        self._scrolled = (frame is not None and bool(frame.copies)
+                          and encoder.redrawn is not None)
         if frame is None:
             return None, False, started, share, spec
         data = wire_frame(frame, spec, timestamp=timestamp, display_id=display.id,

@@ -33,7 +33,7 @@ from remote_core.plugins import get_plugin_manager
 from remote_core.protocol import pb
 from remote_core.settings import PluginSettings
 from remote_core.testing.codec_contract import Desktop
-from remote_core.testing.xvfb import blank_painter
+from remote_core.testing.xvfb import blank_painter, scroll_page
 from remote_core.video import from_wire
 
 pytestmark = pytest.mark.xvfb
@@ -281,3 +281,41 @@ async def test_the_keyframe_due_goes_in_parts_over_a_slow_link_with_typing_betwe
         for f in frames[part:]:
             picture = decoder.decode(from_wire(f)[1])
         assert np.array_equal(np.asarray(picture), typed)
+
+
+@pytest.mark.anyio
+async def test_a_page_scrolling_through_the_keyframe_due_over_a_slow_link_stays_lossless(
+        x_display, painter, monkeypatch):
+    """A page scrolling a line 30 times a second over 1 Mbit/s while the keyframe due
+    (every 2 s here) goes in parts: each scroll goes as a move, before the keyframe part
+    and after it, and nothing goes as video (a whole picture of H.264 would hold the
+    link up for half a second). Once the page stops, a viewer in step and one that starts
+    at the part both show the screen exactly."""
+    monkeypatch.setattr(streamer_module, "KEYFRAME_INTERVAL_S", 2.0)
+    desktop = Desktop(WIDTH, HEIGHT, seed=32)
+    painter.put_bgra(0, 0, WIDTH, HEIGHT, desktop.image.tobytes())
+    painter.sync()
+    async with streaming(RawZstdEncoder, ("raw", "h264", "raw_keep", "raw_copy"),
+                         link=(125_000, 0.06)) as sent:
+        with anyio.fail_after(10):
+            while not any(f.raw.rows for f in sent):
+                scroll_page(painter, desktop)
+                painter.sync()
+                await anyio.sleep(1 / 30)
+            for _ in range(15):  # half a second more of it, through the sweep
+                scroll_page(painter, desktop)
+                painter.sync()
+                await anyio.sleep(1 / 30)
+        await anyio.sleep(2)  # the sweep ends
+        frames = list(sent)
+    assert all(f.WhichOneof("encoding") == "raw" for f in frames)
+    part = next(i for i, f in enumerate(frames) if f.raw.rows)
+    assert any(f.raw.copies for f in frames[1:part])
+    assert any(f.raw.copies for f in frames[part + 1:])
+    in_step, late = RawZstdDecoder(), RawZstdDecoder()
+    for f in frames[:part]:
+        in_step.decode(from_wire(f)[1])
+    for decoder in (in_step, late):
+        for f in frames[part:]:
+            picture = decoder.decode(from_wire(f)[1])
+        assert np.array_equal(np.asarray(picture), desktop.image)
