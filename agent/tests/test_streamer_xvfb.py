@@ -234,6 +234,20 @@ async def test_motion_keeps_its_size_for_a_viewer_that_does_not_scale(x_display,
     assert sizes and set(sizes) == {(WIDTH, HEIGHT)}
 
 
+def shown_in_step_and_late(frames: list[pb.VideoFrame], part: int) -> list[np.ndarray]:
+    """The last pictures of a viewer that drew every raw frame and of one that started at
+    the keyframe part ``frames[part]`` (a late viewer, one that skipped frames)."""
+    in_step, late = RawZstdDecoder(), RawZstdDecoder()
+    for f in frames[:part]:
+        in_step.decode(from_wire(f)[1])
+    pictures = []
+    for decoder in (in_step, late):
+        for f in frames[part:]:
+            picture = decoder.decode(from_wire(f)[1])
+        pictures.append(np.asarray(picture))
+    return pictures
+
+
 @pytest.mark.anyio
 async def test_the_keyframe_due_goes_in_parts_over_a_slow_link_with_typing_between(
         x_display, painter, monkeypatch):
@@ -274,13 +288,8 @@ async def test_the_keyframe_due_goes_in_parts_over_a_slow_link_with_typing_betwe
     bands = [i for i, f in enumerate(rest) if band(f)]
     assert len(bands) >= 2
     assert next(i for i, f in enumerate(rest) if bottom(f)) < bands[-1]  # before the sweep
-    in_step, late = RawZstdDecoder(), RawZstdDecoder()
-    for f in frames[:part]:
-        in_step.decode(from_wire(f)[1])
-    for decoder in (in_step, late):
-        for f in frames[part:]:
-            picture = decoder.decode(from_wire(f)[1])
-        assert np.array_equal(np.asarray(picture), typed)
+    for picture in shown_in_step_and_late(frames, part):
+        assert np.array_equal(picture, typed)
 
 
 @pytest.mark.anyio
@@ -312,10 +321,5 @@ async def test_a_page_scrolling_through_the_keyframe_due_over_a_slow_link_stays_
     part = next(i for i, f in enumerate(frames) if f.raw.rows)
     assert any(f.raw.copies for f in frames[1:part])
     assert any(f.raw.copies for f in frames[part + 1:])
-    in_step, late = RawZstdDecoder(), RawZstdDecoder()
-    for f in frames[:part]:
-        in_step.decode(from_wire(f)[1])
-    for decoder in (in_step, late):
-        for f in frames[part:]:
-            picture = decoder.decode(from_wire(f)[1])
-        assert np.array_equal(np.asarray(picture), desktop.image)
+    for picture in shown_in_step_and_late(frames, part):
+        assert np.array_equal(picture, desktop.image)
