@@ -525,9 +525,11 @@ RAW_FRAMES = """async ([frames, width, height]) => {
     return buffer.subarray(at);
   };
   const drawn = [];
-  for (const { data, at, compressed, key, rects, rows } of frames) {
+  for (const { data, at, compressed, key, rects, rows, copies } of frames) {
     screen.frame({ encoding: { case: "raw", value: { width, height, compressed,
-      data: bytes(data, at), isKeyframe: key, copies: [], rows: rows || 0,
+      data: bytes(data, at), isKeyframe: key, rows: rows || 0,
+      copies: (copies || []).map(([x, y, w, h, srcX, srcY]) => (
+        { x, y, width: w, height: h, srcX, srcY })),
       dirtyRects: rects.map(([x, y, w, h]) => ({ x, y, width: w, height: h })) } } });
     await screen.settle();
     drawn.push(screen.drawn);
@@ -573,21 +575,36 @@ def test_raw_frames_decode_exactly_and_a_wrong_one_is_dropped(lone_player: Any) 
     assert (bgra[..., :3] == shown[..., :3]).all() and (bgra[..., 3] == 255).all()
 
 
+def raw_wire(frame: Any) -> dict[str, Any]:
+    """An ``EncodedFrame`` of raw_zstd as :data:`RAW_FRAMES` takes it."""
+    return {"data": base64.b64encode(frame.data).decode(), "at": 0, "rows": frame.rows,
+            "compressed": frame.compressed, "key": frame.keyframe,
+            "rects": [[r.x, r.y, r.width, r.height] for r in frame.rects],
+            "copies": [[c.x, c.y, c.width, c.height, c.src_x, c.src_y] for c in frame.copies]}
+
+
+def keeping_encoder(width: int, height: int, *extensions: str) -> Any:
+    """raw_zstd's encoder for a page that keeps its picture below a keyframe part
+    (raw_keep), and lists ``extensions`` too."""
+    from remote_codec_raw_zstd.encoder import RawZstdEncoder
+    from remote_codec_raw_zstd.extensions import KEEP_EXTENSION
+
+    from remote_core.codecs import encoder_config
+
+    listed = frozenset({KEEP_EXTENSION, *extensions})
+    return RawZstdEncoder(dataclasses.replace(encoder_config(width, height), extensions=listed))
+
+
 def test_a_keyframe_part_is_drawn_over_the_picture_shown(lone_player: Any) -> None:
     """The keyframe due every 10 s, in parts over a slow link (raw_keep, which the page
     lists): the page keeps its picture below the part's rows, and the parts after it
     bring it to the screen exactly; a page that starts at the part shows the placeholder
     there until they come, and ends exact too."""
-    from remote_codec_raw_zstd.encoder import RawZstdEncoder
-    from remote_codec_raw_zstd.extensions import KEEP_EXTENSION
     from remote_codec_raw_zstd.parts import PLACEHOLDER
-
-    from remote_core.codecs import encoder_config
 
     width, height = 320, 240
     desktop = Desktop(width, height, seed=17)
-    encoder = RawZstdEncoder(dataclasses.replace(encoder_config(width, height),
-                                                 extensions=frozenset({KEEP_EXTENSION})))
+    encoder = keeping_encoder(width, height)
     frames = [encoder.encode(desktop.image, keyframe=True)]
     before = desktop.image.copy()
     desktop.type(60, (width, height))  # typing all down the page
@@ -598,26 +615,60 @@ def test_a_keyframe_part_is_drawn_over_the_picture_shown(lone_player: Any) -> No
     rows = frames[1].rows
     assert 0 < rows < height and len(frames) > 3
 
-    def wire(frame: Any) -> dict[str, Any]:
-        return {"data": base64.b64encode(frame.data).decode(), "at": 0, "rows": frame.rows,
-                "compressed": frame.compressed, "key": frame.keyframe,
-                "rects": [[r.x, r.y, r.width, r.height] for r in frame.rects]}
-
     def bgra(result: dict[str, Any]) -> np.ndarray:
         return canvas_bgra(result["rgba"], width, height)
 
-    kept = lone_player.evaluate(RAW_FRAMES, [[wire(f) for f in frames[:2]], width, height])
+    kept = lone_player.evaluate(RAW_FRAMES, [[raw_wire(f) for f in frames[:2]], width, height])
     assert kept["kept"] == 1
     assert np.array_equal(bgra(kept)[:rows], desktop.image[:rows])
     assert np.array_equal(bgra(kept)[rows:], before[rows:])
-    late = lone_player.evaluate(RAW_FRAMES, [[wire(f) for f in frames[1:2]], width, height])
+    late = lone_player.evaluate(RAW_FRAMES, [[raw_wire(f) for f in frames[1:2]], width, height])
     assert late["kept"] == 0 and bgra(late)[rows:].tobytes() == PLACEHOLDER * (
         (height - rows) * width)
     for start in (0, 1):
-        result = lone_player.evaluate(RAW_FRAMES, [[wire(f) for f in frames[start:]], width,
+        result = lone_player.evaluate(RAW_FRAMES, [[raw_wire(f) for f in frames[start:]], width,
                                                    height])
         assert result["drawn"][-1] == len(frames) - start
         assert np.array_equal(bgra(result), desktop.image)
+
+
+def test_a_page_scrolled_through_a_keyframe_in_parts_ends_exact(lone_player: Any) -> None:
+    """A page scrolling while the keyframe due is swept down in parts: its scrolls come as
+    moves of what the page shows (raw_copy), bringing rows up from below the sweep to
+    above it. A page in step shows the screen after each; once the sweep ends, so does
+    a page that started at the part."""
+    from remote_codec_raw_zstd.extensions import COPY_EXTENSION
+
+    from remote_core.types import Rect
+
+    width, height = 320, 240
+    desktop = Desktop(width, height, seed=18)
+    encoder = keeping_encoder(width, height, COPY_EXTENSION)
+    frames = [encoder.encode(desktop.image, keyframe=True)]
+    assert encoder.keyframe_in_parts(2048)
+    frames.append(encoder.encode(desktop.image, keyframe=True))
+    assert 0 < frames[1].rows < height
+    left, top, right, _ = desktop.page
+    while encoder.redrawn * height < top + 40:  # the sweep inside the page
+        frames.append(encoder.encode(desktop.image))
+    for _ in range(6):
+        before = desktop.image.copy()
+        desktop.scroll()
+        rows = np.flatnonzero((before != desktop.image).any(axis=(1, 2)))
+        dirty = [Rect(left, int(rows[0]), right - left, int(rows[-1] + 1 - rows[0]))]
+        frames.append(encoder.encode(desktop.image, dirty=dirty,
+                                     moves=encoder.find_moves(desktop.image, dirty)))
+    scrolled = len(frames)  # a page in step shows the screen at once
+    in_step = lone_player.evaluate(RAW_FRAMES, [[raw_wire(f) for f in frames], width, height])
+    assert np.array_equal(canvas_bgra(in_step["rgba"], width, height), desktop.image)
+    while encoder.pending:
+        frames.append(encoder.encode(desktop.image))
+    assert sum(bool(f.copies) for f in frames) == 6 and len(frames) > scrolled
+    for start in (0, 1):
+        result = lone_player.evaluate(RAW_FRAMES, [[raw_wire(f) for f in frames[start:]], width,
+                                                   height])
+        assert result["drawn"][-1] == len(frames) - start
+        assert np.array_equal(canvas_bgra(result["rgba"], width, height), desktop.image)
 
 
 def test_agent_reported_text_is_shown_as_text(server: ServerProcess, admin: Api,
