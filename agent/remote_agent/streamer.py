@@ -450,13 +450,12 @@ class Streamer:
 
         ``key_part``: the keyframe goes in parts of about that many bytes, if the encoder
         can (:meth:`Encoder.keyframe_in_parts`); they are a redraw, as above."""
-        # A frame too big for one message goes in parts: send the rest before waiting,
-        # but for a sweep that a page scrolling on holds back (its band would only hold
-        # the page up, and the next move push the sweep back again): the band waits for
-        # the page to stop.
-        if (not keyframe and (not encoder.pending or self._scrolled)
-                and not self.devices.capture.wait_for_change(wait)
-                and not encoder.pending):
+        # A frame too big for one message goes in parts: send the rest before waiting.
+        # A sweep that a scrolling page holds back waits too (its band would only hold the
+        # page up, and the next move push the sweep back again), and its band goes if
+        # nothing changed meanwhile.
+        waits = not keyframe and (not encoder.pending or self._scrolled)
+        if waits and not self.devices.capture.wait_for_change(wait) and not encoder.pending:
             return None
         started = self._clock()
         timestamp = time.time_ns() // 1000
