@@ -1,6 +1,8 @@
 // The recordings player: a recording's segments fetched in order, their video drawn by the
 // live viewer's own code (screen.js) at the recorded times. Seeking starts from the last
-// keyframe at or before the point (segments start at keyframes) and draws up to it.
+// keyframe at or before the point (segments start at keyframes) and draws up to it. What the
+// page shows is the records applied so far (`next`), not a time: records share milliseconds,
+// and an event's seek stops at its own record, before what came back in the same one.
 import { ApiError, api, apiBytes, token } from "./api.js";
 import { decodableCodecs } from "./codecs.js";
 import { eventReader, isKeyframe, readSegment, terminalText } from "./recording.js";
@@ -14,7 +16,7 @@ const player = {
   records: [], // {at, kind, payload}, in recorded order
   keyframes: [], // indexes into records of video keyframes
   events: [], // {at, index, kind, text}
-  output: [], // terminal output: {at, text}
+  output: [], // terminal output: {index, text}
   outputShown: -1, // how many of them the terminal pane shows
   loaded: 0, // segments read so far
   duration: 0,
@@ -46,17 +48,17 @@ function showTime() {
   if (document.activeElement !== seek || !player.playing) seek.value = String(Math.round(player.position));
   $("time").textContent = `${clock(player.position)} / ${clock(player.duration)}`;
   let current = -1;
-  for (const [i, event] of player.events.entries()) if (event.at <= player.position) current = i;
+  for (const [i, event] of player.events.entries()) if (event.index < player.next) current = i;
   for (const [i, item] of [...$("events").children].entries()) {
     item.classList.toggle("current", i === current);
   }
   showTerminal();
 }
 
-/** The terminals' output up to the position (the last 20,000 characters of it). */
+/** The terminals' output applied so far (the last 20,000 characters of it). */
 function showTerminal() {
   let count = 0;
-  while (count < player.output.length && player.output[count].at <= player.position) count += 1;
+  while (count < player.output.length && player.output[count].index < player.next) count += 1;
   if (count === player.outputShown) return;
   player.outputShown = count;
   $("terminal-section").hidden = player.output.length === 0;
@@ -83,7 +85,7 @@ function addRecords(segment) {
     player.records.push(record);
     if (record.kind === "videoFrame" && isKeyframe(record.payload)) player.keyframes.push(index);
     if (record.kind === "backstageData") {
-      player.output.push({ at: record.at, text: terminalText(record.payload.data) });
+      player.output.push({ index, text: terminalText(record.payload.data) });
     }
     for (const event of readEvents(record)) addEvent({ ...event, at: record.at, index });
     player.duration = Math.max(player.duration, record.at);
@@ -99,7 +101,7 @@ function addEvent(event) {
   button.dataset.kind = event.kind;
   button.dataset.at = String(event.at);
   button.append(at, document.createTextNode(event.text));
-  button.onclick = () => seek(event.at);
+  button.onclick = () => seek(event.at, event.index);
   const item = document.createElement("li");
   item.append(button);
   $("events").append(item);
@@ -201,23 +203,25 @@ function tick(now) {
   requestAnimationFrame(tick);
 }
 
-/** Go to `at` ms: from the last keyframe at or before it, draw every frame up to it.
- * Resolves once they are drawn (`window.remotePlayer.seeking` is null again). */
-function seek(at) {
+/** Go to `at` ms (and no further than record `last`, an event's own): from the last
+ * keyframe at or before it, draw every frame up to it. Resolves once they are drawn
+ * (`window.remotePlayer.seeking` is null again). */
+function seek(at, last = Infinity) {
   const target = Math.max(0, Math.min(player.duration, Number(at)));
   const run = async () => {
     await player.seeking;
     const { records, keyframes } = player;
     let start = 0;
     for (const index of keyframes) {
-      if (records[index].at > target) break;
+      if (records[index].at > target || index > last) break;
       start = index;
     }
     screen.reset();
     const canvas = $("screen");
     canvas.getContext("2d").clearRect(0, 0, canvas.width, canvas.height);
     player.next = start;
-    while (player.next < records.length && records[player.next].at <= target) {
+    const reached = (index) => records[index].at <= target && index <= last;
+    while (player.next < records.length && reached(player.next)) {
       if (records[player.next].kind === "videoFrame") apply(records[player.next]);
       player.next += 1;
     }
