@@ -45,6 +45,11 @@ Run: ``uv run python -m bench.browser`` (``BENCH_SECONDS``, default 5, per
 scenario; ``BENCH_CODECS=raw,h264`` to measure only those; ``BENCH_LINKS=0,2``
 for loopback and the second shaped link only; ``BENCH_SCENARIOS="full screen"``
 for one scenario; ``BENCH_STACKS=console`` (or ``novnc``) for one stack;
+``BENCH_VNC=tuned`` (or ``default``) for one x11vnc variant; ``BENCH_ROUNDS=8`` for
+each link's stacks measured eight times in turns, with a third table of the ratios'
+geometric means over the rounds and their 95 % intervals (:func:`over_rounds`);
+``BENCH_CHANGES=DIR`` for each scenario's changes (seconds into the run, latency) in a
+JSON file there;
 ``BENCH_LOG_LEVEL=info`` for the server's and the agent's logs, kept in the run's
 temporary directory; ``BENCH_BUSY=2`` for two processes spinning on the CPU beside the
 stacks (a machine short of CPU); ``BENCH_HOPS=1`` for where the time goes, :mod:`bench.hops`:
@@ -57,6 +62,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import itertools
+import json
+import math
 import os
 import re
 import shutil
@@ -106,6 +113,9 @@ LOG_LEVEL = os.environ.get("BENCH_LOG_LEVEL", "warning")  # of the server and th
 HOPS = os.environ.get("BENCH_HOPS") == "1"
 """Also when the sender's, the relay's and the page's hold of each change came
 (:mod:`bench.hops`)."""
+CHANGES = os.environ.get("BENCH_CHANGES")
+"""A directory to write each scenario's shown changes to, one JSON file a scenario:
+``[seconds into the run, latency ms]`` pairs (where a p99 comes from)."""
 BUSY = int(os.environ.get("BENCH_BUSY", "0"))
 """Processes that spin on the CPU beside the stacks throughout: a machine short of CPU."""
 
@@ -139,6 +149,10 @@ slow link the lossless picture restored in the pause is still on its way when th
 comes back (resume ms)."""
 RUN_SCENARIOS = _wanted("BENCH_SCENARIOS", BROWSER_SCENARIOS)
 STACKS = _wanted("BENCH_STACKS", ("console", "novnc"))
+VNC_VARIANTS = _wanted("BENCH_VNC", tuple(X11VNC_VARIANTS))
+ROUNDS = int(os.environ.get("BENCH_ROUNDS", "1"))
+"""Times each link's stacks are measured, in turns: the stack that went first in one round
+goes second in the next, so a drift of the machine's speed during a run weighs on both."""
 
 # Reads the marker at (x, y) of the canvas on every painted frame; keeps each new value
 # with its wall-clock time in ms, and the time of every frame whose marker row changed at
@@ -173,7 +187,7 @@ _WATCH = """([selector, x, y, block, blocks]) => {
 
 _CODEC_COUNT = "(codec) => window.remoteViewer.codecFrames[codec] || 0"
 _CODEC_COUNTS = ("() => ({...window.remoteViewer.codecFrames, "
-                 "scaled: window.remoteViewer.scaled})")
+                 "scaled: window.remoteViewer.scaled, repeated: window.remoteViewer.repeats})")
 _NOTICE = "() => document.getElementById('notice')?.textContent || ''"
 _CODEC_FRAMES = "([codec, over]) => (window.remoteViewer.codecFrames[codec] || 0) > over"
 _NOVNC_SHOWS_SCREEN = "(width) => document.querySelector('#screen canvas').width === width"
@@ -241,6 +255,19 @@ class Page:
         return list(self.page.evaluate("() => window.__benchWatch.changed.splice(0)"))
 
 
+def keep_changes(name: str, drawn: dict[int, int], shown: list[int],
+                 latencies: list[float]) -> None:
+    """Write the changes ``shown`` (markers) and their latencies to :data:`CHANGES`."""
+    assert CHANGES is not None
+    start = min(drawn.values(), default=0)
+    pairs = [((drawn[marker] - start) / 1e9, latency)
+             for marker, latency in zip(shown, latencies, strict=True)]
+    folder = Path(CHANGES)
+    folder.mkdir(parents=True, exist_ok=True)
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-")
+    (folder / f"{slug}-{time.strftime('%H%M%S')}.json").write_text(json.dumps(pairs))
+
+
 def longest_stall(start_ms: float, end_ms: float, painted_ms: list[float]) -> float:
     """The longest time from ``start_ms`` on without a newly painted change, up to the
     last painted one or ``end_ms``, whichever is later."""
@@ -296,6 +323,8 @@ def measure(stack: str, scenario: str, view: Page, painter: Painter, desktop: De
         shown.append(value)
         shown_at.append(painted_ms)
         latencies.append(latency)
+    if CHANGES:
+        keep_changes(f"{link} {stack} {scenario}", driver.drawn, shown, latencies)
     stall: float | str = ""
     frozen: float | str = ""
     if driver.drawn:
@@ -374,7 +403,8 @@ def console_rows(browser: Any, server: ServerProcess, agent: AgentProcess, sessi
                 row, marker = measure(f"console/{choice or 'default'}", scenario, view,
                                       painter, desktop, movie, pids, server.port, marker, link)
                 after = page.evaluate(_CODEC_COUNTS)
-                # "scaled": pictures drawn larger than coded (the agent was short of CPU)
+                # "scaled": pictures drawn larger than coded (the agent was short of CPU);
+                # "repeated": keyframes of the picture shown, skipped
                 row["frames by codec"] = " ".join(
                     f"{name} {after[name] - before.get(name, 0)}" for name in sorted(after)
                     if after[name] > before.get(name, 0))
@@ -418,7 +448,8 @@ def novnc_rows(browser: Any, display: str, painter: Painter, desktop: Desktop,
                movie: list[Any], marker: int,
                link: Link | None, label: str) -> tuple[list[dict[str, Any]], int]:
     rows = []
-    for variant, flags in X11VNC_VARIANTS.items():
+    for variant in VNC_VARIANTS:
+        flags = X11VNC_VARIANTS[variant]
         reset(painter, desktop)
         # vnc_lite.html asks for a favicon websockify does not have: noVNC's page, not ours.
         with novnc(display, flags, link) as (port, pids), \
@@ -450,24 +481,61 @@ def novnc_rows(browser: Any, display: str, painter: Painter, desktop: Desktop,
 
 
 def ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each console row's p50 and p99 over the best noVNC variant's in the same scenario."""
+    """Each console row's p50 and p99 over the best noVNC variant's in the same scenario,
+    link and round."""
     out = []
-    for link in dict.fromkeys(r["link"] for r in rows):
+    for link, round_ in dict.fromkeys((r["link"], r.get("round")) for r in rows):
         for scenario in BROWSER_SCENARIOS:
             if scenario == "idle":
                 continue
-            here = [r for r in rows if r["link"] == link and r["scenario"] == scenario
-                    and r["p50 ms"] != ""]
+            here = [r for r in rows if r["link"] == link and r.get("round") == round_
+                    and r["scenario"] == scenario and r["p50 ms"] != ""]
             peers = [r for r in here if r["stack"].startswith("noVNC/")]
             if not peers:
                 continue
             best = min(peers, key=lambda r: r["p50 ms"])
             for row in here:
                 if row["stack"].startswith("console/"):
-                    out.append({"link": link, "stack": row["stack"], "scenario": scenario,
+                    out.append({"link": link, **({} if round_ is None else {"round": round_}),
+                                "stack": row["stack"], "scenario": scenario,
                                 "vs": best["stack"],
                                 "p50 ratio": row["p50 ms"] / best["p50 ms"],
                                 "p99 ratio": row["p99 ms"] / best["p99 ms"]})
+    return out
+
+
+T_975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086)
+"""Student's t at 97.5 % for 1, 2 ... 20 degrees of freedom (two-sided 95 % intervals)."""
+
+
+def mean_interval(ratios_: list[float]) -> tuple[float, float, float]:
+    """The geometric mean of ``ratios_`` and its 95 % interval (Student's t on their
+    logarithms: a ratio and its inverse weigh alike)."""
+    logs = [math.log(r) for r in ratios_]
+    mean = statistics.fmean(logs)
+    if len(logs) < 2:
+        return math.exp(mean), math.nan, math.nan
+    t = T_975[len(logs) - 2] if len(logs) - 2 < len(T_975) else 1.96
+    half = t * statistics.stdev(logs) / math.sqrt(len(logs))
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
+def over_rounds(ratio_rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per link, stack and scenario, the rounds' ratios summed up: one run's ratio moves a
+    few percent from run to run, more than the stacks differ on loopback typing."""
+    out = []
+    for key in dict.fromkeys((r["link"], r["stack"], r["scenario"]) for r in ratio_rows):
+        rounds = [r for r in ratio_rows if (r["link"], r["stack"], r["scenario"]) == key]
+        row: dict[str, Any] = dict(zip(("link", "stack", "scenario"), key, strict=True))
+        row["rounds"] = len(rounds)
+        for column in ("p50 ratio", "p99 ratio"):
+            values = [r[column] for r in rounds]
+            mean, low, high = mean_interval(values)
+            row[f"{column} mean"] = mean
+            row[f"{column} 95 %"] = f"{low:.3f}-{high:.3f}"
+            row[f"{column} < 1"] = f"{sum(v < 1 for v in values)}/{len(values)}"
+        out.append(row)
     return out
 
 
@@ -508,19 +576,23 @@ def console_on_link(browser: Any, screen: Any, painter: Painter, desktop: Deskto
 def run_link(browser: Any, screen: Any, painter: Painter, desktop: Desktop, movie: list[Any],
              work: Path, spec: LinkSpec | None, index: int,
              marker: int) -> tuple[list[dict[str, Any]], int]:
-    """Both stacks over one link (``None``: loopback)."""
+    """Both stacks over one link (``None``: loopback), :data:`ROUNDS` times in turns."""
     label = spec.name if spec else "loopback"
     rows: list[dict[str, Any]] = []
     with contextlib.ExitStack() as stack:
         link = stack.enter_context(shaped_link(spec, index)) if spec else None
-        if "console" in STACKS:
-            more, marker = console_on_link(browser, screen, painter, desktop, movie, work,
-                                           link, index, label, marker)
-            rows.extend(more)
-        if "novnc" in STACKS:
-            more, marker = novnc_rows(browser, screen.display, painter, desktop, movie,
-                                      marker, link, label)
-            rows.extend(more)
+        for round_ in range(1, ROUNDS + 1):
+            order = STACKS if round_ % 2 else STACKS[::-1]
+            for name in order:
+                if name == "console":
+                    more, marker = console_on_link(browser, screen, painter, desktop, movie,
+                                                   work / f"round{round_}", link, index, label,
+                                                   marker)
+                else:
+                    more, marker = novnc_rows(browser, screen.display, painter, desktop,
+                                              movie, marker, link, label)
+                rows.extend({"link": row["link"], "round": round_} | row if ROUNDS > 1
+                            else row for row in more)
     return rows, marker
 
 
@@ -559,10 +631,15 @@ def main() -> None:
                "time without a newly painted change while changes were being made; frozen "
                "ms: the longest time the marker's row of pixels did not change meanwhile.",
                "frames by codec: the frames the page had, by codec; scaled: pictures it drew "
-               "larger than they were coded (the agent was short of CPU).",
+               "larger than they were coded (the agent was short of CPU); repeated: keyframes of "
+               "the picture shown, which the page skipped.",
            ])
     report("browser_ratios", ratios(rows),
            title="The console over the best noVNC variant, same run and link (below 1: ahead)")
+    if ROUNDS > 1:
+        report("browser_rounds", over_rounds(ratios(rows)),
+               title=f"The ratios over {ROUNDS} rounds: geometric mean, its 95 % interval, "
+               "and the rounds below 1")
 
 
 if __name__ == "__main__":
