@@ -102,7 +102,9 @@ def register_codecs() -> list[CodecSpec]:
     An encoder whose viewers keep their picture below a keyframe's first part (the raw
     codec's ``raw_keep``) answers ``Encoder.keyframe_in_parts(part_bytes)``: the agent
     asks for it before the keyframe due every 10 s over a link that takes a while to
-    carry one.
+    carry one. An encoder that keeps the picture its viewers have answers
+    ``Encoder.repeat_keyframe()``: over a link that carries it in a frame time, the
+    keyframe due is that picture, marked for viewers in step to skip.
 
     **Slot and name.** Leave ``frame_field`` empty: the frames travel as plugin frames
     (``VideoFrame.plugin``) carrying the codec's ``name``, which is also how viewers

@@ -143,6 +143,16 @@ class Encoder(ABC):
         cannot, and the keyframe goes whole."""
         return False
 
+    def repeat_keyframe(self) -> EncodedFrame | None:
+        """A keyframe of exactly the picture the viewers have from this encoder's frames,
+        with nothing new in it (``EncodedFrame.repeat``), made without a new image: the
+        keyframe due every 10 s, which a viewer in step skips rather than decode (a
+        typed word waited behind a 1080p one some 40 ms in a browser). The change on the
+        screen meanwhile goes in the next frame. ``None`` (this default): the encoder
+        cannot (it does not keep the viewers' picture, or part of it is owed), and the
+        agent asks :meth:`encode` for a keyframe."""
+        return None
+
     def downscale(self, factor: int) -> bool:
         """Code the picture at 1/``factor`` of the display's width and height from the next
         frame on (a keyframe), and at full size again with 1: a machine short of CPU

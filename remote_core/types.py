@@ -150,6 +150,8 @@ class EncodedFrame:
     :param rows: ``raw`` slot only, keyframes: a keyframe part whose first ``rows`` rows are
         the screen and the rest the placeholder; a viewer that shows a picture of its size
         keeps that below them (sent only to viewers that decode ``raw_keep``). 0: all of it.
+    :param repeat: ``raw`` slot only, keyframes: exactly the picture the frame before it
+        left (:meth:`Encoder.repeat_keyframe`), which a viewer in step may skip.
     :param pts: presentation time in microseconds from the stream's start (VP9, H.264,
         H.265 and plugin frames).
     :param dts: decode time, likewise (VP9, H.264, H.265); equal to ``pts`` when the
@@ -166,6 +168,7 @@ class EncodedFrame:
     dts: int = 0
     copies: tuple[CopyRect, ...] = ()
     rows: int = 0
+    repeat: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,7 +75,7 @@ def to_wire(frame: EncodedFrame, spec: CodecSpec) -> pb.VideoFrame:
     values: dict[str, object] = {
         _DATA: frame.data, _keyframe_field(payload): frame.keyframe, "width": frame.width,
         "height": frame.height, "compressed": frame.compressed, "pts": frame.pts,
-        "dts": frame.dts, "rows": frame.rows}
+        "dts": frame.dts, "rows": frame.rows, "repeat": frame.repeat}
     if _CODEC in names:
         values[_CODEC] = spec.name
     for name, value in values.items():
@@ -129,4 +129,4 @@ def from_wire(video: pb.VideoFrame) -> tuple[str, EncodedFrame]:
         data=data, keyframe=bool(value(_keyframe_field(payload))),
         width=value("width"), height=value("height"), rects=rects,
         compressed=bool(value("compressed")), pts=value("pts"), dts=value("dts"),
-        copies=copies, rows=value("rows"))
+        copies=copies, rows=value("rows"), repeat=bool(value("repeat")))

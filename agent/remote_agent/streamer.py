@@ -104,6 +104,15 @@ own between them, so a typed word waits behind a part at most (over 2 Mbit/s, so
 17 ms of the link). At a tenth of a second of the link a part, as a picture restored
 after motion goes, typing waited behind three of them in flight: a p99 of 235 ms."""
 
+REPEAT_SECONDS = 0.1
+"""The keyframe due every 10 s goes whole, as the picture the viewers have (which a viewer
+in step skips: ``Encoder.repeat_keyframe``), over a link that carries the last whole one
+in this long, about what a typed word waits behind the parts over a slow link; in parts
+(above) over a slower one. The link's rate as measured includes the viewer's drawing of
+what it acknowledges: a 1080p desktop's keyframe measured a loopback link at 6-8 MB/s on
+a busy 2-core machine, and a frame time's worth sent it in parts half the time, where a
+typed word waited up to 88 ms behind them."""
+
 VIDEO_SHARE = 0.75
 """Share of the link's rate the video codec's bitrate is capped at (a keyframe may take
 up to a second of that bitrate). The rate is what the link carried of bursts after idle
@@ -272,6 +281,7 @@ class Streamer:
         self._scrolled = False
         sent_in: CodecSpec | None = None  # the codec of the last frame sent
         fresh = False
+        key_bytes: int | None = None  # the last whole lossless keyframe's size
 
         def video() -> tuple[CodecSpec, Encoder]:
             """The motion codec's encoder, made again for the link's rate as it is now when
@@ -319,6 +329,9 @@ class Streamer:
                 due_in = KEYFRAME_INTERVAL_S - KEYFRAME_EARLY_S - (now - last_keyframe)
                 due = not asked and due_in <= 0
                 needed = asked or due
+                # The keyframe due, of the picture the viewers have (no grab), while that
+                # picture is this encoder's and the link carries it soon enough.
+                repeat = due and not fresh and sent_in is spec and spec.lossless
                 keyframe, fresh = needed or fresh, False
                 budget = None  # the most bytes a lossless frame may take: none in video
                 part = None  # the lossless picture restored after motion goes in parts
@@ -339,6 +352,7 @@ class Streamer:
                 # keep their picture below a part, Encoder.keyframe_in_parts).
                 link = self.rate.bytes_per_second(now) if due and spec.lossless else None
                 key_part = None if link is None else int(link * KEY_PART_SHARE / state.fps())
+                repeat = repeat and (link is None or (key_bytes or 0) <= link * REPEAT_SECONDS)
                 self.sequence += 1
                 # wait for a change no longer than until the keyframe or the calm is due
                 calm = switch.calm_left(now)
@@ -359,7 +373,8 @@ class Streamer:
                     pixels = self.devices.capture.pending_pixels()
                     here = spec.lossless and pixels is not None and pixels <= INLINE_PIXELS
                 args = (spec, encoder, display, keyframe, self.sequence, budget, video,
-                        needed or sent_in is not motion, wait, motion_from, part, key_part)
+                        needed or sent_in is not motion, wait, motion_from, part, key_part,
+                        repeat)
                 swept = encoder.redrawn  # how far a picture in parts had got
                 made = (self._next_frame(*args) if here else
                         await anyio.to_thread.run_sync(self._next_frame, *args,
@@ -392,6 +407,8 @@ class Streamer:
                     continue
                 if key:
                     last_keyframe = started
+                    if used is spec and spec.lossless and not encoder.pending:
+                        key_bytes = len(data)
                 sent_in = spec
                 # Timed from the hand-over: a large frame's send returns only once most of
                 # it is on its way, and timed from then it would look that much faster.
@@ -427,7 +444,8 @@ class Streamer:
                     video: Callable[[], tuple[CodecSpec, Encoder]] | None = None,
                     video_keyframe: bool = True, wait: float = _CHANGE_WAIT,
                     motion_from: float | None = None,
-                    part: int | None = None, key_part: int | None = None) -> Frame | None:
+                    part: int | None = None, key_part: int | None = None,
+                    repeat: bool = False) -> Frame | None:
         """In a worker thread (on the loop for a small change, waited for there): wait for
         a change (unless a keyframe is due), grab, encode and frame it; ``None`` when
         nothing changed within ``wait`` seconds, no bytes when the encoder had nothing to
@@ -449,7 +467,18 @@ class Streamer:
         (the whole picture was); only a motion cuts them short.
 
         ``key_part``: the keyframe goes in parts of about that many bytes, if the encoder
-        can (:meth:`Encoder.keyframe_in_parts`); they are a redraw, as above."""
+        can (:meth:`Encoder.keyframe_in_parts`); they are a redraw, as above.
+
+        ``repeat``: the keyframe may be the picture the viewers have, with no grab
+        (:meth:`Encoder.repeat_keyframe`): a viewer in step skips it, and the screen's
+        change meanwhile goes in the next frame."""
+        if repeat:
+            started = self._clock()
+            again = encoder.repeat_keyframe()
+            if again is not None:
+                data = wire_frame(again, spec, timestamp=time.time_ns() // 1000,
+                                  display_id=display.id, sequence=sequence)
+                return data, True, started, None, spec
         # A frame too big for one message goes in parts: send the rest before waiting.
         # A sweep that a scrolling page holds back waits too (its band would only hold the
         # page up, and the next move push the sweep back again), and its band goes if

@@ -249,6 +249,47 @@ def shown_in_step_and_late(frames: list[pb.VideoFrame], part: int) -> list[np.nd
 
 
 @pytest.mark.anyio
+async def test_the_keyframe_due_repeats_the_viewers_picture_while_typing_goes_on(
+        x_display, painter, monkeypatch):
+    """On a fast link the keyframe due every 10 s (every 2 s here) is the picture the
+    viewers have, marked ``repeat`` (a viewer in step skips it): a viewer that decodes
+    every frame shows the same picture before it as a viewer that starts at it, and the
+    words typed meanwhile come in the frames after it, so both end with the screen."""
+    monkeypatch.setattr(streamer_module, "KEYFRAME_INTERVAL_S", 2.0)
+    screen = Desktop(WIDTH, HEIGHT, seed=33)
+    painter.put_bgra(0, 0, WIDTH, HEIGHT, screen.image.tobytes())
+    painter.sync()
+
+    def type_a_word() -> None:
+        x, y = screen.type(3, (200, 40))
+        w, h = min(200, screen.page[2] - x), min(40, screen.page[3] - y)
+        painter.put_bgra(x, y, w, h, screen.image[y:y + h, x:x + w].tobytes())
+        painter.sync()
+
+    async with streaming(RawZstdEncoder, ("raw",)) as sent:
+        with anyio.fail_after(10):
+            while not any(f.raw.repeat for f in sent):
+                type_a_word()
+                await anyio.sleep(1 / 30)
+        for _ in range(5):
+            type_a_word()
+            await anyio.sleep(1 / 30)
+        await anyio.sleep(0.5)
+        frames = list(sent)
+    at = next(i for i, f in enumerate(frames) if f.raw.repeat)
+    assert [i for i, f in enumerate(frames) if f.raw.is_keyframe] == [0, at]
+    assert [f.sequence for f in frames] == list(range(frames[0].sequence,
+                                                      frames[0].sequence + len(frames)))
+    in_step, late = RawZstdDecoder(), RawZstdDecoder()
+    for f in frames[:at]:
+        before = np.asarray(in_step.decode(from_wire(f)[1])).copy()
+    assert np.array_equal(np.asarray(late.decode(from_wire(frames[at])[1])), before)
+    assert len(frames) > at + 1  # the words typed after it
+    for picture in shown_in_step_and_late(frames, at):
+        assert np.array_equal(picture, screen.image)
+
+
+@pytest.mark.anyio
 async def test_the_keyframe_due_goes_in_parts_over_a_slow_link_with_typing_between(
         x_display, painter, monkeypatch):
     """Over 1 Mbit/s (H.264 at hand, so a frame too big for the link would go as video)

@@ -211,7 +211,7 @@ class VideoFrame(_message.Message):
     def __init__(self, timestamp: _Optional[int] = ..., display_id: _Optional[int] = ..., sequence: _Optional[int] = ..., raw: _Optional[_Union[RawFrame, _Mapping]] = ..., vp9: _Optional[_Union[EncodedFrame, _Mapping]] = ..., h264: _Optional[_Union[EncodedFrame, _Mapping]] = ..., h265: _Optional[_Union[EncodedFrame, _Mapping]] = ..., plugin: _Optional[_Union[PluginFrame, _Mapping]] = ...) -> None: ...
 
 class RawFrame(_message.Message):
-    __slots__ = ("width", "height", "data", "compressed", "dirty_rects", "is_keyframe", "copies", "rows")
+    __slots__ = ("width", "height", "data", "compressed", "dirty_rects", "is_keyframe", "copies", "rows", "repeat")
     WIDTH_FIELD_NUMBER: _ClassVar[int]
     HEIGHT_FIELD_NUMBER: _ClassVar[int]
     DATA_FIELD_NUMBER: _ClassVar[int]
@@ -220,6 +220,7 @@ class RawFrame(_message.Message):
     IS_KEYFRAME_FIELD_NUMBER: _ClassVar[int]
     COPIES_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
+    REPEAT_FIELD_NUMBER: _ClassVar[int]
     width: int
     height: int
     data: bytes
@@ -228,7 +229,8 @@ class RawFrame(_message.Message):
     is_keyframe: bool
     copies: _containers.RepeatedCompositeFieldContainer[CopyRect]
     rows: int
-    def __init__(self, width: _Optional[int] = ..., height: _Optional[int] = ..., data: _Optional[bytes] = ..., compressed: bool = ..., dirty_rects: _Optional[_Iterable[_Union[DirtyRect, _Mapping]]] = ..., is_keyframe: bool = ..., copies: _Optional[_Iterable[_Union[CopyRect, _Mapping]]] = ..., rows: _Optional[int] = ...) -> None: ...
+    repeat: bool
+    def __init__(self, width: _Optional[int] = ..., height: _Optional[int] = ..., data: _Optional[bytes] = ..., compressed: bool = ..., dirty_rects: _Optional[_Iterable[_Union[DirtyRect, _Mapping]]] = ..., is_keyframe: bool = ..., copies: _Optional[_Iterable[_Union[CopyRect, _Mapping]]] = ..., rows: _Optional[int] = ..., repeat: bool = ...) -> None: ...
 
 class CopyRect(_message.Message):
     __slots__ = ("x", "y", "width", "height", "src_x", "src_y")

@@ -423,6 +423,26 @@ class CodecContract:
             self.assert_close(picture, desktop.image)
         enc.close()
 
+    def test_a_repeated_keyframe_is_the_picture_its_frames_left(self) -> None:
+        """An encoder that repeats the viewers' picture (``Encoder.repeat_keyframe``) makes
+        a keyframe marked ``repeat`` of the picture its frames left, the screen's newer
+        change going in the next frame. One that cannot answers ``None``."""
+        desktop = Desktop(640, 400, seed=9)
+        enc = self.encoder(640, 400)
+        in_step = self.decoder()
+        in_step.decode(self.wire(enc.encode(desktop.image, keyframe=True)))
+        sent = desktop.image.copy()
+        desktop.type(20)  # on the screen, not sent yet
+        again = enc.repeat_keyframe()
+        if again is not None:
+            frame = self.wire(again)
+            assert frame.keyframe and frame.repeat
+            self.assert_close(self.decoder().decode(frame), sent)
+            self.assert_close(in_step.decode(frame), sent)
+            self.assert_close(in_step.decode(self.wire(enc.encode(desktop.image))),
+                              desktop.image)
+        enc.close()
+
     def test_a_downscaled_motion_decodes_at_the_displays_size(self) -> None:
         """An encoder that downscales (``Encoder.downscale``, with every extension it has)
         starts the smaller picture with a keyframe, and its decoder gives back pictures

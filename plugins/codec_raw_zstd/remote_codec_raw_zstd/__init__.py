@@ -5,7 +5,9 @@ a LAN (``CODEC_RAW``). Viewers that list its extension ``raw_copy`` get a scroll
 move of what they have (``RawFrame.copies``) and the rows it uncovers; those that list
 ``raw_over`` get the lossless picture back after motion in parts drawn over the video
 picture (``Encoder.redraw``); those that list ``raw_keep`` get the keyframe due every
-10 s in parts over a slow link (``Encoder.keyframe_in_parts``). It needs
+10 s in parts over a slow link (``Encoder.keyframe_in_parts``). Elsewhere that keyframe
+is the picture the viewers have (``Encoder.repeat_keyframe``), which a viewer in step
+skips. It needs
 zstandard alone (no numpy), loaded only when a codec is built.
 """
 

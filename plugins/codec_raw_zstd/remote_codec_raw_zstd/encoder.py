@@ -98,6 +98,19 @@ class RawZstdEncoder(Encoder):
         self._keyframe_bytes = max(1, min(part_bytes, PART_BYTES))
         return True
 
+    def repeat_keyframe(self) -> EncodedFrame | None:
+        """The viewers' picture (what this encoder last sent them) as a keyframe marked
+        ``repeat``; ``None`` before the first picture, while parts are owed, or when it
+        would not fit one message."""
+        if self._size is None or self._owing or self._sweep is not None:
+            return None
+        whole = self._squeeze(self._previous, 0)
+        if whole is None:
+            return None
+        self._clock.sent()
+        w, h = self._size
+        return _frame(w, h, *whole, keyframe=True, rects=[], repeat=True)
+
     @property
     def redrawn(self) -> float | None:
         if self._sweep is None or self._size is None:
@@ -275,9 +288,10 @@ class RawZstdEncoder(Encoder):
 
 
 def _frame(w: int, h: int, data: bytes, compressed: bool, *, keyframe: bool,
-           rects: list[Rect], copies: tuple[CopyRect, ...] = (), rows: int = 0) -> EncodedFrame:
+           rects: list[Rect], copies: tuple[CopyRect, ...] = (), rows: int = 0,
+           repeat: bool = False) -> EncodedFrame:
     return EncodedFrame(data=data, keyframe=keyframe, width=w, height=h, rects=tuple(rects),
-                        compressed=compressed, copies=copies, rows=rows)
+                        compressed=compressed, copies=copies, rows=rows, repeat=repeat)
 
 
 def _behind(sweep: int, move: CopyRect) -> int:

@@ -525,9 +525,9 @@ RAW_FRAMES = """async ([frames, width, height]) => {
     return buffer.subarray(at);
   };
   const drawn = [];
-  for (const { data, at, compressed, key, rects, rows, copies } of frames) {
-    screen.frame({ encoding: { case: "raw", value: { width, height, compressed,
-      data: bytes(data, at), isKeyframe: key, rows: rows || 0,
+  for (const { data, at, compressed, key, rects, rows, copies, repeat, sequence } of frames) {
+    screen.frame({ sequence: sequence || 0, encoding: { case: "raw", value: { width, height,
+      compressed, data: bytes(data, at), isKeyframe: key, rows: rows || 0, repeat: !!repeat,
       copies: (copies || []).map(([x, y, w, h, srcX, srcY]) => (
         { x, y, width: w, height: h, srcX, srcY })),
       dirtyRects: rects.map(([x, y, w, h]) => ({ x, y, width: w, height: h })) } } });
@@ -539,7 +539,8 @@ RAW_FRAMES = """async ([frames, width, height]) => {
   for (let i = 0; i < rgba.length; i += 0x8000) {
     text += String.fromCharCode.apply(null, rgba.subarray(i, i + 0x8000));
   }
-  return { drawn, zstd: screen.zstd, kept: screen.kept, rgba: btoa(text) };
+  return { drawn, zstd: screen.zstd, kept: screen.kept, repeats: screen.repeats,
+    rgba: btoa(text) };
 }"""
 
 
@@ -575,9 +576,11 @@ def test_raw_frames_decode_exactly_and_a_wrong_one_is_dropped(lone_player: Any) 
     assert (bgra[..., :3] == shown[..., :3]).all() and (bgra[..., 3] == 255).all()
 
 
-def raw_wire(frame: Any) -> dict[str, Any]:
-    """An ``EncodedFrame`` of raw_zstd as :data:`RAW_FRAMES` takes it."""
+def raw_wire(frame: Any, sequence: int = 0) -> dict[str, Any]:
+    """An ``EncodedFrame`` of raw_zstd as :data:`RAW_FRAMES` takes it (``VideoFrame.sequence``:
+    0, as if each came after a gap)."""
     return {"data": base64.b64encode(frame.data).decode(), "at": 0, "rows": frame.rows,
+            "repeat": frame.repeat, "sequence": sequence,
             "compressed": frame.compressed, "key": frame.keyframe,
             "rects": [[r.x, r.y, r.width, r.height] for r in frame.rects],
             "copies": [[c.x, c.y, c.width, c.height, c.src_x, c.src_y] for c in frame.copies]}
@@ -630,6 +633,33 @@ def test_a_keyframe_part_is_drawn_over_the_picture_shown(lone_player: Any) -> No
                                                    height])
         assert result["drawn"][-1] == len(frames) - start
         assert np.array_equal(bgra(result), desktop.image)
+
+
+def test_a_keyframe_repeating_the_picture_is_skipped_only_by_a_page_in_step(
+        lone_player: Any) -> None:
+    """The keyframe due every 10 s, made of the picture the page has (``RawFrame.repeat``):
+    a page that drew every frame since a keyframe, in order, skips it; a page that starts
+    at it, or missed a frame before it, draws it. Each ends with the screen."""
+    from remote_codec_raw_zstd.encoder import RawZstdEncoder
+
+    from remote_core.codecs import encoder_config
+
+    width, height = 320, 240
+    desktop = Desktop(width, height, seed=19)
+    encoder = RawZstdEncoder(encoder_config(width, height))
+    frames = [encoder.encode(desktop.image, keyframe=True)]
+    desktop.type(8, (width, height))
+    frames.append(encoder.encode(desktop.image))
+    frames.append(encoder.repeat_keyframe())
+    assert frames[-1].keyframe and frames[-1].repeat
+    desktop.type(8, (width, height))
+    frames.append(encoder.encode(desktop.image))
+    wired = [raw_wire(f, sequence) for sequence, f in enumerate(frames, 7)]
+    for given, repeats, drawn in ((wired, 1, [1, 2, 2, 3]), (wired[2:], 0, [1, 2]),
+                                  ([wired[0], *wired[2:]], 0, [1, 2, 3])):
+        result = lone_player.evaluate(RAW_FRAMES, [given, width, height])
+        assert (result["repeats"], result["drawn"]) == (repeats, drawn), result
+        assert np.array_equal(canvas_bgra(result["rgba"], width, height), desktop.image)
 
 
 def test_a_page_scrolled_through_a_keyframe_in_parts_ends_exact(lone_player: Any) -> None:

@@ -28,6 +28,9 @@ export class Screen {
     this.moves = 0; // moves of the picture drawn (RawFrame.copies: a scroll)
     this.redraws = 0; // raw pictures drawn in parts over another codec's (raw_over)
     this.kept = 0; // keyframe parts drawn over the picture shown (raw_keep)
+    this.repeats = 0; // keyframes of the picture shown, skipped (RawFrame.repeat)
+    this.received = null; // the last frame's sequence
+    this.inStep = false; // every frame since a raw keyframe came in order and drew whole
     this.pictureCodec = ""; // the codec that drew the canvas last
     this.scratch = null; // what a move and a scaled picture go through (scratchOf)
     this.scratchCtx = null;
@@ -66,9 +69,17 @@ export class Screen {
       return "";
     }
     this.codecFrames[codec] = (this.codecFrames[codec] || 0) + 1;
+    const sequence = toNumber(frame.sequence);
+    const follows = this.received !== null && sequence === this.received + 1;
+    this.received = sequence;
     if (codec === "raw") {
-      this.draw(() => this.raw(value), done);
-    } else if (codec in WEBCODECS && this.codecs.names.includes(codec)) {
+      this.draw(() => this.raw(value, follows), done);
+      return codec;
+    }
+    // The agent repeats a keyframe only once its raw frames have drawn the whole picture
+    // again: frames of another codec before them matter only if some never came.
+    if (!follows) this.draw(() => { this.inStep = false; });
+    if (codec in WEBCODECS && this.codecs.names.includes(codec)) {
       this.video(codec, value, done);
     } else if (this.codecs.plugins.has(codec)) {
       this.pluginFrame(codec, value, done);
@@ -100,6 +111,8 @@ export class Screen {
     this.pluginCodec = "";
     this.pluginQueue = Promise.resolve();
     this.stream += 1;
+    this.received = null;
+    this.inStep = false;
     this.needKey = true;
     this.pictureCodec = "";
   }
@@ -196,8 +209,20 @@ export class Screen {
     return image;
   }
 
-  raw(raw) {
+  /** Draw a raw frame, which `follows` the last one received. A keyframe of the picture
+   * the frame before it left (`repeat`: the one due every 10 s) is skipped while every
+   * frame since a raw keyframe came in order and drew whole: decoding a 1080p one held
+   * a typed word some 20 ms. */
+  raw(raw, follows) {
     this.bytes += raw.data.length;
+    const inStep = this.inStep && follows;
+    this.inStep = false; // until this frame is drawn whole
+    if (raw.isKeyframe && raw.repeat && inStep && !this.needKey
+      && this.width === raw.width && this.height === raw.height) {
+      this.repeats += 1;
+      this.inStep = true;
+      return;
+    }
     const size = raw.isKeyframe ? raw.width * raw.height * 4
       : raw.dirtyRects.reduce((sum, r) => sum + r.width * r.height * 4, 0);
     let bytes;
@@ -220,6 +245,7 @@ export class Screen {
       if (rows < raw.height) this.kept += 1;
       this.pictured("raw");
       this.shown();
+      this.inStep = rows === raw.height || inStep; // a part keeps the picture below it
       return;
     }
     if (this.needKey) return;
@@ -242,6 +268,7 @@ export class Screen {
       offset += size;
     }
     this.shown();
+    this.inStep = inStep;
   }
 
   /** One move of the picture, through a scratch canvas: drawing a canvas onto itself

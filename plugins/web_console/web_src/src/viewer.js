@@ -44,7 +44,7 @@ const screen = new Screen(canvas, { names: [], labels: {}, plugins: new Map() },
 // state.codecs is what this page decodes (decodableCodecs), the screen's; state.listed what
 // it lists in SessionRequest.codecs (wireCodecs).
 for (const name of ["codecs", "width", "height", "drawn", "codecFrames", "decoderCodec",
-  "pluginCodec", "moves", "redraws", "kept", "scaled", "pictureCodec", "zstd"]) {
+  "pluginCodec", "moves", "redraws", "kept", "repeats", "scaled", "pictureCodec", "zstd"]) {
   Object.defineProperty(state, name, { get: () => screen[name], enumerable: true });
 }
 Object.defineProperty(state, "listed", { get: () => wireCodecs(screen.codecs), enumerable: true });
