@@ -117,7 +117,8 @@ CONTRACT_MESSAGES: dict[str, list[tuple[str, int, str, str]]] = {
 CONTRACT_FIELDS: dict[str, list[tuple[str, int, str, str]]] = {
     "SessionRequest": [("codecs", 100, S, REP)],
     "VideoFrame": [("plugin", 100, "PluginFrame", "")],
-    "RawFrame": [("copies", 100, "CopyRect", REP), ("rows", 101, I32, "")],
+    "RawFrame": [("copies", 100, "CopyRect", REP), ("rows", 101, I32, ""),
+                 ("repeat", 102, B, "")],
     "QualitySettings": [("codec_name", 100, S, "")],
     "StartStream": [("codecs", 100, S, REP), ("session_panel", 101, B, "")],
     "AgentStatus": [("plugins", 100, S, REP)],
