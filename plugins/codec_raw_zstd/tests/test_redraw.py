@@ -6,7 +6,11 @@ And a keyframe in parts drawn over the viewers' picture (``Encoder.keyframe_in_p
 the ``raw_keep`` extension): the keyframe due every 10 s over a slow link. A first part
 of about the size asked whose rows below the viewers keep, then the rest swept down the
 screen with whatever changes meanwhile going first; exact in the end for a viewer in
-step and for one that starts at the part (a late viewer, one that skipped frames)."""
+step and for one that starts at the part (a late viewer, one that skipped frames).
+
+And the keyframe due made of the viewers' picture (``Encoder.repeat_keyframe``,
+``RawFrame.repeat``): exactly what the frames before it left, with no new image, so a
+viewer in step may skip it; the change on the screen meanwhile goes in the next frame."""
 
 from __future__ import annotations
 
@@ -20,7 +24,7 @@ from remote_codec_raw_zstd.encoder import RawZstdEncoder
 from remote_codec_raw_zstd.extensions import COPY_EXTENSION, KEEP_EXTENSION, OVER_EXTENSION
 from remote_codec_raw_zstd.parts import PLACEHOLDER
 
-from remote_core.codecs import FrameDecoder, encoder_config
+from remote_core.codecs import FrameDecoder, KeyframeClock, encoder_config
 from remote_core.protocol import pb
 from remote_core.testing.codec_contract import LINE_H, Desktop, video_like
 from remote_core.types import CodecSpec, EncodedFrame, Rect
@@ -301,3 +305,43 @@ def test_a_part_of_more_rows_than_the_display_is_refused() -> None:
         RawZstdDecoder().decode(EncodedFrame(
             data=frame.data, keyframe=True, width=W, height=H, compressed=frame.compressed,
             rows=H + 1))
+
+
+def test_the_repeated_keyframe_is_the_viewers_picture_and_resets_the_clock() -> None:
+    now = [0.0]
+    enc = RawZstdEncoder(encoder_config(W, H), KeyframeClock(clock=lambda: now[0]))
+    assert enc.repeat_keyframe() is None  # the viewers have no picture yet
+    desktop = Desktop(W, H, seed=3)
+    in_step = RawZstdDecoder()
+    in_step.decode(wire(enc.encode(desktop.image, keyframe=True)))
+    desktop.type(12)
+    shown = np.asarray(in_step.decode(wire(enc.encode(desktop.image)))).copy()
+    desktop.type(12)  # on the screen, not sent yet
+    now[0] = 9.9
+    again = wire(enc.repeat_keyframe())
+    assert again.keyframe and again.repeat and not again.rects and not again.rows
+    assert np.array_equal(np.asarray(RawZstdDecoder().decode(again)), shown)
+    now[0] = 19.8  # 9.9 s after the repeat: none due, so the typing goes as a change
+    typed = wire(enc.encode(desktop.image))
+    assert not typed.keyframe and not typed.repeat and typed.rects
+    assert np.array_equal(np.asarray(in_step.decode(typed)), desktop.image)
+    now[0] = 20.0
+    assert wire(enc.encode(desktop.image)).keyframe  # 10 s on: the clock's own keyframe
+
+
+def test_no_repeat_while_part_of_the_picture_is_owed_or_over_one_message() -> None:
+    enc = RawZstdEncoder(encoder_config(W, H), message_limit=256 * 1024, part_bytes=64 * 1024)
+    noise = np.random.default_rng(4).integers(0, 256, (H, W, 4), np.uint8)
+    enc.encode(noise, keyframe=True)  # far over a message: it goes in parts
+    assert enc.pending and enc.repeat_keyframe() is None
+    while enc.pending:
+        enc.encode(noise)
+    assert enc.repeat_keyframe() is None  # the whole picture is still over a message
+    desktop = Desktop(W, H, seed=4).image
+    enc.encode(desktop)
+    assert wire(enc.repeat_keyframe()).repeat
+
+
+def test_an_ordinary_keyframe_is_no_repeat() -> None:
+    enc = RawZstdEncoder(encoder_config(W, H))
+    assert not wire(enc.encode(Desktop(W, H, seed=5).image, keyframe=True)).repeat
