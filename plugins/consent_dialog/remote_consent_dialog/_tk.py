@@ -90,6 +90,7 @@ class _Dialog:
         self.root.bind("<Escape>", lambda _e: _press(self.deny))
         self.deny.focus_set()  # Enter or Space on a stray keystroke must not grant access
         self._done = False
+        self._ticking: str | None = None
         self._tick()
 
     def _tick(self) -> None:
@@ -98,7 +99,7 @@ class _Dialog:
             self._finish(False, "timeout")
             return
         self.countdown.configure(text=self._countdown_text.format(secs=int(left + 0.999)))
-        self.root.after(200, self._tick)
+        self._ticking = self.root.after(200, self._tick)
 
     def texts(self) -> dict[str, str]:
         """What the dialog shows now, by part (``asks``, ``technician``, ``countdown`` ...)."""
@@ -113,6 +114,10 @@ class _Dialog:
             return
         self._done = True
         self.answer = (granted, reason)
+        if self._ticking is not None:
+            # a countdown left scheduled outlives the window: the next Tk to run in this
+            # thread fires it, and Tcl prints "invalid command name ..._tick" to stderr
+            self.root.after_cancel(self._ticking)
         self.root.destroy()
 
     def run(self) -> tuple[bool, str]:

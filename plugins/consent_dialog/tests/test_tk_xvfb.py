@@ -124,3 +124,31 @@ def test_german_mnemonics_follow_the_translated_labels(x_display, monkeypatch):
                    env=env, check=True, timeout=10)
     thread.join(10)
     assert result["answer"] == (True, "")
+
+
+def test_an_answered_dialog_leaves_no_countdown_behind(x_display, capfd):
+    """The next Tk in the same thread (the session panel) must not fire a dead countdown."""
+    import tkinter
+
+    from remote_consent_dialog._tk import _Dialog
+
+    def ask_then_run_another_window() -> None:
+        dialog = _Dialog(ConsentAsk(session_id="s", technician_name="Dana Tech", control=True,
+                                    timeout_secs=20))
+        dialog.root.after(50, dialog.deny.invoke)
+        result["answer"] = dialog.run()
+        panel = tkinter.Tk()
+        try:
+            until = time.monotonic() + 0.6  # three countdown ticks
+            while time.monotonic() < until:
+                panel.update()
+                time.sleep(0.02)
+        finally:
+            panel.destroy()
+
+    result: dict[str, tuple[bool, str]] = {}
+    thread = threading.Thread(target=ask_then_run_another_window)
+    thread.start()
+    thread.join(10)
+    assert result["answer"] == (False, "denied by the user")
+    assert "invalid command name" not in capfd.readouterr().err
