@@ -115,8 +115,9 @@ class _Dialog:
         self._done = True
         self.answer = (granted, reason)
         if self._ticking is not None:
-            # a countdown left scheduled outlives the window: the next Tk to run in this
-            # thread fires it, and Tcl prints "invalid command name ..._tick" to stderr
+            # a countdown left scheduled outlives the window: the rest of this update, or
+            # the next Tk run in this thread, fires it, and Tcl prints "invalid command
+            # name ..._tick" to the end user's terminal
             self.root.after_cancel(self._ticking)
         self.root.destroy()
 

@@ -127,7 +127,8 @@ def test_german_mnemonics_follow_the_translated_labels(x_display, monkeypatch):
 
 
 def test_an_answered_dialog_leaves_no_countdown_behind(x_display, capfd):
-    """The next Tk in the same thread (the session panel) must not fire a dead countdown."""
+    """A countdown still scheduled when the dialog is answered fires in the next Tk run in
+    the same thread (or the rest of the answering update), and Tcl prints its error."""
     import tkinter
 
     from remote_consent_dialog._tk import _Dialog
