@@ -1,7 +1,9 @@
 """Where a change's time goes between the processes of a stack (``bench/browser.py`` with
 ``BENCH_HOPS=1``): when the sender's bytes left it and when the relay's did (packets on
-loopback, captured with ``tcpdump``, root only), and when the page's socket had them (its
-``message`` events, recorded by a script the browser runs before the page's own).
+loopback, captured with ``tcpdump``, root only), when the page's socket had them (its
+``message`` events, recorded by a script the browser runs before the page's own), and how
+long the page's own ``onmessage`` took over them (both pages decode and draw a picture
+there).
 
 Each is the p50, over a scenario's changes, of the first such moment after the driver
 started the change, in ms from then: the same clock as the benchmark's latency. That
@@ -39,12 +41,24 @@ WITHIN_MS = 30.0
 PAGE_SCRIPT = """(() => {
   const Socket = window.WebSocket;
   const arrivals = window.__benchArrivals = [];
+  const handled = window.__benchHandled = [];
+  const size = (event) => event.data.byteLength ?? event.data.size ?? event.data.length;
+  const setHandler = Object.getOwnPropertyDescriptor(Socket.prototype, "onmessage").set;
   const Recorded = function (...args) {
     const socket = new Socket(...args);
     socket.addEventListener("message", (event) => {
-      const size = event.data.byteLength ?? event.data.size ?? event.data.length;
-      if (size > SMALL) arrivals.push(performance.timeOrigin + performance.now());
+      if (size(event) > SMALL) arrivals.push(performance.timeOrigin + performance.now());
     });
+    Object.defineProperty(socket, "onmessage", { set(handler) {
+      setHandler.call(socket, (event) => {
+        const started = performance.now();
+        try {
+          return handler(event);
+        } finally {
+          if (size(event) > SMALL) handled.push(performance.now() - started);
+        }
+      });
+    } });
     return socket;
   };
   Recorded.prototype = Socket.prototype;
@@ -52,9 +66,12 @@ PAGE_SCRIPT = """(() => {
   window.WebSocket = Recorded;
 })();""".replace("SMALL", str(SMALL))
 """Records the wall-clock ms of every message over :data:`SMALL` bytes on the page's
-sockets, before the page's own handlers run."""
+sockets, before the page's own handlers run, and the ms its ``onmessage`` took over it
+(the clock is the page's, which Chromium coarsens to 0.1 ms, with jitter: the p50 reads
+in steps of 0.1)."""
 
-TAKE_ARRIVALS = "() => (window.__benchArrivals || []).splice(0)"
+TAKE_ARRIVALS = ("() => [(window.__benchArrivals || []).splice(0), "
+                 "(window.__benchHandled || []).splice(0)]")
 
 Packet = tuple[float, int, int, int]
 """Wall-clock ms, source port, destination port, TCP payload bytes."""
@@ -129,10 +146,12 @@ def _first_after(stamps: list[float], moments: list[float]) -> float | str:
 
 
 def hop_columns(stamps: list[float], port: int, packets: list[Packet],
-                arrivals: list[float]) -> dict[str, float | str]:
+                page: tuple[list[float], list[float]]) -> dict[str, float | str]:
     """The hop columns of a scenario whose changes started at ``stamps`` (wall ms); the
     relay listens on ``port``: what leaves it is the relay's, any other picture the
-    sender's (the agent's to the server, x11vnc's to websockify)."""
+    sender's (the agent's to the server, x11vnc's to websockify). ``page``: what
+    :data:`TAKE_ARRIVALS` read, the messages' arrivals and the page's time over each."""
+    arrivals, handled = page
     pictures = [p for p in packets if p[3] > SMALL]
     return {
         "sender out ms": _first_after(stamps, [t for t, source, _, _ in pictures
@@ -140,4 +159,5 @@ def hop_columns(stamps: list[float], port: int, packets: list[Packet],
         "relay out ms": _first_after(stamps, [t for t, source, _, _ in pictures
                                               if source == port]) if packets else "",
         "page has it ms": _first_after(stamps, arrivals),
+        "page handler ms": statistics.median(handled) if handled else "",
     }
