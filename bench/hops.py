@@ -50,7 +50,7 @@ PAGE_SCRIPT = """(() => {
       if (size(event) > SMALL) arrivals.push(performance.timeOrigin + performance.now());
     });
     Object.defineProperty(socket, "onmessage", { set(handler) {
-      setHandler.call(socket, (event) => {
+      setHandler.call(socket, typeof handler !== "function" ? handler : (event) => {
         const started = performance.now();
         try {
           return handler(event);
