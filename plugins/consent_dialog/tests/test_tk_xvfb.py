@@ -8,7 +8,7 @@ import time
 
 import pytest
 from remote_consent_dialog import TkConsent
-from remote_consent_dialog._tk import TITLE
+from remote_consent_dialog._tk import TITLE, _Dialog
 
 from remote_core.testing.xvfb import shared_xvfb
 from remote_core.types import ConsentAsk
@@ -130,8 +130,6 @@ def test_an_answered_dialog_leaves_no_countdown_behind(x_display, capfd):
     """A countdown still scheduled when the dialog is answered fires in the next Tk run in
     the same thread (or the rest of the answering update), and Tcl prints its error."""
     import tkinter
-
-    from remote_consent_dialog._tk import _Dialog
 
     def ask_then_run_another_window() -> None:
         dialog = _Dialog(ConsentAsk(session_id="s", technician_name="Dana Tech", control=True,
