@@ -239,6 +239,11 @@ class DamageWatcher:
         start, stop = found.answer.start, found.answer.stop
         packet = self._unread[start:stop] if self._unread[start] == _REPLY else None
         del self._unread[:found.used]
+        # Reports read with the answer, of what was drawn after the grab: pending now, as
+        # the socket may stay quiet (a still screen) and nothing else would read them.
+        after = read_packets(self._unread, self._notify)
+        self._pending += after.rects
+        del self._unread[:after.used]
         return packet
 
     def _drain(self) -> None:

@@ -4,6 +4,7 @@ packets, the answers among the reports, and the server's end."""
 from __future__ import annotations
 
 import os
+import socket
 import struct
 import subprocess
 import sys
@@ -118,6 +119,44 @@ def test_a_grab_on_the_damage_connection_is_what_mss_grabs(monkeypatch):
             with pytest.raises(ConnectionError):
                 watcher.get_image(0, 0, 1, 1)
         finally:
+            watcher.close()
+    finally:
+        server.stop()
+
+
+@pytest.mark.xvfb
+def test_a_report_read_with_the_answer_is_pending_at_once(monkeypatch):
+    """What is drawn just after the X server answered a grab is reported in the same read
+    of the socket as the answer. It is pending at once: with the screen still after it,
+    nothing more comes to read, and the viewers would keep the old pixels."""
+    server = Xvfb(640, 480).start()
+    try:
+        monkeypatch.setenv("DISPLAY", server.display)
+        watcher = DamageWatcher()
+        os.set_blocking(watcher.fileno(), False)
+        painter = Painter(server.display)
+        receive = watcher._receive
+
+        def drawn_once_answered() -> bytes:
+            """The answer is in the socket (the grab is done): draw, and read the answer
+            with the report of the drawing behind it."""
+            monkeypatch.setattr(watcher, "_receive", receive)
+            painter.fill(300, 200, 10, 10, 0xFFFFFF)
+            painter.sync()
+            deadline = time.monotonic() + 5
+            while len(watcher._socket.recv(4096, socket.MSG_PEEK)) < 36 + 32:
+                assert time.monotonic() < deadline, "no report came behind the answer"
+                time.sleep(0.001)
+            return receive()
+
+        try:
+            assert not watcher.wait(0)
+            monkeypatch.setattr(watcher, "_receive", drawn_once_answered)
+            assert watcher.get_image(0, 0, 1, 1) is not None  # a 36-byte answer
+            assert watcher.wait(0)
+            assert watcher.take() == [Rect(300, 200, 10, 10)]
+        finally:
+            painter.close()
             watcher.close()
     finally:
         server.stop()
