@@ -9,6 +9,12 @@ look like motion to the stream and go out in video. So the rows of a drawn
 area are compared as they are copied in, and only the rows that changed are
 reported (a millisecond for a whole 1080p screen; a grab of the whole screen becomes
 the kept image instead of being copied into it).
+What X does not report stays off the viewers' screens until something draws there again:
+a report lost on the way, or a client drawing where DAMAGE does not look (some GL and
+video overlays). So a screen that has been still for :data:`HEAL_SECONDS` is grabbed whole
+and compared, and what differs is reported changed: a still screen is right within
+seconds, at the cost of a whole grab while nothing happens (a change X reports is
+grabbed as reported, the first keystroke after a pause as fast as any).
 Images are ``memoryview`` objects shaped ``(height, width, 4)`` over the source's own
 BGRA buffer: no copy, and no numpy.
 """
@@ -16,6 +22,7 @@ BGRA buffer: no copy, and no numpy.
 from __future__ import annotations
 
 import logging
+import time
 
 from remote_core.interfaces import CaptureSource
 from remote_core.types import DisplayDesc, Rect
@@ -33,17 +40,25 @@ memory shared with the X server: for a small area the round trip is all there is
 shared-memory grab of a typed word took 0.08 ms longer; the typing path was tuned on
 this one)."""
 
+HEAL_SECONDS = 3.0
+"""Seconds without a grab (a still screen, by X's reports) after which the whole display is
+grabbed and compared (a few milliseconds of a 1080p screen; nothing sent when nothing
+differs), and again each time they pass while it stays still."""
+
 
 class MssCapture(CaptureSource):
     """Screen capture with mss.
 
     :param use_damage: subscribe to X DAMAGE when the platform has it (default).
+    :param heal_seconds: how long a screen stays still before it is grabbed whole
+        (:data:`HEAL_SECONDS`).
 
     The image :meth:`grab` returns is owned by the source and refreshed in place
     by the next grab of the same display: encode it before grabbing again.
     """
 
-    def __init__(self, *, use_damage: bool = True) -> None:
+    def __init__(self, *, use_damage: bool = True,
+                 heal_seconds: float = HEAL_SECONDS) -> None:
         import mss
 
         self._mss = mss.MSS()
@@ -57,6 +72,9 @@ class MssCapture(CaptureSource):
         self._known: list[DisplayDesc] = []
         self._frame: bytearray | None = None
         self._frame_display: DisplayDesc | None = None
+        self._heal_seconds = heal_seconds
+        self._grabbed_at = 0.0  # (monotonic) the last grab of the kept image
+        self._healing = False  # the next grab is whole: the screen was still too long
 
     @property
     def change_driven(self) -> bool:
@@ -104,19 +122,25 @@ class MssCapture(CaptureSource):
         """The whole display; with DAMAGE, also the rectangles changed since the last grab
         (an empty list when what X reported drawn is as it was).
 
-        The first grab of a display (after another display, a geometry change
-        or :meth:`forget`) returns ``None`` for the rectangles: everything is new.
+        The first grab of a display (after another display or a geometry change)
+        returns ``None`` for the rectangles: everything is new. A grab with nothing
+        reported after :data:`HEAL_SECONDS` without one (:meth:`wait_for_change` said so,
+        or a keyframe is grabbed) takes the whole display in, and reports what differs
+        from the kept image, reported by X or not.
         """
         display = self._display(display_id)
         frame = self._frame
         damaged = self._watcher.take() if self._watcher is not None else []
+        heal = self._healing or (not damaged and self._overdue())
+        self._grabbed_at, self._healing = time.monotonic(), False
         if self._watcher is None or frame is None or self._frame_display != display:
             frame = _owned(self._grab_area(display.x, display.y, display.width, display.height))
             self._frame, self._frame_display = frame, display
             return _image(frame, display), None
         whole = Rect(0, 0, display.width, display.height)
+        areas = [whole] if heal else _areas(damaged, display)
         changed: list[Rect] = []
-        for rect in _areas(damaged, display):
+        for rect in areas:
             area = self._grab_area(display.x + rect.x, display.y + rect.y, rect.width,
                                    rect.height)
             keep = rect == whole  # the new grab becomes the frame: no copy row by row
@@ -126,9 +150,20 @@ class MssCapture(CaptureSource):
         return _image(frame, display), sorted(changed, key=lambda r: (r.y, r.x))
 
     def wait_for_change(self, timeout: float) -> bool:
-        if self._watcher is None:
+        watcher = self._watcher
+        if watcher is None or self._healing:
             return True
-        return self._watcher.wait(timeout)
+        if self._frame is not None:  # a still screen: no longer than until its check
+            timeout = min(timeout, self._grabbed_at + self._heal_seconds - time.monotonic())
+        if watcher.wait(timeout):
+            return True  # X reported a change: grabbed as reported, the check put off
+        self._healing = self._overdue()
+        return self._healing
+
+    def _overdue(self) -> bool:
+        """Whether the kept image went unchecked too long: the next grab is whole."""
+        return (self._frame is not None
+                and time.monotonic() - self._grabbed_at >= self._heal_seconds)
 
     def change_fd(self) -> int | None:
         return None if self._watcher is None else self._watcher.fileno()
@@ -137,6 +172,8 @@ class MssCapture(CaptureSource):
         display = self._frame_display
         if self._watcher is None or display is None or display not in self._known:
             return None  # the next grab is of the whole display
+        if self._healing:
+            return display.width * display.height
         return sum(r.width * r.height for r in _areas(self._watcher.pending(), display))
 
     def interrupt(self) -> None:

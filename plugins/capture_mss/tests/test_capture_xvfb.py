@@ -163,6 +163,62 @@ def test_an_interrupt_ends_a_wait_for_change_at_once(painter):
         capture.close()
 
 
+def _lose_the_reports(capture: MssCapture) -> None:
+    """Wait for X's report of what was just drawn, and drop it: a report lost on the way
+    (or a client drawing where DAMAGE does not look)."""
+    assert capture.wait_for_change(2.0)
+    capture._watcher.take()
+    assert capture.pending_pixels() == 0
+
+
+def test_a_still_screen_is_grabbed_whole_and_what_x_did_not_report_is_found(painter):
+    """After ``heal_seconds`` without a grab (here 1 s, the shipped 3 s shortened), the
+    wait answers that a change may have come, the next grab takes the whole display in,
+    and what differs is reported: what X never reported reaches the viewers. Nothing
+    differing, nothing is reported, and the still screen is checked again later."""
+    capture = MssCapture(heal_seconds=1.0)
+    try:
+        capture.grab(1)
+        painter.fill(300, 200, 40, 10, 0xC0FFEE)
+        painter.sync()
+        _lose_the_reports(capture)
+        assert not capture.wait_for_change(0.2)  # not yet: the screen was grabbed just now
+        assert capture.wait_for_change(20)  # a bound on a broken run: it comes after 1 s
+        assert capture.pending_pixels() == 640 * 480  # the whole display, off the loop
+        shown, dirty = capture.grab(1)
+        assert dirty == [Rect(0, 200, 640, 10)]
+        assert np.asarray(shown)[205, 320, :3].tolist() == _bgr(0xC0FFEE)
+        assert not capture.wait_for_change(0.2)
+        assert capture.wait_for_change(20)  # still: checked again
+        assert capture.grab(1)[1] == []  # and nothing differs: nothing to send
+    finally:
+        capture.close()
+
+
+def test_a_grab_after_a_still_while_takes_the_whole_display_in(painter):
+    """A keyframe grabbed after a still while (a viewer joining an idle screen) does not
+    wait for the check: the grab itself is whole. A change X reports after a still while
+    is grabbed as reported (the first keystroke after a pause), the check put off."""
+    capture = MssCapture(heal_seconds=0.5)
+    try:
+        capture.grab(1)
+        painter.fill(10, 400, 20, 5, 0x0000FF)
+        painter.sync()
+        _lose_the_reports(capture)
+        assert capture.grab(1)[1] == []  # just grabbed: trusted
+        time.sleep(0.6)
+        shown, dirty = capture.grab(1)
+        assert dirty == [Rect(0, 400, 640, 5)]
+        assert np.asarray(shown)[402, 15, :3].tolist() == _bgr(0x0000FF)
+        time.sleep(0.6)
+        painter.fill(500, 20, 30, 8, 0xFF00FF)
+        painter.sync()
+        assert capture.wait_for_change(2.0) and capture.pending_pixels() == 30 * 8
+        assert capture.grab(1)[1] == [Rect(500, 20, 30, 8)]
+    finally:
+        capture.close()
+
+
 def test_polling_fallback_returns_whole_images(painter):
     capture = MssCapture(use_damage=False)
     try:
