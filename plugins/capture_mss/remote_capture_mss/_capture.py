@@ -143,7 +143,10 @@ class MssCapture(CaptureSource):
         for rect in areas:
             area = self._grab_area(display.x + rect.x, display.y + rect.y, rect.width,
                                    rect.height)
-            keep = rect == whole  # the new grab becomes the frame: no copy row by row
+            # The new grab of a whole display in motion becomes the frame: no copy row by
+            # row. A check's rows are as they were, nearly all: only those that are not
+            # are copied in.
+            keep = rect == whole and not heal
             changed += _refresh(frame, display.width * 4, area, rect, copy=not keep)
             if keep:  # (a new buffer: a copy into the old one took 1.6 ms of 1080p, this 0.9)
                 frame = self._frame = _owned(area)
