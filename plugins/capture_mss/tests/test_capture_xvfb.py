@@ -169,12 +169,18 @@ STILL = 2.0
 between two grabs takes on a loaded machine (the grab before a step starts its clock)."""
 
 
-def _lose_the_reports(capture: MssCapture) -> None:
-    """Wait for X's report of what was just drawn, and drop it: a report lost on the way
-    (or a client drawing where DAMAGE does not look)."""
+def _still_capture_drawn_unreported(painter, rect: Rect, rgb: int) -> MssCapture:
+    """A capture (checking a still screen after :data:`STILL`) that grabbed the screen,
+    then had X's report of ``rect`` filled with ``rgb`` lost on the way (or the client
+    drew where DAMAGE does not look)."""
+    capture = MssCapture(heal_seconds=STILL)
+    capture.grab(1)
+    painter.fill(rect.x, rect.y, rect.width, rect.height, rgb)
+    painter.sync()
     assert capture.wait_for_change(2.0)
     capture._watcher.take()
     assert capture.pending_pixels() == 0
+    return capture
 
 
 def test_a_still_screen_is_grabbed_whole_and_what_x_did_not_report_is_found(painter):
@@ -182,12 +188,8 @@ def test_a_still_screen_is_grabbed_whole_and_what_x_did_not_report_is_found(pain
     change may have come, the next grab takes the whole display in, and what differs is
     reported: what X never reported reaches the viewers. Nothing differing, nothing is
     reported, and the still screen is checked again later."""
-    capture = MssCapture(heal_seconds=STILL)
+    capture = _still_capture_drawn_unreported(painter, Rect(300, 200, 40, 10), 0xC0FFEE)
     try:
-        capture.grab(1)
-        painter.fill(300, 200, 40, 10, 0xC0FFEE)
-        painter.sync()
-        _lose_the_reports(capture)
         assert not capture.wait_for_change(0.2)  # not yet: the screen was grabbed just now
         assert capture.wait_for_change(20)  # a bound on a broken run: it comes after 2 s
         assert capture.pending_pixels() == 640 * 480  # the whole display, off the loop
@@ -205,12 +207,8 @@ def test_a_grab_after_a_still_while_takes_the_whole_display_in(painter):
     """A keyframe grabbed after a still while (a viewer joining an idle screen) does not
     wait for the check: the grab itself is whole. A change X reports after a still while
     is grabbed as reported (the first keystroke after a pause), the check put off."""
-    capture = MssCapture(heal_seconds=STILL)
+    capture = _still_capture_drawn_unreported(painter, Rect(10, 400, 20, 5), 0x0000FF)
     try:
-        capture.grab(1)
-        painter.fill(10, 400, 20, 5, 0x0000FF)
-        painter.sync()
-        _lose_the_reports(capture)
         assert capture.grab(1)[1] == []  # just grabbed: trusted
         time.sleep(STILL)
         shown, dirty = capture.grab(1)
