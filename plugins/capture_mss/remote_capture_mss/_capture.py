@@ -74,7 +74,6 @@ class MssCapture(CaptureSource):
         self._frame_display: DisplayDesc | None = None
         self._heal_seconds = heal_seconds
         self._grabbed_at = 0.0  # (monotonic) the last grab of the kept image
-        self._healing = False  # the next grab is whole: the screen was still too long
 
     @property
     def change_driven(self) -> bool:
@@ -131,8 +130,8 @@ class MssCapture(CaptureSource):
         display = self._display(display_id)
         frame = self._frame
         damaged = self._watcher.take() if self._watcher is not None else []
-        heal = self._healing or (not damaged and self._overdue())
-        self._grabbed_at, self._healing = time.monotonic(), False
+        heal = not damaged and self._overdue()
+        self._grabbed_at = time.monotonic()
         if self._watcher is None or frame is None or self._frame_display != display:
             frame = _owned(self._grab_area(display.x, display.y, display.width, display.height))
             self._frame, self._frame_display = frame, display
@@ -154,17 +153,16 @@ class MssCapture(CaptureSource):
 
     def wait_for_change(self, timeout: float) -> bool:
         watcher = self._watcher
-        if watcher is None or self._healing:
+        if watcher is None:
             return True
         if self._frame is not None:  # a still screen: no longer than until its check
             timeout = min(timeout, self._grabbed_at + self._heal_seconds - time.monotonic())
-        if watcher.wait(timeout):
-            return True  # X reported a change: grabbed as reported, the check put off
-        self._healing = self._overdue()
-        return self._healing
+        # X reported a change (grabbed as reported, the check put off), or the check is due
+        return watcher.wait(timeout) or self._overdue()
 
     def _overdue(self) -> bool:
-        """Whether the kept image went unchecked too long: the next grab is whole."""
+        """Whether the kept image went unchecked too long: the next grab with nothing
+        reported is whole."""
         return (self._frame is not None
                 and time.monotonic() - self._grabbed_at >= self._heal_seconds)
 
@@ -175,9 +173,10 @@ class MssCapture(CaptureSource):
         display = self._frame_display
         if self._watcher is None or display is None or display not in self._known:
             return None  # the next grab is of the whole display
-        if self._healing:
-            return display.width * display.height
-        return sum(r.width * r.height for r in _areas(self._watcher.pending(), display))
+        areas = _areas(self._watcher.pending(), display)
+        if not areas and self._overdue():
+            return display.width * display.height  # the still screen's check
+        return sum(r.width * r.height for r in areas)
 
     def interrupt(self) -> None:
         if self._watcher is not None:
