@@ -125,6 +125,15 @@ UNKNOWN_LINK_BYTES = 256 * 1024
 desktop's whole picture (about 200 KB at 1080p) goes lossless, a moving one (megabytes)
 as video, which over a 2 Mbit/s link is the difference between one second and twenty."""
 
+FIRST_PICTURE_BYTES = LOSSLESS_MOST_BYTES
+"""The lossless budget of a keyframe the viewers need before the link's rate is known (a
+session's first picture): the bench's 4K desktop (700 KB) goes lossless at once. A
+picture that compresses worse (its 1080p one with noise added: 2.4 MB) goes as a
+video keyframe, and the lossless one comes back once the screen is calm when the
+link its acknowledgement measured carries it in :data:`RESTORE_SECONDS`. Over 2 Mbit/s
+the lossless picture held the stream 9.5 s, and the keyframe due 10 s later (the link
+still unknown, nothing acknowledged) another 9.5."""
+
 BEST_LOSSLESS_RATIO = 40
 """About the best a lossless codec squeezes a desktop (raw_zstd: 39x on a 1080p desktop,
 ``bench.codecs``): a change whose pixels over this are already over the link's budget
@@ -337,11 +346,10 @@ class Streamer:
                 part = None  # the lossless picture restored after motion goes in parts
                 budgeted = motion is not None and spec is not motion  # lossless, video at hand
                 rate = self.rate.bytes_per_second(now) if budgeted else None
-                # Before the link is known, a keyframe the viewers need goes out as it is
-                # (a session's first picture: a LAN's 4K desktop, lossless at once).
-                if budgeted and not (needed and rate is None):
+                if budgeted:
                     seconds = RESTORE_SECONDS if keyframe else LOSSLESS_SECONDS
-                    budget = UNKNOWN_LINK_BYTES if rate is None else int(rate * seconds)
+                    budget = (int(rate * seconds) if rate is not None
+                              else FIRST_PICTURE_BYTES if needed else UNKNOWN_LINK_BYTES)
                     if not keyframe:
                         budget = min(budget, LOSSLESS_MOST_BYTES)
                     if keyframe and not needed and sent_in is motion:

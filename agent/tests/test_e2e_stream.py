@@ -105,6 +105,24 @@ async def test_the_automatic_codec_follows_the_content(managed, painter, api, se
 
 
 @pytest.mark.anyio
+async def test_a_first_picture_that_compresses_poorly_comes_back_exact(managed, painter,
+                                                                       api, server):
+    """A screen of noise when the viewer comes (1.9 MB lossless, over what a first picture
+    may take before the link is known): the first picture is H.264, and once the screen
+    is calm the exact one is drawn over it, measured for this link (loopback)."""
+    _, session, _ = managed
+    noise = np.random.default_rng(15).integers(0, 256, (600, 800, 4), dtype=np.uint8)
+    painter.put_bgra(0, 0, 800, 600, noise.tobytes())
+    painter.sync()
+    async with open_viewer(server.url, api.viewer_token(session["id"])) as viewer:
+        first = await viewer.next_frame(15)
+        assert first.codec == "h264" and first.keyframe
+        exact = await viewer.wait_for_image(
+            lambda image: np.array_equal(image[:, :, :3], noise[:, :, :3]), 15)
+        assert exact.codec == "raw" and not exact.keyframe
+
+
+@pytest.mark.anyio
 async def test_a_screen_drawn_again_unchanged_is_no_motion(managed, painter, api, server):
     """An application drawing its whole window again 30 times a second to blink a cursor:
     X reports the whole screen drawn each time, and the stream sends the cursor, lossless,

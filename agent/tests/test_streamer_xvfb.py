@@ -364,3 +364,22 @@ async def test_a_page_scrolling_through_the_keyframe_due_over_a_slow_link_stays_
     assert any(f.raw.copies for f in frames[part + 1:])
     for picture in shown_in_step_and_late(frames, part):
         assert np.array_equal(picture, desktop.image)
+
+
+@pytest.mark.anyio
+async def test_a_first_picture_too_big_for_an_unknown_link_goes_as_video(x_display, painter):
+    """A screen that compresses poorly (noise: some 1.9 MB lossless, over the 1 MB a first
+    picture may take before the link is known) over 2 Mbit/s: the session's first
+    picture is a video keyframe, under a second of the link, and the lossless picture is
+    not tried whole behind it (over this link it held the stream for 8 s)."""
+    noise = np.random.default_rng(23).integers(0, 256, (HEIGHT, WIDTH, 4), dtype=np.uint8)
+    painter.put_bgra(0, 0, WIDTH, HEIGHT, noise.tobytes())
+    painter.sync()
+    async with streaming(RawZstdEncoder, ("raw", "h264", "raw_over"),
+                         link=(250_000, 0.12)) as sent:
+        await anyio.sleep(3)  # the calm spell, and a try at lossless
+        frames = list(sent)
+    first = frames[0]
+    assert first.WhichOneof("encoding") == "h264" and first.h264.keyframe
+    assert len(first.h264.data) < 250_000
+    assert not any(f.WhichOneof("encoding") == "raw" and f.raw.is_keyframe for f in frames)
