@@ -206,9 +206,13 @@ class Terminator:
         config.write_text(f"""\
 global
     maxconn 256
+    log stderr format raw local0 info
 
 defaults
     mode tcp
+    log global
+    option tcplog
+    option logasap
     timeout connect 5s
     timeout client 1h
     timeout server 1h
