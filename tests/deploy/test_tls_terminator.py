@@ -71,10 +71,10 @@ def viewer_answer(deployed: Deployment, origin: str) -> pb.Message:
     """``/ws/viewer`` through the terminator, opened as a browser page of ``origin`` opens
     it, and the server's answer to a session request with a token that is none.
 
-    The asyncio client, one thread per TLS session: ``websockets.sync`` reads in a thread
-    of its own while the caller writes, and OpenSSL does not allow that on one session (an
-    upgrade request was lost now and then, one connection in 150-300 here, and closing
-    did not wake the reader out of ``SSL_read``)."""
+    websockets' asyncio client, which reads and writes a TLS session from one thread. The
+    sync client reads in a thread of its own while the caller writes, which OpenSSL does
+    not allow on one session: through HAProxy, 5 upgrades of 1,500 in a loop were lost,
+    and closing did not wake the reader out of ``SSL_read``."""
     async def session_answer() -> pb.Message:
         async with connect(f"{deployed.terminator.ws_url}/ws/viewer", origin=Origin(origin),
                            ssl=deployed.ca.client_context(), open_timeout=30) as ws:
