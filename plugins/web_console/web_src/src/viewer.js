@@ -419,9 +419,10 @@ $("clip-get").onclick = () => send("clipboardRequest", {});
 
 // The machine's files, in a tab of their own (it gets a copy of this tab's sessionStorage,
 // where the login token is); the server asks for the 'file_transfer' permission there.
-// The button is disabled in the page until this binds it: a click before did nothing.
+// The button is disabled in the page until this binds it (a click before did nothing),
+// and stays so without a session.
 $("files").onclick = () => {
-  if (sessionId) window.open(`./files.html?session=${encodeURIComponent(sessionId)}`, "_blank");
+  window.open(`./files.html?session=${encodeURIComponent(sessionId)}`, "_blank");
 };
 $("files").disabled = !sessionId;
 
