@@ -52,7 +52,8 @@ geometric means over the rounds and their 95 % intervals (:func:`over_rounds`);
 JSON file there;
 ``BENCH_LOG_LEVEL=info`` for the server's and the agent's logs, kept in the run's
 temporary directory; ``BENCH_BUSY=2`` for two processes spinning on the CPU beside the
-stacks (a machine short of CPU); ``BENCH_HOPS=1`` for where the time goes, :mod:`bench.hops`:
+stacks (a machine short of CPU); ``BENCH_WALLPAPER_NOISE=6`` for a wallpaper that
+compresses like a photograph; ``BENCH_HOPS=1`` for where the time goes, :mod:`bench.hops`:
 the p50 ms from a change to the sender's packet out and the relay's (on loopback,
 with ``tcpdump`` as root) and to the page's socket having it, and the p50 ms the page's
 ``onmessage`` took over a picture).
@@ -119,6 +120,9 @@ CHANGES = os.environ.get("BENCH_CHANGES")
 ``[seconds into the run, latency ms]`` pairs (where a p99 comes from)."""
 BUSY = int(os.environ.get("BENCH_BUSY", "0"))
 """Processes that spin on the CPU beside the stacks throughout: a machine short of CPU."""
+WALLPAPER_NOISE = float(os.environ.get("BENCH_WALLPAPER_NOISE", "0"))
+"""Noise of this standard deviation on the desktop's wallpaper: a desktop that compresses
+like a photograph (``Desktop``'s ``wallpaper_noise``)."""
 
 
 @contextmanager
@@ -607,7 +611,7 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     with xvfb(WIDTH, HEIGHT, set_display=False) as screen, chromium() as browser:
         painter = Painter(screen.display)
-        desktop = Desktop(WIDTH, HEIGHT, seed=1)
+        desktop = Desktop(WIDTH, HEIGHT, seed=1, wallpaper_noise=WALLPAPER_NOISE)
         movie = [painter.upload(video_like(WIDTH, HEIGHT, t)) for t in range(8)]
         reset(painter, desktop)
         marker = 0
