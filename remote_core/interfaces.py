@@ -117,6 +117,16 @@ class Encoder(ABC):
         pictures keep this default."""
         return False
 
+    @property
+    def sharpening(self) -> bool:
+        """True while frames of the same picture would still sharpen it: the last keyframe
+        came out coarser than the codec's quality (a short rate buffer over a slow link,
+        ``EncoderConfig.buffer_seconds``). The agent calls :meth:`encode` again at its
+        frame rate, without waiting for the screen to change, and may stop at any time;
+        :meth:`encode` then codes an unchanged picture too. Encoders whose keyframes
+        come out whole keep this default."""
+        return False
+
     def redraw(self, part_bytes: int) -> bool:
         """Send the whole picture again, drawn over what the viewers show now (another
         codec drew there since this encoder's last frame), in frames of about

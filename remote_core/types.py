@@ -183,6 +183,11 @@ class EncoderConfig:
     extensions: frozenset[str] = frozenset()
     """The codec's :attr:`CodecSpec.extensions` every viewer decodes: the encoder may use
     these, and no others."""
+    buffer_seconds: float = 1.0
+    """Seconds of ``bitrate_kbps`` the rate control's buffer holds: the most a single frame
+    (a keyframe) may take, in the link time of that bitrate. Shorter than a second over a
+    slow link, so a keyframe does not hold up what follows it; the encoder then sharpens
+    the coarser keyframe with the frames after it (:attr:`Encoder.pending`)."""
 
     def __post_init__(self) -> None:
         if self.width < 1 or self.height < 1:
@@ -191,6 +196,8 @@ class EncoderConfig:
             raise ValueError(f"fps must be 1-60 (SPEC 8), got {self.fps}")
         if self.bitrate_kbps < 0:
             raise ValueError(f"bitrate_kbps must be >= 0, got {self.bitrate_kbps}")
+        if not self.buffer_seconds > 0:
+            raise ValueError(f"buffer_seconds must be > 0, got {self.buffer_seconds}")
 
 
 @dataclass(frozen=True, slots=True)

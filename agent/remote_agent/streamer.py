@@ -12,7 +12,9 @@ Left to the agent, the stream is lossless with a video codec for motion
 (:mod:`.adaptive`), and the link has a say (:mod:`.linkrate`): a lossless frame
 the link would take longer than :data:`LOSSLESS_SECONDS` to carry (a moving
 picture over a slow link is megabytes) goes out as a video keyframe instead,
-and the video codec's bitrate is capped at :data:`VIDEO_SHARE` of the link; a motion
+and the video codec's bitrate is capped at :data:`VIDEO_SHARE` of the link, a keyframe
+at :data:`LINK_BUFFER_SECONDS` of that (a still screen's frames then sharpen it,
+``Encoder.sharpening``); a motion
 whose frames take most of their time to make goes on at half size (:class:`.MotionSize`).
 The lossless picture restored after motion goes in parts drawn over the video
 picture when every viewer can draw them (:data:`REDRAW_PART_SECONDS`), so a
@@ -119,6 +121,15 @@ up to a second of that bitrate). The rate is what the link carried of bursts aft
 spells, under what it carries flat out (190 kB/s measured over a 2 Mbit/s link: TCP
 ramps up again after an idle spell, and the framing costs), so this is about half the
 link's own rate."""
+
+LINK_BUFFER_SECONDS = 0.25
+"""The most of the link one video frame, a keyframe, may take, in seconds of the video's
+share of it (:data:`VIDEO_SHARE`): the codec's rate buffer holds no more than that, nor
+more than a second of its bitrate. What follows a keyframe on the link waits behind it:
+with a whole second's buffer, typing over 2 Mbit/s on a desktop that compresses like a
+photograph waited up to 522 ms behind the keyframe due every 10 s (121 KB). With a quarter
+of a second it is some 30 KB, and the encoder sharpens it with the frames after it
+(``Encoder.sharpening``)."""
 
 UNKNOWN_LINK_BYTES = 256 * 1024
 """The lossless budget before the link's rate is known (the stream's first frames): a
@@ -254,8 +265,11 @@ class Streamer:
         config = dataclasses.replace(
             encoder_config(display.width, display.height, self.state.quality),
             extensions=shared_extensions(spec, self.state.viewers.values()))
-        if cap_kbps is not None and cap_kbps < config.bitrate_kbps:
-            config = dataclasses.replace(config, bitrate_kbps=cap_kbps)
+        if cap_kbps is not None:  # a keyframe takes a short while of the link at most
+            bitrate = min(config.bitrate_kbps or cap_kbps, cap_kbps)
+            config = dataclasses.replace(
+                config, bitrate_kbps=bitrate,
+                buffer_seconds=min(1.0, LINK_BUFFER_SECONDS * cap_kbps / bitrate))
         log.info("streaming display %d (%dx%d) with %s at %d fps, %d kbps", display.id,
                  display.width, display.height, spec.name, config.fps, config.bitrate_kbps)
         return spec.encoder_factory(config)
@@ -372,9 +386,11 @@ class Streamer:
                                and (not encoder.pending or encoder.redrawn is not None)
                                else None)
                 here = False  # whether this frame is made on the loop
+                if encoder.sharpening:  # a frame time without a change: the same picture
+                    wait = min(wait, 1 / state.fps())  # again, sharper
                 fd = self.devices.capture.change_fd()
                 if fd is not None and not keyframe and not encoder.pending:
-                    if not await self._changed(fd, wait):
+                    if not await self._changed(fd, wait) and not encoder.sharpening:
                         self.sequence -= 1
                         continue
                     wait = 0.0
@@ -492,7 +508,8 @@ class Streamer:
         # page up, and the next move push the sweep back again), and its band goes if
         # nothing changed meanwhile.
         waits = not keyframe and (not encoder.pending or self._scrolled)
-        if waits and not self.devices.capture.wait_for_change(wait) and not encoder.pending:
+        if (waits and not self.devices.capture.wait_for_change(wait) and not encoder.pending
+                and not encoder.sharpening):
             return None
         started = self._clock()
         timestamp = time.time_ns() // 1000

@@ -21,10 +21,11 @@ from remote_agent import streamer as streamer_module
 from remote_agent.adaptive import changed_share
 from remote_agent.devices import Devices
 from remote_agent.stream import StreamState
-from remote_agent.streamer import INLINE_PIXELS, Streamer
+from remote_agent.streamer import INLINE_PIXELS, VIDEO_SHARE, Streamer
 from remote_capture_mss import MssCapture
 from remote_codec_h264 import SCALED
-from remote_codec_h264.codec import H264Encoder
+from remote_codec_h264.codec import H264Decoder, H264Encoder
+from remote_codec_pyav.base import SHARPEN_SECONDS
 from remote_codec_raw_zstd.decoder import RawZstdDecoder
 from remote_codec_raw_zstd.encoder import RawZstdEncoder
 
@@ -32,7 +33,7 @@ from remote_core.interfaces import Encoder
 from remote_core.plugins import get_plugin_manager
 from remote_core.protocol import pb
 from remote_core.settings import PluginSettings
-from remote_core.testing.codec_contract import Desktop
+from remote_core.testing.codec_contract import Desktop, psnr
 from remote_core.testing.xvfb import blank_painter, scroll_page
 from remote_core.video import from_wire
 
@@ -383,3 +384,33 @@ async def test_a_first_picture_too_big_for_an_unknown_link_goes_as_video(x_displ
     assert first.WhichOneof("encoding") == "h264" and first.h264.keyframe
     assert len(first.h264.data) < 250_000
     assert not any(f.WhichOneof("encoding") == "raw" and f.raw.is_keyframe for f in frames)
+
+
+@pytest.mark.anyio
+async def test_a_still_screen_over_a_slow_link_is_sharpened_after_a_small_keyframe(
+        x_display, painter, monkeypatch):
+    """A desktop that compresses like a photograph (its lossless picture over what 2
+    Mbit/s carries in time) stays in H.264 there. The keyframe due (every 3 s here) takes
+    at most a quarter of a second of the video's bitrate, a fraction of what the link
+    carries in a second, so a change after it waits little; on the still screen the
+    frames after it code the same picture again, sharper each time, and then stop."""
+    monkeypatch.setattr(streamer_module, "KEYFRAME_INTERVAL_S", 3.0)
+    desktop = Desktop(WIDTH, HEIGHT, seed=33, wallpaper_noise=6).image
+    painter.put_bgra(0, 0, WIDTH, HEIGHT, desktop.tobytes())
+    painter.sync()
+    rate = 250_000
+    async with streaming(RawZstdEncoder, ("raw", "h264", "raw_over"),
+                         link=(rate, 0.12)) as sent:
+        await anyio.sleep(9.5)
+        frames = list(sent)
+    assert all(f.WhichOneof("encoding") == "h264" for f in frames[1:])  # after the first
+    keys = [i for i, f in enumerate(frames) if f.h264.keyframe]
+    assert len(keys) >= 3  # the first picture, and the keyframe due twice or more
+    decoder = H264Decoder()
+    pictures = [decoder.decode(from_wire(f)[1]) for f in frames[1:]]
+    keys = [key - 1 for key in keys]
+    for key, end in itertools.pairwise(keys[1:]):
+        assert len(frames[key].h264.data) < 0.25 * VIDEO_SHARE * rate * 1.1
+        sharpened = end - key - 1
+        assert 5 < sharpened <= SHARPEN_SECONDS * 30 + 1
+        assert psnr(pictures[end - 1], desktop) > psnr(pictures[key], desktop) + 2

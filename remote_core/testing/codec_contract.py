@@ -475,6 +475,35 @@ class CodecContract:
         enc.close()
         dec.close()
 
+    def test_a_keyframe_sharpened_after_a_short_buffer_decodes_and_ends(self) -> None:
+        """Over a slow link the agent gives a lossy encoder a short rate buffer
+        (``EncoderConfig.buffer_seconds``): an encoder whose keyframe it coarsens says so
+        (``Encoder.sharpening``) and codes the unchanged picture again, frames the decoder
+        takes in order that end no further from the screen, and it stops on its own
+        within seconds of frames; then an unchanged picture sends nothing."""
+        desktop = Desktop(640, 400, seed=8, wallpaper_noise=6)
+        assert self.spec.encoder_factory is not None
+        enc = self.spec.encoder_factory(dataclasses.replace(
+            encoder_config(640, 400), bitrate_kbps=200, buffer_seconds=0.25))
+        dec = self.decoder()
+        picture = dec.decode(self.wire(enc.encode(desktop.image, keyframe=True)))
+        coarse = None if self.min_psnr is None else psnr(np.asarray(picture), desktop.image)
+        frames = 0
+        while enc.sharpening:
+            frames += 1
+            assert frames <= 10 * encoder_config(640, 400).fps, "sharpening never ends"
+            frame = enc.encode(desktop.image, dirty=[])
+            if frame is not None:
+                assert not self.wire(frame).keyframe
+                picture = dec.decode(frame)
+        if coarse is None:
+            self.assert_close(picture, desktop.image)
+        else:
+            assert psnr(np.asarray(picture), desktop.image) >= coarse - 0.5
+        assert enc.encode(desktop.image, dirty=[]) is None
+        enc.close()
+        dec.close()
+
     def test_an_estimate_is_near_the_frame_and_changes_nothing(self) -> None:
         """An encoder that estimates (``Encoder.estimate``) tells about what the frame of a
         change takes (the agent sends a change far over the link's budget to video on its

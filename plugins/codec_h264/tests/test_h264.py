@@ -7,6 +7,7 @@ import pytest
 from remote_codec_h264 import SCALED, SPEC
 from remote_codec_h264.codec import H264Decoder, H264Encoder
 from remote_codec_pyav.annexb import H264_SEI_HEADER, find_size, size_sei
+from remote_codec_pyav.base import SHARPEN_SECONDS
 
 from remote_core.codecs import encoder_config
 from remote_core.protocol import pb
@@ -163,3 +164,34 @@ def test_a_size_far_over_the_picture_is_not_believed(stated: tuple[int, int]) ->
     forged = dataclasses.replace(frame, data=size_sei(H264_SEI_HEADER, *stated) + frame.data)
     assert find_size(forged.data) == stated
     assert H264Decoder().decode(forged).shape == (200, 320, 4)
+
+
+def test_a_keyframe_a_short_rate_buffer_coarsened_is_sharpened_by_the_frames_after_it() -> None:
+    """Over a slow link the agent gives the encoder a quarter of a second's buffer: the
+    keyframe is a fraction of what a whole second's lets through, so what follows it on
+    the link waits less, and the encoder codes the unchanged picture again, sharper each
+    time, for at most ``SHARPEN_SECONDS``; then an unchanged picture sends nothing again.
+    A whole second's buffer lets the keyframe through and needs no sharpening."""
+    desktop = Desktop(640, 400, seed=5, wallpaper_noise=6)
+    capped = dataclasses.replace(encoder_config(640, 400), bitrate_kbps=300)
+    whole = H264Encoder(capped)
+    full = whole.encode(desktop.image)
+    assert full.keyframe and not whole.sharpening
+    assert whole.encode(desktop.image, dirty=[]) is None
+
+    short = H264Encoder(dataclasses.replace(capped, buffer_seconds=0.25))
+    decoder = H264Decoder()
+    key = short.encode(desktop.image)
+    assert key.keyframe and len(key.data) < len(full.data) / 2 and short.sharpening
+    picture = decoder.decode(key)
+    coarse = psnr(picture, desktop.image)
+    frames = 0
+    while short.sharpening:
+        frame = short.encode(desktop.image, dirty=[])
+        frames += 1
+        if frame is not None:
+            assert not frame.keyframe
+            picture = decoder.decode(frame)
+    assert 0 < frames <= SHARPEN_SECONDS * capped.fps
+    assert psnr(picture, desktop.image) > coarse + 3
+    assert short.encode(desktop.image, dirty=[]) is None
