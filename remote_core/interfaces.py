@@ -137,6 +137,17 @@ class Encoder(ABC):
         the agent sends a keyframe instead."""
         return False
 
+    def adopt(self, image: Image) -> bool:
+        """The viewers show ``image`` as another codec drew it (a video frame of it, near
+        enough): take that as their picture without sending it, and from the next frame on
+        send only what changes over it, as frames they draw over it; until a keyframe,
+        there is no picture of this encoder's own to repeat or send in parts
+        (:meth:`repeat_keyframe`, :meth:`keyframe_in_parts`). For a screen whose whole
+        lossless picture the link cannot carry in time: a typed word still goes exact.
+        Only for viewers that draw this codec's frames over another codec's picture (an
+        extension every viewer lists). False (this default): the encoder cannot."""
+        return False
+
     @property
     def redrawn(self) -> float | None:
         """While a :meth:`redraw` goes on, the share of the picture sent so far (0 to 1);

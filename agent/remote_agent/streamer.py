@@ -18,7 +18,9 @@ at :data:`LINK_BUFFER_SECONDS` of that (a still screen's frames then sharpen it,
 whose frames take most of their time to make goes on at half size (:class:`.MotionSize`).
 The lossless picture restored after motion goes in parts drawn over the video
 picture when every viewer can draw them (:data:`REDRAW_PART_SECONDS`), so a
-motion that starts again cuts it short instead of waiting behind it.
+motion that starts again cuts it short instead of waiting behind it; when it is over
+the link's budget, the viewers keep the video picture and what changes goes lossless
+over it (``Encoder.adopt``).
 """
 
 from __future__ import annotations
@@ -224,6 +226,7 @@ class Streamer:
         self.sequence = 0
         self.streaming_display: DisplayDesc | None = None
         self._scrolled = False  # the last frame moved a page while a picture was swept
+        self._adopted = False  # the last frame's video picture is the lossless one's base
 
     def poke(self) -> None:
         """Something changed (viewers, display, quality): re-check at once, even while
@@ -417,14 +420,14 @@ class Streamer:
                             and videos[1].downscale(factor)):
                         log.info("short of CPU: the motion goes on at 1/%d of the display's "
                                  "size", factor)
-                if used is not spec:  # motion, or too big for the link without video
-                    assert videos is not None
+                if used is not spec and not self._adopted:  # motion, or too big for the
+                    assert videos is not None  # link without video
                     spec, encoder = videos[0], videos[1]
                     if _begins_motion(share, motion_from):
                         switch.observe(share, started)
                     else:
                         switch.lossless_too_costly(started)
-                elif motion is not None:
+                elif motion is not None and used is spec:
                     switch.observe(share, started)
                 if data is None:
                     self.sequence -= 1
@@ -433,7 +436,7 @@ class Streamer:
                     last_keyframe = started
                     if used is spec and spec.lossless and not encoder.pending:
                         key_bytes = len(data)
-                sent_in = spec
+                sent_in = used
                 # Timed from the hand-over: a large frame's send returns only once most of
                 # it is on its way, and timed from then it would look that much faster.
                 self.rate.sent(self.sequence, len(data), self._clock())
@@ -495,7 +498,12 @@ class Streamer:
 
         ``repeat``: the keyframe may be the picture the viewers have, with no grab
         (:meth:`Encoder.repeat_keyframe`): a viewer in step skips it, and the screen's
-        change meanwhile goes in the next frame."""
+        change meanwhile goes in the next frame.
+
+        ``part`` set and the picture over ``budget``: the viewers keep the video frame made
+        instead, and the lossless encoder goes on from it (:meth:`Encoder.adopt`, which
+        :attr:`_adopted` tells the loop), so the stream stays lossless for what changes."""
+        self._adopted = False
         if repeat:
             started = self._clock()
             again = encoder.repeat_keyframe()
@@ -536,8 +544,13 @@ class Streamer:
         if video is not None and (moving or too_big):
             log.debug("a %s frame begins a motion or is over the link's %s bytes: video "
                       "instead", spec.name, budget)
+            lossless = encoder
             spec, encoder = video()
             frame = encoder.encode(image, keyframe=video_keyframe)
+            # The picture restored after motion is over the link's budget: the viewers
+            # keep the video picture, and what changes on it from here goes lossless over
+            # it (Encoder.adopt), so a typed word still goes small and exact.
+            self._adopted = part is not None and not moving and lossless.adopt(image)
         elif (part is not None and frame is not None and frame.keyframe
               and encoder.redraw(part)):
             log.debug("the lossless picture (%d bytes) goes back in parts of %d bytes",

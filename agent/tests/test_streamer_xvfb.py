@@ -29,6 +29,7 @@ from remote_codec_pyav.base import SHARPEN_SECONDS
 from remote_codec_raw_zstd.decoder import RawZstdDecoder
 from remote_codec_raw_zstd.encoder import RawZstdEncoder
 
+from remote_core.codecs import FrameDecoder
 from remote_core.interfaces import Encoder
 from remote_core.plugins import get_plugin_manager
 from remote_core.protocol import pb
@@ -414,3 +415,39 @@ async def test_a_still_screen_over_a_slow_link_is_sharpened_after_a_small_keyfra
         sharpened = end - key - 1
         assert 5 < sharpened <= SHARPEN_SECONDS * 30 + 1
         assert psnr(pictures[end - 1], desktop) > psnr(pictures[key], desktop) + 2
+
+
+@pytest.mark.anyio
+async def test_a_word_typed_on_a_screen_too_costly_to_restore_goes_lossless_over_the_video(
+        x_display, painter):
+    """A screen of noise over 2 Mbit/s: its first picture goes as video (1.9 MB
+    lossless), and once the screen is calm its lossless picture cannot come back in
+    time. The viewers keep the video's picture, and the stream goes on lossless over it
+    (``Encoder.adopt``): a word typed then goes as a small raw frame, not a video one,
+    and a viewer shows it exact over the video's picture; the whole lossless picture
+    never goes."""
+    noise = np.random.default_rng(24).integers(0, 256, (HEIGHT, WIDTH, 4), dtype=np.uint8)
+    noise[..., 3] = 255
+    painter.put_bgra(0, 0, WIDTH, HEIGHT, noise.tobytes())
+    painter.sync()
+    typed = noise.copy()
+    typed[300:316, 40:240] = (30, 30, 30, 255)
+    async with streaming(RawZstdEncoder, ("raw", "h264", "raw_over"),
+                         link=(250_000, 0.12)) as sent:
+        await anyio.sleep(3)  # the first picture, the calm second, the try at lossless
+        before = len(sent)
+        painter.put_bgra(40, 300, 200, 16, typed[300:316, 40:240].tobytes())
+        painter.sync()
+        await anyio.sleep(1)
+        frames = list(sent)
+    assert frames[0].WhichOneof("encoding") == "h264" and frames[0].h264.keyframe
+    assert not any(f.WhichOneof("encoding") == "raw" and f.raw.is_keyframe for f in frames)
+    word = [f for f in frames[before:] if f.WhichOneof("encoding") == "raw"]
+    assert word and all(len(f.raw.data) < 20_000 for f in word)
+    assert not any(f.WhichOneof("encoding") == "h264" for f in frames[before:])
+    viewer = FrameDecoder(get_plugin_manager(PluginSettings()).codecs())
+    for f in frames:
+        picture = viewer.decode(*from_wire(f))
+    shown = np.asarray(picture)
+    assert np.array_equal(shown[300:316, 40:240], typed[300:316, 40:240])
+    assert not np.array_equal(shown[:300], typed[:300])  # the video's picture around it

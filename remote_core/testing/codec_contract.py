@@ -398,6 +398,29 @@ class CodecContract:
         enc.close()
         dec.close()
 
+    def test_what_changes_over_an_adopted_picture_decodes_over_it(self) -> None:
+        """An encoder that adopts another codec's picture (``Encoder.adopt``, with every
+        extension it has) sends nothing for it, has no picture of its own to repeat or to
+        send in parts, and what changes next decodes, over that picture
+        (``Decoder.begin_from``), to the screen. Without its extensions, it cannot."""
+        desktop = Desktop(640, 400, seed=9)
+        assert not self.encoder(640, 400).adopt(desktop.image)
+        assert self.spec.encoder_factory is not None
+        enc = self.spec.encoder_factory(dataclasses.replace(
+            encoder_config(640, 400), extensions=frozenset(self.spec.extensions)))
+        if not enc.adopt(desktop.image):  # it cannot: the stream stays in the other codec
+            enc.close()
+            return
+        assert enc.repeat_keyframe() is None and not enc.keyframe_in_parts(16 * 1024)
+        dec = self.decoder()
+        dec.begin_from(desktop.image)  # the picture the other codec drew
+        desktop.type(3)
+        frame = self.wire(enc.encode(desktop.image))
+        assert not frame.keyframe
+        self.assert_close(dec.decode(frame), desktop.image)
+        enc.close()
+        dec.close()
+
     def test_a_keyframe_in_parts_ends_with_the_screen(self) -> None:
         """An encoder that sends a keyframe in parts (``Encoder.keyframe_in_parts``, with
         every extension it has) makes a keyframe of about the size asked, then parts until

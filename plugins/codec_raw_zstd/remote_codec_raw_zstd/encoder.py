@@ -40,7 +40,8 @@ class RawZstdEncoder(Encoder):
     that would not fit one message under ``message_limit`` goes in parts
     (:mod:`.parts`); :attr:`pending` then stays true until the rest is sent. When every
     viewer draws over another codec's picture (:data:`OVER_EXTENSION`), :meth:`redraw`
-    sends the whole picture again as incremental frames, sweeping down the screen. When
+    sends the whole picture again as incremental frames, sweeping down the screen, and
+    :meth:`adopt` goes on from another codec's picture, sending only what changes. When
     every viewer keeps its picture below a keyframe part (:data:`KEEP_EXTENSION`),
     :meth:`keyframe_in_parts` sends the next keyframe as such a part and the rest as a
     redraw, what changes meanwhile going between its parts. :meth:`estimate` tells about
@@ -71,6 +72,7 @@ class RawZstdEncoder(Encoder):
         self._band_rows = _LEAST_BAND  # the rows such a redraw sweeps a part
         self._band_waited = False  # its last part carried changes alone
         self._left = False  # its last part left changes for later: a comparison knows them
+        self._adopted = False  # the viewers' picture is another codec's, until a keyframe
 
     @property
     def pending(self) -> bool:
@@ -83,8 +85,22 @@ class RawZstdEncoder(Encoder):
         each with what changed above the rows swept so far."""
         if not self._over or self._size is None:
             return False
-        self._sweep, self._owing, self._sweep_all = 0, True, False
+        self._sweep, self._owing, self._sweep_all, self._adopted = 0, True, False, False
         self._sweep_bytes = max(1, min(part_bytes, PART_BYTES))
+        return True
+
+    def adopt(self, image: Any) -> bool:
+        """The viewers show ``image`` as another codec drew it: it is their picture from
+        here, and frames send what changes over it. Its keyframe clock starts again there
+        (the agent sends the keyframes due: another codec's, while this one's picture
+        would be too big for the link)."""
+        if not self._over:
+            return False
+        current, w, h = flat(image)
+        self._remember(current, w, h, rows=h)
+        self._owing, self._sweep, self._sweep_all = False, None, False
+        self._keyframe_bytes, self._adopted = None, True
+        self._clock.sent()
         return True
 
     def keyframe_in_parts(self, part_bytes: int) -> bool:
@@ -92,8 +108,9 @@ class RawZstdEncoder(Encoder):
         size (``EncodedFrame.rows``) and the rest as a redraw in bands of that size, what
         changes meanwhile going between them (:meth:`_redraw_part`): below the part, the
         viewers in step show the picture this encoder last sent. A keyframe of a new size
-        goes whole."""
-        if not self._keep:
+        goes whole, and so does one after :meth:`adopt` (below a part, the viewers would
+        keep another codec's picture)."""
+        if not self._keep or self._adopted:
             return False
         self._keyframe_bytes = max(1, min(part_bytes, PART_BYTES))
         return True
@@ -101,8 +118,9 @@ class RawZstdEncoder(Encoder):
     def repeat_keyframe(self) -> EncodedFrame | None:
         """The viewers' picture (what this encoder last sent them) as a keyframe marked
         ``repeat``; ``None`` before the first picture, while parts are owed, or when it
-        would not fit one message."""
-        if self._size is None or self._owing or self._sweep is not None:
+        would not fit one message, or after :meth:`adopt` (the viewers show another codec's
+        picture)."""
+        if self._size is None or self._owing or self._sweep is not None or self._adopted:
             return None
         whole = self._squeeze(self._previous, 0)
         if whole is None:
@@ -171,7 +189,7 @@ class RawZstdEncoder(Encoder):
 
     def _keyframe(self, current: memoryview, w: int, h: int) -> EncodedFrame:
         self._clock.sent()
-        self._sweep, self._sweep_all = None, False
+        self._sweep, self._sweep_all, self._adopted = None, False, False
         part, self._keyframe_bytes = self._keyframe_bytes, None
         whole = self._squeeze(current, 0)
         if (whole is not None and part is not None and len(whole[0]) > part

@@ -8,6 +8,10 @@ of about the size asked whose rows below the viewers keep, then the rest swept d
 screen with whatever changes meanwhile going first; exact in the end for a viewer in
 step and for one that starts at the part (a late viewer, one that skipped frames).
 
+And another codec's picture gone on from (``Encoder.adopt``): a screen whose whole
+lossless picture a slow link cannot carry keeps the video's, and what changes on it goes
+exact over it.
+
 And the keyframe due made of the viewers' picture (``Encoder.repeat_keyframe``,
 ``RawFrame.repeat``): exactly what the frames before it left, with no new image, so a
 viewer in step may skip it; the change on the screen meanwhile goes in the next frame."""
@@ -345,3 +349,30 @@ def test_no_repeat_while_part_of_the_picture_is_owed_or_over_one_message() -> No
 def test_an_ordinary_keyframe_is_no_repeat() -> None:
     enc = RawZstdEncoder(encoder_config(W, H))
     assert not wire(enc.encode(Desktop(W, H, seed=5).image, keyframe=True)).repeat
+
+
+def test_after_adopting_the_video_picture_only_what_changes_goes_exact_over_it() -> None:
+    """Nothing is sent for the adopted picture; a typed word goes as a small frame that a
+    viewer showing the video's picture draws exact over it; there is no picture of the
+    encoder's own to repeat or send in parts until a keyframe, which sends it whole."""
+    desktop = Desktop(W, H, seed=8)
+    enc, dec = encoder(OVER_EXTENSION, KEEP_EXTENSION), RawZstdDecoder()
+    assert not encoder().adopt(desktop.image)  # without the viewers' extension: no
+    dec.begin_from(lossy(desktop.image))  # what the video codec left on the screen
+    assert enc.adopt(desktop.image)
+    assert enc.repeat_keyframe() is None and not enc.keyframe_in_parts(PART)
+    before = desktop.image.copy()
+    desktop.type(5)
+    frame = wire(enc.encode(desktop.image))  # found by comparing with the adopted one
+    assert not frame.keyframe and len(frame.data) < 20_000
+    shown = np.asarray(dec.decode(frame))
+    sent = np.zeros((H, W), bool)
+    for r in frame.rects:
+        sent[r.y:r.y + r.height, r.x:r.x + r.width] = True
+    assert np.any(before != desktop.image, axis=2)[~sent].sum() == 0  # each change went
+    assert np.array_equal(shown[sent], desktop.image[sent])  # exact where it went
+    assert np.array_equal(shown[~sent], lossy(before)[~sent])  # the video's elsewhere
+    key = wire(enc.encode(desktop.image, keyframe=True))
+    assert key.keyframe and not key.rows
+    assert np.array_equal(np.asarray(dec.decode(key)), desktop.image)
+    assert enc.repeat_keyframe() is not None and enc.keyframe_in_parts(PART)
