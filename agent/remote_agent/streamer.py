@@ -20,7 +20,8 @@ The lossless picture restored after motion goes in parts drawn over the video
 picture when every viewer can draw them (:data:`REDRAW_PART_SECONDS`), so a
 motion that starts again cuts it short instead of waiting behind it; when it is over
 the link's budget, the viewers keep the video picture and what changes goes lossless
-over it (``Encoder.adopt``).
+over it (``Encoder.adopt``). A lossy codec the viewers chose is capped for the link
+the same way, its encoder built again once the link is known.
 """
 
 from __future__ import annotations
@@ -308,6 +309,7 @@ class Streamer:
         sent_in: CodecSpec | None = None  # the codec of the last frame sent
         fresh = False
         key_bytes: int | None = None  # the last whole lossless keyframe's size
+        chosen_cap: int | None = None  # the link cap a chosen lossy codec was built for
 
         def video() -> tuple[CodecSpec, Encoder]:
             """The motion codec's encoder, made again for the link's rate as it is now when
@@ -355,6 +357,17 @@ class Streamer:
                 due_in = KEYFRAME_INTERVAL_S - KEYFRAME_EARLY_S - (now - last_keyframe)
                 due = not asked and due_in <= 0
                 needed = asked or due
+                # A lossy codec the viewers chose, with no motion codec beside it, follows
+                # the link as the motion codec does: built again for it once the link is
+                # known, and later when far off, at a keyframe the viewers need anyway.
+                if motion is None and not spec.lossless:
+                    cap = self._video_cap()
+                    if (cap is not None and _far_apart(chosen_cap, cap)
+                            and (chosen_cap is None or needed)):
+                        encoder.close()
+                        encoder = await anyio.to_thread.run_sync(
+                            self._encoder, spec, display, cap, limiter=self._limiter)
+                        lossless, chosen_cap, fresh = (spec, encoder), cap, True
                 # The keyframe due, of the picture the viewers have (no grab), while that
                 # picture is this encoder's and the link carries it soon enough.
                 repeat = due and not fresh and sent_in is spec and spec.lossless

@@ -35,6 +35,7 @@ class VP9Encoder(PyAVEncoder):
                    "aq-mode": "3", "crf": str(vp9_crf(profile_for(config.preset).crf))}
         if config.bitrate_kbps:
             options["b"] = f"{config.bitrate_kbps}k"  # crf with a bitrate: constrained quality
+            options["max-intra-rate"] = str(round(100 * config.buffer_seconds * config.fps))
         return options | vbv_cap(config)
 
 

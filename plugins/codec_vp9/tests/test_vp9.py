@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import dataclasses
+
+from remote_codec_pyav.base import SHARPEN_SECONDS
 from remote_codec_vp9 import SPEC
 from remote_codec_vp9.codec import VP9Decoder, VP9Encoder, vp9_crf
 
@@ -21,3 +24,28 @@ def test_odd_sizes_are_coded_natively() -> None:
 
 def test_quality_scale_maps_onto_vp9() -> None:
     assert vp9_crf(0) == 0 and vp9_crf(51) == 63 and vp9_crf(23) == 28
+
+
+def test_a_short_rate_buffer_holds_the_keyframe_down_and_the_frames_after_sharpen_it() -> None:
+    """libvpx sizes a keyframe with no regard to the rate buffer, so over a slow link (a
+    quarter of a second's buffer) the encoder caps it itself: a fraction of what a whole
+    second's buffer lets through, then the unchanged picture coded again, sharper, until
+    the sharpening ends and an unchanged picture sends nothing."""
+    desktop = Desktop(640, 400, seed=5, wallpaper_noise=6)
+    capped = dataclasses.replace(encoder_config(640, 400), bitrate_kbps=300)
+    full = VP9Encoder(capped).encode(desktop.image)
+    short = VP9Encoder(dataclasses.replace(capped, buffer_seconds=0.25))
+    decoder = VP9Decoder()
+    key = short.encode(desktop.image)
+    assert key.keyframe and len(key.data) < 0.6 * len(full.data) and short.sharpening
+    picture = decoder.decode(key)
+    coarse = psnr(picture, desktop.image)
+    frames = 0
+    while short.sharpening:
+        frame = short.encode(desktop.image, dirty=[])
+        frames += 1
+        if frame is not None:
+            picture = decoder.decode(frame)
+    assert 0 < frames <= SHARPEN_SECONDS * capped.fps
+    assert psnr(picture, desktop.image) > coarse + 2
+    assert short.encode(desktop.image, dirty=[]) is None
