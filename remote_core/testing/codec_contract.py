@@ -227,6 +227,20 @@ def psnr(a: Image, b: Image) -> float:
     return float("inf") if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
 
 
+def sharpen(encoder: Encoder, decoder: Decoder, image: Image, picture: Any) -> tuple[Any, int]:
+    """Code the unchanged ``image`` again while ``encoder`` sharpens its keyframe
+    (:attr:`Encoder.sharpening`), decoding each frame made: the last picture decoded
+    (``picture``, the keyframe's, when none was made) and how many frames were asked for."""
+    frames = 0
+    while encoder.sharpening:
+        frame = encoder.encode(image, dirty=[])
+        frames += 1
+        if frame is not None:
+            assert not frame.keyframe
+            picture = decoder.decode(frame)
+    return picture, frames
+
+
 def builtin_codecs() -> list[CodecSpec]:
     """The codecs of every installed built-in codec plugin (``codec_*`` entry points of the
     project's own distributions), loaded as the plugin manager loads them."""

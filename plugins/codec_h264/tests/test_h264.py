@@ -11,7 +11,7 @@ from remote_codec_pyav.base import SHARPEN_SECONDS
 
 from remote_core.codecs import encoder_config
 from remote_core.protocol import pb
-from remote_core.testing.codec_contract import CodecContract, Desktop, psnr
+from remote_core.testing.codec_contract import CodecContract, Desktop, psnr, sharpen
 from remote_core.types import Rect
 
 
@@ -185,13 +185,7 @@ def test_a_keyframe_a_short_rate_buffer_coarsened_is_sharpened_by_the_frames_aft
     assert key.keyframe and len(key.data) < len(full.data) / 2 and short.sharpening
     picture = decoder.decode(key)
     coarse = psnr(picture, desktop.image)
-    frames = 0
-    while short.sharpening:
-        frame = short.encode(desktop.image, dirty=[])
-        frames += 1
-        if frame is not None:
-            assert not frame.keyframe
-            picture = decoder.decode(frame)
+    picture, frames = sharpen(short, decoder, desktop.image, picture)
     assert 0 < frames <= SHARPEN_SECONDS * capped.fps
     assert psnr(picture, desktop.image) > coarse + 3
     assert short.encode(desktop.image, dirty=[]) is None

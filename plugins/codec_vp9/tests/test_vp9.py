@@ -7,7 +7,7 @@ from remote_codec_vp9 import SPEC
 from remote_codec_vp9.codec import VP9Decoder, VP9Encoder, vp9_crf
 
 from remote_core.codecs import encoder_config
-from remote_core.testing.codec_contract import CodecContract, Desktop, psnr
+from remote_core.testing.codec_contract import CodecContract, Desktop, psnr, sharpen
 
 
 class TestVP9Contract(CodecContract):
@@ -40,12 +40,7 @@ def test_a_short_rate_buffer_holds_the_keyframe_down_and_the_frames_after_sharpe
     assert key.keyframe and len(key.data) < 0.6 * len(full.data) and short.sharpening
     picture = decoder.decode(key)
     coarse = psnr(picture, desktop.image)
-    frames = 0
-    while short.sharpening:
-        frame = short.encode(desktop.image, dirty=[])
-        frames += 1
-        if frame is not None:
-            picture = decoder.decode(frame)
+    picture, frames = sharpen(short, decoder, desktop.image, picture)
     assert 0 < frames <= SHARPEN_SECONDS * capped.fps
     assert psnr(picture, desktop.image) > coarse + 2
     assert short.encode(desktop.image, dirty=[]) is None
