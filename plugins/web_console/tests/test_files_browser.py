@@ -131,7 +131,11 @@ def go(files: Any, path: str) -> None:
     files.fill("#path", path)
     files.click("#path-form button")
     wait_until(lambda: files.evaluate("window.remoteFiles.state.cwd") == path
-               and files.input_value("#path") == path, what=f"the listing of {path}")
+               and files.input_value("#path") == path,
+               what=lambda: (f"the listing of {path}: the page shows "
+                             f"{files.evaluate('window.remoteFiles.state.cwd')!r}, "
+                             f"{files.get_attribute('#state', 'data-state')}, "
+                             f"saying {files.inner_text('#error')!r}"))
 
 
 def names(files: Any) -> list[str]:
