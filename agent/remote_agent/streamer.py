@@ -360,10 +360,9 @@ class Streamer:
                 # A lossy codec the viewers chose, with no motion codec beside it, follows
                 # the link as the motion codec does: built again for it once the link is
                 # known, and later when far off, at a keyframe the viewers need anyway.
-                if motion is None and not spec.lossless:
+                if motion is None and not spec.lossless and (chosen_cap is None or needed):
                     cap = self._video_cap()
-                    if (cap is not None and _far_apart(chosen_cap, cap)
-                            and (chosen_cap is None or needed)):
+                    if cap is not None and _far_apart(chosen_cap, cap):
                         encoder.close()
                         encoder = await anyio.to_thread.run_sync(
                             self._encoder, spec, display, cap, limiter=self._limiter)
