@@ -41,7 +41,7 @@ from remote_core.types import EncodedFrame, EncoderConfig, Moves, Rect
 
 from .annexb import find_size, size_sei
 
-__all__ = ["PyAVDecoder", "PyAVEncoder", "encoder_available", "vbv_cap"]
+__all__ = ["PyAVDecoder", "PyAVEncoder", "encoder_available", "short_buffer", "vbv_cap"]
 
 _SMPTE170M = 6  # AVCOL_SPC/PRI/TRC_SMPTE170M: BT.601 as used by swscale's default matrix
 _LIMITED_RANGE = 1  # AVCOL_RANGE_MPEG
@@ -72,6 +72,13 @@ def vbv_cap(config: EncoderConfig) -> dict[str, str]:
         return {}
     buffer = max(1, round(config.bitrate_kbps * config.buffer_seconds))
     return {"maxrate": f"{config.bitrate_kbps}k", "bufsize": f"{buffer}k"}
+
+
+def short_buffer(config: EncoderConfig) -> bool:
+    """Whether ``config``'s rate buffer holds under a second of its bitrate: a slow link,
+    over which a keyframe is coarsened (and sharpened after) and every large frame is
+    felt."""
+    return config.bitrate_kbps > 0 and config.buffer_seconds < 1
 
 
 def encoder_available(codec_name: str) -> bool:
@@ -133,6 +140,12 @@ class PyAVEncoder(Encoder):
     def options(self, config: EncoderConfig) -> dict[str, str]:
         """Codec options (``AVOption`` names) for ``config``."""
 
+    def opens_for_keyframe(self) -> bool:
+        """Whether a keyframe asked for mid-stream opens the codec again, its rate control
+        started afresh, instead of being forced into the running stream (an encoder whose
+        rate control mishandles a forced keyframe says so; opening costs some 0.1 s)."""
+        return False
+
     def downscale(self, factor: int) -> bool:
         if factor != 1 and (self.sei_header is None or self.scaled_extension is None
                             or self.scaled_extension not in self._config.extensions):
@@ -183,10 +196,9 @@ class PyAVEncoder(Encoder):
                moves: Moves | None = None) -> EncodedFrame | None:
         current = np.asarray(as_image(image))
         h, w = current.shape[:2]
-        if self._size != (w, h):
+        keyframe = keyframe or self._clock.due() or self._size != (w, h)
+        if self._size != (w, h) or (keyframe and self.opens_for_keyframe()):
             self._open(w, h)
-            keyframe = True
-        keyframe = keyframe or self._clock.due()
         unchanged = not keyframe and self._unchanged(current, dirty)
         if unchanged and not self._sharpen:
             return None
@@ -232,8 +244,7 @@ class PyAVEncoder(Encoder):
         which a keyframe starts when the rate buffer is short enough to coarsen it."""
         config = self._config
         if keyframe:
-            short = config.bitrate_kbps > 0 and config.buffer_seconds < 1
-            self._sharpen = round(SHARPEN_SECONDS * config.fps) if short else 0
+            self._sharpen = round(SHARPEN_SECONDS * config.fps) if short_buffer(config) else 0
             self._settled = 0
         elif self._sharpen:
             settled = size < SETTLED_SHARE * config.bitrate_kbps * 125 / config.fps
