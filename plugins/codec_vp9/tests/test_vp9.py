@@ -44,3 +44,25 @@ def test_a_short_rate_buffer_holds_the_keyframe_down_and_the_frames_after_sharpe
     assert 0 < frames <= SHARPEN_SECONDS * capped.fps
     assert psnr(picture, desktop.image) > coarse + 2
     assert short.encode(desktop.image, dirty=[]) is None
+
+
+def test_typing_over_a_short_buffer_never_sends_a_frame_over_the_buffer() -> None:
+    """Over a slow link every frame larger than the rate buffer holds the next typed
+    character up. A keyframe asked for mid-stream (a viewer joining) must not make the
+    frame after it huge, golden frames must not be boosted past the buffer, and a typed
+    character over a still picture must stay small; the picture stays sharp."""
+    desktop = Desktop(640, 400, seed=1)
+    config = dataclasses.replace(encoder_config(640, 400), bitrate_kbps=300, buffer_seconds=0.25)
+    encoder, decoder = VP9Encoder(config), VP9Decoder()
+    buffer = config.bitrate_kbps * 125 * config.buffer_seconds
+    sizes = []
+    for index in range(300):
+        if index:
+            desktop.type(1)
+        frame = encoder.encode(desktop.image, keyframe=index == 150)
+        assert frame is not None and frame.keyframe == (index in (0, 150))
+        sizes.append(len(frame.data))
+        picture = decoder.decode(frame)
+    assert max(sizes) < buffer
+    assert sorted(sizes)[len(sizes) // 2] < 0.25 * config.bitrate_kbps * 125 / config.fps
+    assert psnr(picture, desktop.image) > 35
