@@ -39,7 +39,7 @@ import anyio
 from remote_core.codecs import KEYFRAME_INTERVAL_S, encoder_config, shared_extensions
 from remote_core.interfaces import Encoder
 from remote_core.protocol import NUMBER_BY_FIELD, pb
-from remote_core.types import CodecSpec, DisplayDesc, EncodedFrame, Rect
+from remote_core.types import CodecSpec, DisplayDesc, EncodedFrame, EncoderConfig, Rect
 from remote_core.video import to_wire
 
 from .adaptive import ContentSwitch, MotionSize, changed_share
@@ -262,10 +262,10 @@ class Streamer:
                              f"displays are {[d.id for d in displays]}")
         return display
 
-    def _encoder(self, spec: CodecSpec, display: DisplayDesc,
-                 cap_kbps: int | None = None) -> Encoder:
-        if spec.encoder_factory is None:
-            raise ValueError(f"codec {spec.name} cannot encode")
+    def _encoder_config(self, spec: CodecSpec, display: DisplayDesc,
+                        cap_kbps: int | None = None) -> EncoderConfig:
+        """What ``spec``'s encoder is built with for ``display``, its bitrate and rate
+        buffer held to ``cap_kbps`` when the link's cap is known."""
         config = dataclasses.replace(
             encoder_config(display.width, display.height, self.state.quality),
             extensions=shared_extensions(spec, self.state.viewers.values()))
@@ -274,6 +274,13 @@ class Streamer:
             config = dataclasses.replace(
                 config, bitrate_kbps=bitrate,
                 buffer_seconds=min(1.0, LINK_BUFFER_SECONDS * cap_kbps / bitrate))
+        return config
+
+    def _encoder(self, spec: CodecSpec, display: DisplayDesc,
+                 config: EncoderConfig | None = None) -> Encoder:
+        if spec.encoder_factory is None:
+            raise ValueError(f"codec {spec.name} cannot encode")
+        config = config or self._encoder_config(spec, display)
         log.info("streaming display %d (%dx%d) with %s at %d fps, %d kbps", display.id,
                  display.width, display.height, spec.name, config.fps, config.bitrate_kbps)
         return spec.encoder_factory(config)
@@ -310,6 +317,7 @@ class Streamer:
         fresh = False
         key_bytes: int | None = None  # the last whole lossless keyframe's size
         chosen_cap: int | None = None  # the link cap a chosen lossy codec was built for
+        chosen_config = self._encoder_config(spec, display)  # and what it was built with
 
         def video() -> tuple[CodecSpec, Encoder]:
             """The motion codec's encoder, made again for the link's rate as it is now when
@@ -322,7 +330,8 @@ class Streamer:
             if videos is None or (sent_in is not motion and _far_apart(videos[2], cap)):
                 if videos is not None:
                     videos[1].close()
-                videos = motion, self._encoder(motion, display, cap), cap
+                config = self._encoder_config(motion, display, cap)
+                videos = motion, self._encoder(motion, display, config), cap
             if sent_in is not motion:  # a motion begins, at full size
                 size.begin()
                 videos[1].downscale(1)
@@ -360,13 +369,17 @@ class Streamer:
                 # A lossy codec the viewers chose, with no motion codec beside it, follows
                 # the link as the motion codec does: built again for it once the link is
                 # known, and later when far off, at a keyframe the viewers need anyway.
+                # On a link wider than the codec's bitrate that changes nothing.
                 if motion is None and not spec.lossless and (chosen_cap is None or needed):
                     cap = self._video_cap()
                     if cap is not None and _far_apart(chosen_cap, cap):
-                        encoder.close()
-                        encoder = await anyio.to_thread.run_sync(
-                            self._encoder, spec, display, cap, limiter=self._limiter)
-                        lossless, chosen_cap, fresh = (spec, encoder), cap, True
+                        config = self._encoder_config(spec, display, cap)
+                        if config != chosen_config:
+                            encoder.close()
+                            encoder = await anyio.to_thread.run_sync(
+                                self._encoder, spec, display, config, limiter=self._limiter)
+                            lossless, fresh = (spec, encoder), True
+                        chosen_cap, chosen_config = cap, config
                 # The keyframe due, of the picture the viewers have (no grab), while that
                 # picture is this encoder's and the link carries it soon enough.
                 repeat = due and not fresh and sent_in is spec and spec.lossless

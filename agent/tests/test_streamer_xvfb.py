@@ -448,6 +448,28 @@ async def test_a_video_codec_the_viewer_chose_follows_a_slow_link(x_display, pai
 
 
 @pytest.mark.anyio
+async def test_a_video_codec_the_viewer_chose_is_not_rebuilt_for_a_fast_link(x_display,
+                                                                             painter):
+    """H.264 chosen in the viewer over a LAN (100 Mbit/s, 1 ms): the link's cap, once
+    known, is above the preset's bitrate and would build the very same encoder, so the
+    stream goes on with the one it has; no second keyframe in the first seconds."""
+    desktop = Desktop(WIDTH, HEIGHT, seed=35, wallpaper_noise=6).image
+    painter.put_bgra(0, 0, WIDTH, HEIGHT, desktop.tobytes())
+    painter.sync()
+    async with streaming(RawZstdEncoder, ("raw", "h264"), link=(12_500_000, 0.001),
+                         quality=pb.QualitySettings(codec_name="h264")) as sent:
+        for row in range(0, 60, 4):  # something to send, so the link becomes known
+            await anyio.sleep(0.15)
+            painter.put_bgra(40, 300 + row, 200, 4, bytes(200 * 4 * 4))
+            painter.sync()
+        await anyio.sleep(0.5)
+        frames = list(sent)
+    assert all(f.WhichOneof("encoding") == "h264" for f in frames)
+    assert len(frames) > 10
+    assert [i for i, f in enumerate(frames) if f.h264.keyframe] == [0]
+
+
+@pytest.mark.anyio
 async def test_a_word_typed_on_a_screen_too_costly_to_restore_goes_lossless_over_the_video(
         x_display, painter):
     """A screen of noise over 2 Mbit/s: its first picture goes as video (1.9 MB
