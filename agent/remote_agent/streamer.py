@@ -280,7 +280,8 @@ class Streamer:
                  config: EncoderConfig | None = None) -> Encoder:
         if spec.encoder_factory is None:
             raise ValueError(f"codec {spec.name} cannot encode")
-        config = config or self._encoder_config(spec, display)
+        if config is None:
+            config = self._encoder_config(spec, display)
         log.info("streaming display %d (%dx%d) with %s at %d fps, %d kbps", display.id,
                  display.width, display.height, spec.name, config.fps, config.bitrate_kbps)
         return spec.encoder_factory(config)
