@@ -9,7 +9,7 @@ from remote_codec_pyav.base import PyAVDecoder, PyAVEncoder, short_buffer, vbv_c
 from remote_core.codecs import profile_for
 from remote_core.types import EncoderConfig
 
-__all__ = ["ENCODER", "VP9Decoder", "VP9Encoder", "vp9_crf"]
+__all__ = ["CBR_FLOOR", "ENCODER", "VP9Decoder", "VP9Encoder", "vp9_crf"]
 
 ENCODER = "libvpx-vp9"
 CBR_FLOOR = 0.75
