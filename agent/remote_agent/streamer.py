@@ -331,8 +331,9 @@ class Streamer:
             if videos is None or (sent_in is not motion and _far_apart(videos[2], cap)):
                 if videos is not None:
                     videos[1].close()
-                config = self._encoder_config(motion, display, cap)
-                videos = motion, self._encoder(motion, display, config), cap
+                videos = (motion, self._encoder(motion, display,
+                                                self._encoder_config(motion, display, cap)),
+                          cap)
             if sent_in is not motion:  # a motion begins, at full size
                 size.begin()
                 videos[1].downscale(1)

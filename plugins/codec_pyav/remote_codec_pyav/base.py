@@ -196,8 +196,9 @@ class PyAVEncoder(Encoder):
                moves: Moves | None = None) -> EncodedFrame | None:
         current = np.asarray(as_image(image))
         h, w = current.shape[:2]
-        keyframe = keyframe or self._clock.due() or self._size != (w, h)
-        if self._size != (w, h) or (keyframe and self.opens_for_keyframe()):
+        resized = self._size != (w, h)
+        keyframe = keyframe or resized or self._clock.due()
+        if resized or (keyframe and self.opens_for_keyframe()):
             self._open(w, h)
         unchanged = not keyframe and self._unchanged(current, dirty)
         if unchanged and not self._sharpen:
