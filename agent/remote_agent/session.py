@@ -116,7 +116,7 @@ class AgentSession:
         self.displays: list[DisplayDesc] = []
         load = PictureLoad()
         self.streamer = Streamer(devices, self.state, self._send_bytes, lambda: self.displays,
-                                 window=window, load=load)
+                                 window=window, load=load, unsent=self._unsent)
         self.backstage = Backstage(shell or (lambda: shell_spec(attended=True)), self.send)
         """The BACKSTAGE terminals of this connection (``shell`` makes each one's shell)."""
         self.lane = BulkLane(self._write, self._unsent, load)

@@ -134,6 +134,14 @@ photograph waited up to 522 ms behind the keyframe due every 10 s (121 KB). With
 of a second it is some 30 KB, and the encoder sharpens it with the frames after it
 (``Encoder.sharpening``)."""
 
+FLIGHT_SECONDS = 1.0
+"""The most of the link the frames in flight may take, in seconds of its rate as
+measured, before another goes (``FlowWindow.most_bytes``): a frame of megabytes goes
+alone, and the one after it is the newest picture once the viewers have it, not one
+queued seconds deep behind it. Only a lossless codec the viewer chose makes such frames
+of a moving screen (the automatic choice sends those in video); a picture restored whole
+is up to two seconds of the link (:data:`RESTORE_SECONDS`)."""
+
 UNKNOWN_LINK_BYTES = 256 * 1024
 """The lossless budget before the link's rate is known (the stream's first frames): a
 desktop's whole picture (about 200 KB at 1080p) goes lossless, a moving one (megabytes)
@@ -211,10 +219,12 @@ class Streamer:
                  send: Callable[[bytes], Awaitable[None]],
                  displays: Callable[[], list[DisplayDesc]], *, window: int = 3,
                  clock: Callable[[], float] = time.monotonic,
-                 load: PictureLoad | None = None) -> None:
+                 load: PictureLoad | None = None,
+                 unsent: Callable[[], int] = lambda: 0) -> None:
         self.devices = devices
         self.state = state
-        self.flow = FlowWindow(window)
+        self.flow = FlowWindow(window, unsent=unsent)
+        """``unsent``: the bytes queued on the agent's socket (:mod:`.flow`)."""
         self.rate = DeliveryRate()
         self.load = load or PictureLoad(clock)
         """How much of each frame's time its frames take: file data yields when it is
@@ -238,8 +248,11 @@ class Streamer:
     def ack(self, sequence: int) -> None:
         """A viewer drew a frame: room in the flow window (what waits for it is a pause,
         never the capture's wait)."""
+        now = self._clock()
         self.flow.ack(sequence)
-        self.rate.acked(sequence, self._clock())
+        self.rate.acked(sequence, now)
+        rate = self.rate.bytes_per_second(now)
+        self.flow.most_bytes = None if rate is None else int(rate * FLIGHT_SECONDS)
         self._wake.set()
 
     async def run(self) -> None:

@@ -188,3 +188,44 @@ async def test_a_motion_cuts_short_the_lossless_picture_coming_back_in_parts(
     shown = last.image[bottom, :, :3].astype(int)
     assert not np.array_equal(shown, picture[bottom, :, :3])
     assert np.abs(shown - picture[bottom, :, :3]).mean() < 12
+
+
+@pytest.mark.anyio
+async def test_a_lossless_codec_the_viewer_chose_sends_large_frames_one_at_a_time(
+        linked, x_display) -> None:
+    """Lossless chosen in the viewer, a photo dragged about over the slow link: each frame
+    of it takes over a second of the link. They go one at a time, so once the drag stops
+    the exact picture comes right after the frame on its way, not behind a queue of
+    older ones (frames in flight counted as delivered after a second, while the agent's
+    own socket still held them, and more went behind them)."""
+    server, api, session_id = linked
+    rng = np.random.default_rng(7)
+    desktop = Desktop(WIDTH, HEIGHT, seed=7)
+    # Rows, columns of noise: 400 KB a frame, 1.6 s of the link at its line rate, so over
+    # the second of it the frames in flight may take, whatever the agent measured of it.
+    photo = (250, 400)
+    with blank_painter(x_display.display) as painter:
+        painter.put_bgra(0, 0, WIDTH, HEIGHT, desktop.image.tobytes())
+        painter.sync()
+        async with open_viewer(server.url, api.viewer_token(session_id),
+                               codec="raw") as viewer:
+            await viewer.wait_for_image(
+                lambda image: np.array_equal(image[:, :, :3], desktop.image[:, :, :3]), 30)
+            shown = desktop.image.copy()
+            for step in range(90):  # three seconds of dragging
+                shown = desktop.image.copy()
+                top, left = 50 + step * 2, 50 + step * 3
+                shown[top:top + photo[0], left:left + photo[1]] = rng.integers(
+                    0, 256, (*photo, 4), dtype=np.uint8)
+                painter.put_bgra(0, 0, WIDTH, HEIGHT, shown.tobytes())
+                painter.sync()
+                await anyio.sleep(1 / 30)
+            stopped = viewer.bytes_received
+            final = await viewer.wait_for_image(
+                lambda image: np.array_equal(image[:, :, :3], shown[:, :, :3]), 60)
+            assert final.codec == "raw"
+            # The frame on its way when the drag stopped, then the last picture: about
+            # two frames of the photo, not the four or more a queue held.
+            frame_bytes = photo[0] * photo[1] * 4
+            assert viewer.bytes_received - stopped < 2.5 * frame_bytes, \
+                (viewer.bytes_received - stopped) / frame_bytes

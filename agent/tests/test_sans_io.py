@@ -8,7 +8,7 @@ import pytest
 from remote_agent.adaptive import MAX_CALM_SECONDS, ContentSwitch, MotionSize, changed_share
 from remote_agent.backoff import Backoff
 from remote_agent.config import AgentConfig
-from remote_agent.flow import FlowWindow
+from remote_agent.flow import QUEUE_POLL, QUEUED_BYTES, FlowWindow
 from remote_agent.linkrate import DeliveryRate
 from remote_agent.presence import Connected, Presence, describe
 from remote_agent.session import HANDLERS, NOT_ACTED_ON
@@ -119,6 +119,33 @@ def test_lost_acks_do_not_stall_the_stream_forever():
     flow.sent(2, BIG, 10.5)  # the expired frame's bytes no longer count
     assert not flow.can_send(10.6)
     assert flow.can_send(11.0)
+
+
+def test_a_frame_still_in_the_agents_socket_is_not_counted_as_delivered():
+    """A slow link carrying a large frame is not a lost acknowledgement: while the socket
+    holds much unsent, the frame in flight keeps its place, and the stream looks again a
+    little later rather than at once."""
+    queued = [500_000]
+    flow = FlowWindow(window=1, stall_after=0.5, unsent=lambda: queued[0])
+    flow.sent(1, 500_000, 10.0)
+    assert not flow.can_send(10.6)
+    assert flow.next_deadline(10.6) == pytest.approx(10.6 + QUEUE_POLL)
+    queued[0] = QUEUED_BYTES  # nearly on its way: an acknowledgement lost after all
+    assert flow.can_send(10.7)
+
+
+def test_frames_of_more_than_a_second_of_the_link_go_one_at_a_time():
+    flow = FlowWindow(window=3)
+    flow.most_bytes = 200_000  # a second of a 2 Mbit/s link
+    flow.sent(1, 150_000, 0.0)
+    assert flow.can_send(0.0)  # within a second of the link, the window decides
+    flow.sent(2, 150_000, 0.0)
+    assert not flow.can_send(0.0)
+    flow.ack(2)
+    flow.sent(3, 900_000, 0.1)  # a frame larger than that goes alone
+    assert not flow.can_send(0.1)
+    flow.ack(3)
+    assert flow.can_send(0.2)
 
 
 # -- stream state -------------------------------------------------------------------------------
