@@ -140,7 +140,8 @@ class EncodedFrame:
     :param data: the codec's bytes for this frame.
     :param keyframe: self-contained: a viewer can start drawing here.
     :param width: the display's size in pixels, for slots that carry it (``raw`` and
-        plugin frames); 0 where the bitstream states it (VP9, H.264, H.265).
+        plugin frames; a VP9 keyframe coded smaller than the display, for viewers that
+        list ``vp9_scaled``); 0 where the bitstream states it (VP9, H.264, H.265).
     :param height: likewise.
     :param rects: for an incremental frame of a codec that sends only what changed, the
         rectangles ``data`` covers, in order (``raw`` and plugin frames); empty otherwise.

@@ -261,16 +261,20 @@ class DirtyRect(_message.Message):
     def __init__(self, x: _Optional[int] = ..., y: _Optional[int] = ..., width: _Optional[int] = ..., height: _Optional[int] = ...) -> None: ...
 
 class EncodedFrame(_message.Message):
-    __slots__ = ("data", "keyframe", "pts", "dts")
+    __slots__ = ("data", "keyframe", "pts", "dts", "width", "height")
     DATA_FIELD_NUMBER: _ClassVar[int]
     KEYFRAME_FIELD_NUMBER: _ClassVar[int]
     PTS_FIELD_NUMBER: _ClassVar[int]
     DTS_FIELD_NUMBER: _ClassVar[int]
+    WIDTH_FIELD_NUMBER: _ClassVar[int]
+    HEIGHT_FIELD_NUMBER: _ClassVar[int]
     data: bytes
     keyframe: bool
     pts: int
     dts: int
-    def __init__(self, data: _Optional[bytes] = ..., keyframe: bool = ..., pts: _Optional[int] = ..., dts: _Optional[int] = ...) -> None: ...
+    width: int
+    height: int
+    def __init__(self, data: _Optional[bytes] = ..., keyframe: bool = ..., pts: _Optional[int] = ..., dts: _Optional[int] = ..., width: _Optional[int] = ..., height: _Optional[int] = ...) -> None: ...
 
 class PluginFrame(_message.Message):
     __slots__ = ("codec", "data", "keyframe", "width", "height", "dirty_rects", "pts")

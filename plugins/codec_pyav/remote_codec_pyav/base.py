@@ -11,11 +11,12 @@ numbered at the configured frame rate instead: rate control then budgets per
 frame at the rate the agent paces to, not by capture jitter (libvpx starved
 every frame after a keyframe when frames came a few milliseconds apart).
 
-An Annex B codec's encoder may code the picture at half the display's size while the
-machine is short of CPU (:meth:`PyAVEncoder.downscale`, for viewers that list the
-codec's ``_scaled`` extension); its size SEI still states the display's size.
+An encoder may code the picture at half the display's size while the machine is short
+of CPU (:meth:`PyAVEncoder.downscale`, for viewers that list the codec's ``_scaled``
+extension); its keyframes still state the display's size: an Annex B codec's in its size
+SEI, VP9's beside the bitstream (``EncodedFrame.width``/``height``).
 
-A decoder turns access units back into BGRA at the size the stream's SEI states:
+A decoder turns access units back into BGRA at the size the stream's keyframe states:
 cropping any padding, scaling up a downscaled picture. It maps every FFmpeg error to
 ``ValueError``.
 """
@@ -59,7 +60,7 @@ than ``MAX_PIXELS``."""
 
 def _downscaled(size: tuple[int, int], width: int, height: int) -> bool:
     """Whether a ``width`` x ``height`` picture is a downscaled one of the display's
-    ``size`` that its SEI states, to be scaled back up (within :data:`MOST_UPSCALE`)."""
+    ``size`` that its keyframe states, to be scaled back up (within :data:`MOST_UPSCALE`)."""
     w, h = size
     return ((width < w or height < h) and w <= MOST_UPSCALE * width
             and h <= MOST_UPSCALE * height and w * h <= MAX_PIXELS)
@@ -118,8 +119,9 @@ class PyAVEncoder(Encoder):
     sei_header: ClassVar[bytes | None] = None
     """NAL header of the size SEI (Annex B codecs), or ``None`` when the codec keeps odd sizes."""
     scaled_extension: ClassVar[str | None] = None
-    """The extension of viewers that scale this codec's pictures up to the size its SEI
-    states (:meth:`downscale`); ``None``: the encoder always codes the display's size."""
+    """The extension of viewers that scale this codec's pictures up to the size its
+    keyframes state (:meth:`downscale`); ``None``: the encoder always codes the display's
+    size."""
 
     def __init__(self, config: EncoderConfig, clock: KeyframeClock | None = None) -> None:
         self._config = config
@@ -147,7 +149,7 @@ class PyAVEncoder(Encoder):
         return False
 
     def downscale(self, factor: int) -> bool:
-        if factor != 1 and (self.sei_header is None or self.scaled_extension is None
+        if factor != 1 and (self.scaled_extension is None
                             or self.scaled_extension not in self._config.extensions):
             return False
         if factor != self._factor:
@@ -227,14 +229,18 @@ class PyAVEncoder(Encoder):
         self._sharpened(len(data), is_key)
         if not packets:
             return None
+        stated = (0, 0)  # the display's size beside the bitstream: a scaled VP9 keyframe's
         if is_key:
             self._clock.sent()
             if self.sei_header is not None:
                 data = size_sei(self.sei_header, w, h) + data
+            elif self._factor != 1:
+                stated = (w, h)
         # No reordering (no B-frames, no lag): decode order is display order, dts == pts.
         pts = max(self._last_pts + 1, round((time.monotonic() - self._start) * 1_000_000))
         self._last_pts = pts
-        return EncodedFrame(data=data, keyframe=is_key, pts=pts, dts=pts)
+        return EncodedFrame(data=data, keyframe=is_key, width=stated[0], height=stated[1],
+                            pts=pts, dts=pts)
 
     @property
     def sharpening(self) -> bool:
@@ -299,7 +305,8 @@ class PyAVDecoder(Decoder):
         if not data:
             raise ValueError(f"empty {self.codec_name} frame")
         if frame.keyframe:
-            self._size = find_size(data)
+            self._size = ((frame.width, frame.height) if frame.width and frame.height
+                          else find_size(data))
         try:
             pictures = self._context.decode(av.Packet(data))
             if not pictures:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+from typing import ClassVar
 
 from remote_codec_pyav.base import PyAVDecoder, PyAVEncoder, short_buffer, vbv_cap
 
+from remote_codec_vp9 import SCALED
 from remote_core.codecs import profile_for
 from remote_core.types import EncoderConfig
 
@@ -42,6 +44,7 @@ class VP9Encoder(PyAVEncoder):
     picture already sharp: 37 dB PSNR at the end against 39 dB in constrained quality."""
 
     codec_name = ENCODER
+    scaled_extension: ClassVar[str | None] = SCALED
     even_sizes = False  # VP9 codes any size; its 4:2:0 chroma rounds up
 
     def opens_for_keyframe(self) -> bool:

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from remote_codec_pyav.base import SHARPEN_SECONDS
-from remote_codec_vp9 import SPEC
+from remote_codec_vp9 import SCALED, SPEC
 from remote_codec_vp9.codec import VP9Decoder, VP9Encoder, vp9_crf
 
 from remote_core.codecs import encoder_config
@@ -20,6 +21,45 @@ def test_odd_sizes_are_coded_natively() -> None:
     frame = VP9Encoder(encoder_config(1365, 767)).encode(desktop.image)
     out = VP9Decoder().decode(frame)
     assert out.shape == (767, 1365, 4) and psnr(out, desktop.image) > 33
+
+
+def test_a_downscaled_picture_is_coded_at_half_size_and_its_keyframe_states_the_displays(
+) -> None:
+    """While the agent is short of CPU, motion goes at half the width and height to viewers
+    that list vp9_scaled (VP9 codes odd sizes as they are, so 1365 halves to 683); the
+    keyframe states the display's size beside the bitstream, and the decoder scales the
+    picture back up to it, the keyframe's and those after it. Full size again from a
+    keyframe, which states nothing."""
+    desktop = Desktop(1365, 767, seed=3)
+    config = dataclasses.replace(encoder_config(1365, 767), extensions=frozenset({SCALED}))
+    enc, dec = VP9Encoder(config), VP9Decoder()
+    dec.decode(enc.encode(desktop.image))
+    assert enc.downscale(2)
+    desktop.type(2)
+    small = enc.encode(desktop.image)
+    assert small.keyframe and (small.width, small.height) == (1365, 767)
+    as_coded = dataclasses.replace(small, width=0, height=0)
+    assert VP9Decoder().decode(as_coded).shape == (384, 683, 4)
+    out = dec.decode(small)
+    assert out.shape == (767, 1365, 4) and psnr(out, desktop.image) > 20
+    desktop.type(2)
+    later = enc.encode(desktop.image)
+    assert not later.keyframe and (later.width, later.height) == (0, 0)
+    assert dec.decode(later).shape == (767, 1365, 4)
+    assert enc.downscale(1)
+    desktop.type(2)
+    full = enc.encode(desktop.image)
+    assert full.keyframe and (full.width, full.height) == (0, 0)
+    assert psnr(dec.decode(full), desktop.image) > 33
+
+
+@pytest.mark.parametrize("stated", [(1281, 801), (99_999, 99_999)])
+def test_a_stated_size_far_over_the_picture_is_not_believed(stated: tuple[int, int]) -> None:
+    """A forged keyframe stating more than four times the coded picture's side (or more
+    pixels than any display) does not make the viewer scale to it: drawn as coded."""
+    frame = VP9Encoder(encoder_config(320, 200)).encode(Desktop(320, 200).image)
+    forged = dataclasses.replace(frame, width=stated[0], height=stated[1])
+    assert VP9Decoder().decode(forged).shape == (200, 320, 4)
 
 
 def test_quality_scale_maps_onto_vp9() -> None:

@@ -217,9 +217,9 @@ def test_this_chromium_decodes_the_offered_codecs(attended: Attended) -> None:
     listed = attended.viewer.evaluate("window.remoteViewer.codecs.names")
     assert listed[:4] == ["raw", "vp9", "h264", "av1"]
     # On the wire, the extensions it draws follow: moves, raw over video, keyframe parts
-    # over the picture, scaled H.264.
+    # over the picture, scaled VP9 and H.264.
     assert attended.viewer.evaluate("window.remoteViewer.listed") == [
-        *listed, "raw_copy", "raw_over", "raw_keep", "h264_scaled"]
+        *listed, "raw_copy", "raw_over", "raw_keep", "vp9_scaled", "h264_scaled"]
     # Every codec the page advertises is one the test below sees it draw.
     assert set(listed) <= set(CODECS), f"advertised but not tested: {set(listed) - set(CODECS)}"
     menu = attended.viewer.eval_on_selector_all("#codec option", "(os) => os.map((o) => o.value)")
@@ -980,13 +980,14 @@ def test_the_last_codec_draws_the_remote_screen_too(attended: Attended, display:
     draws(attended, display, LAST)
 
 
-H264_FRAMES = """async (frames) => {
-  // A screen of its own (the player's class) drawing H.264 access units given in base64;
-  // what the canvas shows before each keyframe but the first, and at the end, as base64
-  // RGBA (settling flushes the decoder, which then wants a keyframe).
+ENCODED_FRAMES = """async ([codec, frames]) => {
+  // A screen of its own (the player's class) drawing a codec's frames given in base64,
+  // each with the display's size it states beside the bitstream (0: none); what the canvas
+  // shows before each keyframe but the first, and at the end, as base64 RGBA (settling
+  // flushes the decoder, which then wants a keyframe).
   const Screen = window.remotePlayer.screen.constructor;
   const canvas = document.createElement("canvas");
-  const screen = new Screen(canvas, { names: ["h264"], plugins: new Map() });
+  const screen = new Screen(canvas, { names: [codec], plugins: new Map() });
   const shown = [];
   const look = async () => {
     await screen.settle();
@@ -997,14 +998,20 @@ H264_FRAMES = """async (frames) => {
     }
     shown.push({ width: canvas.width, height: canvas.height, rgba: btoa(text) });
   };
-  for (const [index, { data, key }] of frames.entries()) {
+  for (const [index, { data, key, width, height }] of frames.entries()) {
     if (key && index > 0) await look();
-    screen.frame({ encoding: { case: "h264", value: { keyframe: key, pts: BigInt(index),
-      data: Uint8Array.from(atob(data), (c) => c.charCodeAt(0)), width: 0, height: 0 } } });
+    screen.frame({ encoding: { case: codec, value: { keyframe: key, pts: BigInt(index),
+      data: Uint8Array.from(atob(data), (c) => c.charCodeAt(0)), width, height } } });
   }
   await look();
   return { shown, drawn: screen.drawn, scaled: screen.scaled };
 }"""
+
+
+def _encoded(frame: Any) -> dict[str, Any]:
+    """An ``EncodedFrame`` as :data:`ENCODED_FRAMES` takes it."""
+    return {"data": base64.b64encode(frame.data).decode(), "key": frame.keyframe,
+            "width": frame.width, "height": frame.height}
 
 
 def test_a_downscaled_h264_stream_is_drawn_at_the_displays_size(lone_player: Any) -> None:
@@ -1028,11 +1035,43 @@ def test_a_downscaled_h264_stream_is_drawn_at_the_displays_size(lone_player: Any
         desktop.type(3)
         frame = encoder.encode(desktop.image)
         pictures.append(desktop.image.copy())
-        frames.append({"data": base64.b64encode(frame.data).decode(), "key": frame.keyframe})
+        frames.append(_encoded(frame))
     assert [f["key"] for f in frames] == [True, True, False, False]
-    result = lone_player.evaluate(H264_FRAMES, frames)
+    result = lone_player.evaluate(ENCODED_FRAMES, ["h264", frames])
     assert result["drawn"] == 4 and result["scaled"] == 3
     # The full-size picture, cropped; the last one, downscaled and drawn back up.
+    for shown, picture, least in zip(result["shown"], (pictures[0], pictures[-1]), (30, 20),
+                                     strict=True):
+        assert (shown["width"], shown["height"]) == (width, height)
+        assert psnr(canvas_bgra(shown["rgba"], width, height), picture) > least
+
+
+def test_a_downscaled_vp9_stream_is_drawn_at_the_displays_size(lone_player: Any) -> None:
+    """The same for VP9 (a browser without H.264 gets motion in VP9), whose keyframe states
+    the display's size beside the bitstream: the page lists vp9_scaled (the test above
+    it) and scales the half-size picture up; an odd display is coded at its own size."""
+    from remote_codec_vp9 import SCALED
+    from remote_codec_vp9.codec import VP9Encoder
+
+    from remote_core.codecs import encoder_config
+    from remote_core.testing.codec_contract import psnr
+
+    width, height = 321, 241  # coded 161x121 at half size
+    desktop = Desktop(width, height, seed=9)
+    config = encoder_config(width, height)
+    encoder = VP9Encoder(dataclasses.replace(config, extensions=frozenset({SCALED})))
+    pictures, frames = [], []
+    for step in range(4):
+        if step == 1:
+            assert encoder.downscale(2)
+        desktop.type(3)
+        frame = encoder.encode(desktop.image)
+        pictures.append(desktop.image.copy())
+        frames.append(_encoded(frame))
+    assert [(f["key"], f["width"]) for f in frames] == [
+        (True, 0), (True, width), (False, 0), (False, 0)]
+    result = lone_player.evaluate(ENCODED_FRAMES, ["vp9", frames])
+    assert result["drawn"] == 4 and result["scaled"] == 3
     for shown, picture, least in zip(result["shown"], (pictures[0], pictures[-1]), (30, 20),
                                      strict=True):
         assert (shown["width"], shown["height"]) == (width, height)
@@ -1049,7 +1088,7 @@ def test_a_stated_size_far_over_the_picture_is_not_believed(lone_player: Any) ->
 
     frame = H264Encoder(encoder_config(320, 240)).encode(Desktop(320, 240).image)
     forged = size_sei(H264_SEI_HEADER, 1281, 961) + frame.data
-    result = lone_player.evaluate(H264_FRAMES, [
-        {"data": base64.b64encode(forged).decode(), "key": True}])
+    result = lone_player.evaluate(ENCODED_FRAMES, [
+        "h264", [_encoded(dataclasses.replace(frame, data=forged))]])
     assert result["drawn"] == 1 and result["scaled"] == 0
     assert [(s["width"], s["height"]) for s in result["shown"]] == [(320, 240)]

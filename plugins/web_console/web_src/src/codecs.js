@@ -85,9 +85,14 @@ async function pluginDecoders() {
  * menu. */
 export const EXTENSIONS = ["raw_copy", "raw_over", "raw_keep"];
 
-/** The extension of each Annex B codec whose pictures this page scales up to the size the
- * stream's size SEI states (statedSize): an agent short of CPU codes motion smaller. */
-export const SCALED = { h264: "h264_scaled", h265: "h265_scaled" };
+/** The extension of each codec whose pictures this page scales up to the size the
+ * stream's keyframe states: an agent short of CPU codes motion smaller. An Annex B codec
+ * states it in its size SEI (statedSize, SIZE_SEI), VP9 beside the bitstream
+ * (EncodedFrame.width and height). */
+export const SCALED = { h264: "h264_scaled", h265: "h265_scaled", vp9: "vp9_scaled" };
+
+/** The codecs whose keyframes state the display's size in the agent's size SEI. */
+export const SIZE_SEI = new Set(["h264", "h265"]);
 
 /** What the viewer lists in SessionRequest.codecs: every codec it decodes, then the
  * extensions it draws. */

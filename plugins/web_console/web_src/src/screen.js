@@ -1,7 +1,7 @@
 // A remote screen drawn on a canvas from VideoFrame messages: raw frames decoded here
 // (zstd.js), VP9/H.264/H.265/AV1 through WebCodecs, a codec plugin's frames by its browser
 // decoder (codecs.js). The live viewer and the recordings player draw with this one code.
-import { SCALED, WEBCODECS, statedSize, webCodecsConfig } from "./codecs.js";
+import { SIZE_SEI, WEBCODECS, statedSize, webCodecsConfig } from "./codecs.js";
 import { toNumber } from "./proto.js";
 import { decoder as zstdDecoder, decompress } from "./zstd.js";
 
@@ -344,7 +344,7 @@ export class Screen {
     if (chunk.keyframe) { // the display's size, where the frame states it
       this.codedDisplay = chunk.width && chunk.height
         ? { width: chunk.width, height: chunk.height }
-        : SCALED[kind] ? statedSize(chunk.data) : null;
+        : SIZE_SEI.has(kind) ? statedSize(chunk.data) : null;
     }
     const timestamp = toNumber(chunk.pts);
     this.decoding.push([timestamp, done]);
