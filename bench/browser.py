@@ -50,6 +50,8 @@ each link's stacks measured eight times in turns, with a third table of the rati
 geometric means over the rounds and their 95 % intervals (:func:`over_rounds`);
 ``BENCH_CHANGES=DIR`` for each scenario's changes (seconds into the run, latency) in a
 JSON file there;
+``BENCH_WITHOUT=avc1`` for a console page told its browser decodes no H.264 (a Chromium
+built without it: motion goes in VP9);
 ``BENCH_LOG_LEVEL=info`` for the server's and the agent's logs, kept in the run's
 temporary directory; ``BENCH_BUSY=2`` for two processes spinning on the CPU beside the
 stacks (a machine short of CPU); ``BENCH_WALLPAPER_NOISE=6`` for a wallpaper that
@@ -123,6 +125,19 @@ BUSY = int(os.environ.get("BENCH_BUSY", "0"))
 WALLPAPER_NOISE = float(os.environ.get("BENCH_WALLPAPER_NOISE", "0"))
 """Noise of this standard deviation on the desktop's wallpaper: a desktop that compresses
 like a photograph (``Desktop``'s ``wallpaper_noise``)."""
+WITHOUT_WEBCODECS = tuple(os.environ.get("BENCH_WITHOUT", "").split(",")) if os.environ.get(
+    "BENCH_WITHOUT") else ()
+"""WebCodecs codec strings' prefixes (``avc1``, ``vp09`` ...) the console's page is told this
+browser does not decode: ``BENCH_WITHOUT=avc1`` is a Chromium built without H.264, whose
+motion goes in VP9."""
+
+_WITHOUT_SCRIPT = """(prefixes) => {
+  if (!("VideoDecoder" in self)) return;  // not a secure context
+  const supported = VideoDecoder.isConfigSupported.bind(VideoDecoder);
+  VideoDecoder.isConfigSupported = (config) =>
+    prefixes.some((prefix) => config.codec.startsWith(prefix))
+      ? Promise.resolve({ supported: false, config }) : supported(config);
+}"""
 
 
 @contextmanager
@@ -384,6 +399,9 @@ def console_rows(browser: Any, server: ServerProcess, agent: AgentProcess, sessi
     with watched_context(browser, viewport=VIEWPORT) as context:
         if HOPS:
             context.add_init_script(PAGE_SCRIPT)
+        if WITHOUT_WEBCODECS:
+            context.add_init_script(
+                f"({_WITHOUT_SCRIPT})({json.dumps(list(WITHOUT_WEBCODECS))})")
         page = context.new_page()
         log_in(page, server.url, "admin", ADMIN_PASSWORD)
         page.goto(f"{server.url}/console/viewer.html?session={session_id}")
