@@ -119,6 +119,7 @@ CONTRACT_FIELDS: dict[str, list[tuple[str, int, str, str]]] = {
     "VideoFrame": [("plugin", 100, "PluginFrame", "")],
     "RawFrame": [("copies", 100, "CopyRect", REP), ("rows", 101, I32, ""),
                  ("repeat", 102, B, "")],
+    "EncodedFrame": [("width", 100, I32, ""), ("height", 101, I32, "")],
     "QualitySettings": [("codec_name", 100, S, "")],
     "StartStream": [("codecs", 100, S, REP), ("session_panel", 101, B, "")],
     "AgentStatus": [("plugins", 100, S, REP)],

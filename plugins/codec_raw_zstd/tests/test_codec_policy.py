@@ -86,7 +86,8 @@ def test_a_codec_missing_on_the_agent_falls_back_to_its_best() -> None:
 def test_a_viewer_lists_what_it_decodes_by_wire_name() -> None:
     """Each codec by wire name, followed by the extensions its decoder draws."""
     assert decodable(codecs(*ALL)) == ["raw", "raw_copy", "raw_over", "raw_keep", "vp9",
-                                       "h264", "h264_scaled", "h265", "h265_scaled"]
+                                       "vp9_scaled", "h264", "h264_scaled", "h265",
+                                       "h265_scaled"]
     assert decodable(codecs("codec_raw_zstd")) == ["raw", "raw_copy", "raw_over", "raw_keep"]
     assert decodable([PNG]) == ["png"]
 
