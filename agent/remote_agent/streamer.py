@@ -140,7 +140,8 @@ measured, before another goes (``FlowWindow.most_bytes``): a frame of megabytes 
 alone, and the one after it is the newest picture once the viewers have it, not one
 queued seconds deep behind it. Only a lossless codec the viewer chose makes such frames
 of a moving screen (the automatic choice sends those in video); a picture restored whole
-is up to two seconds of the link (:data:`RESTORE_SECONDS`)."""
+is up to two seconds of the link (:data:`RESTORE_SECONDS`). Before the link's rate is
+known, the frames in flight hold :data:`UNKNOWN_LINK_BYTES` so."""
 
 UNKNOWN_LINK_BYTES = 256 * 1024
 """The lossless budget before the link's rate is known (the stream's first frames): a
@@ -225,6 +226,7 @@ class Streamer:
         self.state = state
         self.flow = FlowWindow(window, unsent=unsent)
         """``unsent``: the bytes queued on the agent's socket (:mod:`.flow`)."""
+        self.flow.most_bytes = UNKNOWN_LINK_BYTES  # until the link's rate is known
         self.rate = DeliveryRate()
         self.load = load or PictureLoad(clock)
         """How much of each frame's time its frames take: file data yields when it is
@@ -252,7 +254,8 @@ class Streamer:
         self.flow.ack(sequence)
         self.rate.acked(sequence, now)
         rate = self.rate.bytes_per_second(now)
-        self.flow.most_bytes = None if rate is None else int(rate * FLIGHT_SECONDS)
+        self.flow.most_bytes = (UNKNOWN_LINK_BYTES if rate is None
+                                else int(rate * FLIGHT_SECONDS))
         self._wake.set()
 
     async def run(self) -> None:
