@@ -131,27 +131,37 @@ class MotionSize:
     in a row each took at least :attr:`busy_share` of their frame time to make.
 
     Once a motion, so its picture does not change size back and forth; the next motion
-    begins at full size again (:meth:`begin`).
+    begins at full size again (:meth:`begin`), unless it begins within :attr:`remember`
+    seconds of one that went on smaller.
     """
 
     busy_share: float = 0.75
     frames: int = 5
     factor: int = 2
     """The motion's width and height are divided by it."""
+    remember: float = 10.0
+    """Seconds after the last frame of a motion that went on smaller in which the next
+    one begins smaller: a machine short of CPU a moment ago still is, and at full size
+    the motion would first wait out :attr:`frames` slow frames again (VP9's at 1080p on
+    this machine's two cores: half a second, at each video resumed after a pause)."""
     _streak: int = 0
     _asked: bool = False
+    _small_until: float = -math.inf
 
-    def begin(self) -> None:
-        """A motion begins (at full size)."""
-        self._streak, self._asked = 0, False
+    def begin(self, now: float) -> int:
+        """A motion begins at ``now``: the factor it begins at (1: full size)."""
+        self._streak, self._asked = 0, now < self._small_until
+        return self.factor if self._asked else 1
 
-    def made(self, seconds: float, interval: float) -> int | None:
-        """A video frame took ``seconds`` to make, of a frame time of ``interval``: the
-        factor to downscale by from now on, or ``None`` to go on as it is."""
+    def made(self, seconds: float, interval: float, now: float) -> int | None:
+        """A video frame took ``seconds`` to make, of a frame time of ``interval``, and
+        was done at ``now``: the factor to downscale by from now on, or ``None`` to go on
+        as it is."""
         if self._asked:
+            self._small_until = now + self.remember
             return None
         self._streak = self._streak + 1 if seconds >= self.busy_share * interval else 0
         if self._streak < self.frames:
             return None
-        self._asked = True
+        self._asked, self._small_until = True, now + self.remember
         return self.factor

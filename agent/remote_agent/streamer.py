@@ -340,7 +340,7 @@ class Streamer:
             """The motion codec's encoder, made again for the link's rate as it is now when
             the viewers are not watching it (a new one starts with a keyframe); called by
             the loop or its worker, in turn. A motion that begins here begins at full
-            size."""
+            size, or smaller just after one that was short of CPU (:class:`.MotionSize`)."""
             nonlocal videos
             assert motion is not None
             cap = self._video_cap()
@@ -350,9 +350,11 @@ class Streamer:
                 videos = (motion, self._encoder(motion, display,
                                                 self._encoder_config(motion, display, cap)),
                           cap)
-            if sent_in is not motion:  # a motion begins, at full size
-                size.begin()
-                videos[1].downscale(1)
+            if sent_in is not motion:  # a motion begins, at full size unless the last
+                factor = size.begin(self._clock())  # one was short of CPU
+                if videos[1].downscale(factor) and factor != 1:
+                    log.info("short of CPU a moment ago: the motion begins at 1/%d of the "
+                             "display's size", factor)
             return videos[0], videos[1]
 
         state.keyframe_wanted = True
@@ -458,7 +460,8 @@ class Streamer:
                 part_of_picture = (swept is not None and used is spec
                                    and encoder.redrawn != swept)
                 if used is motion and data is not None:  # short of CPU: a smaller picture
-                    factor = size.made(self._clock() - started, 1 / state.fps())
+                    done = self._clock()
+                    factor = size.made(done - started, 1 / state.fps(), done)
                     if (factor is not None and videos is not None
                             and videos[1].downscale(factor)):
                         log.info("short of CPU: the motion goes on at 1/%d of the display's "

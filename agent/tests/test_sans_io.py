@@ -374,16 +374,21 @@ def test_the_content_switch_moves_to_video_for_motion_and_back_when_calm() -> No
 
 
 def test_a_motion_whose_frames_take_most_of_their_time_goes_on_smaller_once() -> None:
-    size = MotionSize(busy_share=0.75, frames=3, factor=2)
+    size = MotionSize(busy_share=0.75, frames=3, factor=2, remember=10.0)
     frame = 1 / 30
-    assert size.made(0.030, frame) is None  # a keyframe's spike alone is not a short CPU
-    assert size.made(0.010, frame) is None
-    assert size.made(0.026, frame) is None and size.made(0.026, frame) is None
-    assert size.made(0.024, frame) is None  # under 3/4 of the frame's time: starts over
-    assert [size.made(0.030, frame) for _ in range(3)] == [None, None, 2]
-    assert size.made(0.040, frame) is None  # once a motion: its size stays
-    size.begin()  # the next motion begins at full size
-    assert [size.made(0.030, frame) for _ in range(3)] == [None, None, 2]
+    assert size.begin(0.0) == 1  # the first motion begins at full size
+    assert size.made(0.030, frame, 0.1) is None  # a keyframe's spike alone is not a short CPU
+    assert size.made(0.010, frame, 0.1) is None
+    assert size.made(0.026, frame, 0.1) is None and size.made(0.026, frame, 0.1) is None
+    assert size.made(0.024, frame, 0.1) is None  # under 3/4 of the frame's time: starts over
+    assert [size.made(0.030, frame, 0.2) for _ in range(3)] == [None, None, 2]
+    assert size.made(0.040, frame, 5.0) is None  # once a motion: its size stays
+    # A motion within ten seconds of the last frame of one that went smaller begins smaller,
+    # and stays so; after a longer calm, at full size.
+    assert size.begin(14.9) == 2
+    assert size.made(0.030, frame, 15.0) is None and size.made(0.001, frame, 15.0) is None
+    assert size.begin(25.1) == 1
+    assert [size.made(0.030, frame, 25.2) for _ in range(3)] == [None, None, 2]
 
 
 def test_the_changed_share_of_the_screen() -> None:
