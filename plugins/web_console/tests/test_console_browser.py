@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import importlib
 import subprocess
 import sys
 import time
@@ -1014,20 +1015,22 @@ def _encoded(frame: Any) -> dict[str, Any]:
             "width": frame.width, "height": frame.height}
 
 
-def test_a_downscaled_h264_stream_is_drawn_at_the_displays_size(lone_player: Any) -> None:
-    """An agent short of CPU codes motion at half size for a page that lists h264_scaled
-    (it does, beside h264); the page scales it up to the size the stream's SEI states,
-    and crops an odd display's padding off a full-size picture."""
-    from remote_codec_h264 import SCALED
-    from remote_codec_h264.codec import H264Encoder
-
+@pytest.mark.parametrize("codec", ["h264", "vp9"])
+def test_a_downscaled_stream_is_drawn_at_the_displays_size(lone_player: Any,
+                                                            codec: str) -> None:
+    """An agent short of CPU codes motion at half size for a page that lists the codec's
+    ``_scaled`` extension (it does, beside h264 and vp9); the page scales it up to the
+    size the keyframe states (H.264's in its SEI, VP9's beside the bitstream), and crops
+    an odd display's padding off a full-size H.264 picture."""
     from remote_core.codecs import encoder_config
     from remote_core.testing.codec_contract import psnr
 
-    width, height = 321, 241  # odd: coded 322x242 at full size, 162x122 at half
+    plugin = importlib.import_module(f"remote_codec_{codec}")
+    width, height = 321, 241  # odd: H.264 codes 322x242, and 162x122 at half size
     desktop = Desktop(width, height, seed=9)
     config = encoder_config(width, height)
-    encoder = H264Encoder(dataclasses.replace(config, extensions=frozenset({SCALED})))
+    encoder = plugin.SPEC.encoder_factory(
+        dataclasses.replace(config, extensions=frozenset({plugin.SCALED})))
     pictures, frames = [], []
     for step in range(4):
         if step == 1:
@@ -1037,41 +1040,10 @@ def test_a_downscaled_h264_stream_is_drawn_at_the_displays_size(lone_player: Any
         pictures.append(desktop.image.copy())
         frames.append(_encoded(frame))
     assert [f["key"] for f in frames] == [True, True, False, False]
-    result = lone_player.evaluate(ENCODED_FRAMES, ["h264", frames])
+    assert [f["width"] for f in frames] == [0, width if codec == "vp9" else 0, 0, 0]
+    result = lone_player.evaluate(ENCODED_FRAMES, [codec, frames])
     assert result["drawn"] == 4 and result["scaled"] == 3
-    # The full-size picture, cropped; the last one, downscaled and drawn back up.
-    for shown, picture, least in zip(result["shown"], (pictures[0], pictures[-1]), (30, 20),
-                                     strict=True):
-        assert (shown["width"], shown["height"]) == (width, height)
-        assert psnr(canvas_bgra(shown["rgba"], width, height), picture) > least
-
-
-def test_a_downscaled_vp9_stream_is_drawn_at_the_displays_size(lone_player: Any) -> None:
-    """The same for VP9 (a browser without H.264 gets motion in VP9), whose keyframe states
-    the display's size beside the bitstream: the page lists vp9_scaled (the test above
-    it) and scales the half-size picture up; an odd display is coded at its own size."""
-    from remote_codec_vp9 import SCALED
-    from remote_codec_vp9.codec import VP9Encoder
-
-    from remote_core.codecs import encoder_config
-    from remote_core.testing.codec_contract import psnr
-
-    width, height = 321, 241  # coded 161x121 at half size
-    desktop = Desktop(width, height, seed=9)
-    config = encoder_config(width, height)
-    encoder = VP9Encoder(dataclasses.replace(config, extensions=frozenset({SCALED})))
-    pictures, frames = [], []
-    for step in range(4):
-        if step == 1:
-            assert encoder.downscale(2)
-        desktop.type(3)
-        frame = encoder.encode(desktop.image)
-        pictures.append(desktop.image.copy())
-        frames.append(_encoded(frame))
-    assert [(f["key"], f["width"]) for f in frames] == [
-        (True, 0), (True, width), (False, 0), (False, 0)]
-    result = lone_player.evaluate(ENCODED_FRAMES, ["vp9", frames])
-    assert result["drawn"] == 4 and result["scaled"] == 3
+    # The full-size picture; the last one, downscaled and drawn back up.
     for shown, picture, least in zip(result["shown"], (pictures[0], pictures[-1]), (30, 20),
                                      strict=True):
         assert (shown["width"], shown["height"]) == (width, height)
