@@ -8,8 +8,8 @@ round trip (120 ms: four frames at 30 a second) a count of three held every
 typed word back until an older one was acknowledged, and the picture went at 21
 frames a second, each some 13 ms late, although its few hundred bytes a frame
 queue nowhere. A large frame never goes beyond the window, so what a slow link
-can hold in a queue stays about what it was; and once the link's rate is known
-(``most_bytes``), frames of megabytes go one at a time, each the newest picture.
+can hold in a queue stays about what it was; and a frame larger than ``most_bytes``
+(about a second of the link) goes alone, so the next one is the newest picture.
 
 Acknowledgements come from every viewer; the window follows the highest
 sequence acknowledged. An acknowledgement the relay dropped must not stall the
@@ -35,10 +35,10 @@ trip longer than any but a satellite link's."""
 
 QUEUED_BYTES = 64 * 1024
 """Bytes still queued on the agent's socket above which no frame in flight counts as
-delivered for its age. Over 10 Mbit/s a lossless picture of a moving screen (the
-viewer's choice: 1.5 MB, a second and a half of the link) counted as delivered after a
-second while still in the socket, and the frames sent after it queued behind it: the
-picture shown was 5.5 s old."""
+delivered for its age. A lossless codec the viewer chose, a photo dragged over 2 Mbit/s:
+frames of 400 KB, 1.6 s of the link each, counted as delivered after a second while
+still in the socket, and the frames sent after them queued behind; the exact picture
+came 3.9-4.3 s after the drag stopped (2-3.5 s with this and :attr:`FlowWindow.most_bytes`)."""
 
 QUEUE_POLL = 0.05
 """Seconds between looks at the socket's queue while it holds back a frame's expiry (an
@@ -59,7 +59,7 @@ class FlowWindow:
         self.most = max(most, window)
         self.most_bytes: int | None = None
         """Most bytes in flight with which another frame may go (``None``: no such
-        limit), about a second of the link once its rate is known: a frame larger than
+        limit); the stream sets it to about a second of the link: a frame larger than
         that goes alone."""
         self._unsent = unsent
         """The bytes queued on the agent's socket now (0 where that cannot be told)."""
