@@ -297,6 +297,12 @@ async def test_the_keyframe_due_repeats_the_viewers_picture_while_typing_goes_on
         assert np.array_equal(picture, screen.image)
 
 
+def swept_to_bottom(frame: pb.VideoFrame) -> bool:
+    """Whether ``frame`` is the last band of a picture swept down the screen in parts."""
+    return any(r.width == WIDTH and r.y + r.height == HEIGHT
+               for r in frame.raw.dirty_rects)
+
+
 @pytest.mark.anyio
 async def test_the_keyframe_due_goes_in_parts_over_a_slow_link_with_typing_between(
         x_display, painter, monkeypatch):
@@ -318,8 +324,11 @@ async def test_the_keyframe_due_goes_in_parts_over_a_slow_link_with_typing_betwe
                 await anyio.sleep(0.01)
         painter.put_bgra(0, 0, WIDTH, HEIGHT, typed.tobytes())
         painter.sync()
-        await anyio.sleep(1.5)  # the sweep ends, and the typing went
-        frames = list(sent)
+        with anyio.fail_after(10):  # the sweep ends (its last band reaches the bottom)
+            while (end := next((i for i, f in enumerate(sent) if swept_to_bottom(f)),
+                               None)) is None:
+                await anyio.sleep(0.05)
+        frames = sent[:end + 1]
     part = next(i for i, f in enumerate(frames) if f.raw.rows)
     assert frames[0].raw.is_keyframe and not frames[0].raw.rows  # the first picture: whole
     rows = frames[part].raw.rows
