@@ -125,8 +125,7 @@ BUSY = int(os.environ.get("BENCH_BUSY", "0"))
 WALLPAPER_NOISE = float(os.environ.get("BENCH_WALLPAPER_NOISE", "0"))
 """Noise of this standard deviation on the desktop's wallpaper: a desktop that compresses
 like a photograph (``Desktop``'s ``wallpaper_noise``)."""
-WITHOUT_WEBCODECS = tuple(os.environ.get("BENCH_WITHOUT", "").split(",")) if os.environ.get(
-    "BENCH_WITHOUT") else ()
+WITHOUT_WEBCODECS = tuple(filter(None, os.environ.get("BENCH_WITHOUT", "").split(",")))
 """WebCodecs codec strings' prefixes (``avc1``, ``vp09`` ...) the console's page is told this
 browser does not decode: ``BENCH_WITHOUT=avc1`` is a Chromium built without H.264, whose
 motion goes in VP9."""
