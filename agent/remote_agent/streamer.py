@@ -21,7 +21,8 @@ picture when every viewer can draw them (:data:`REDRAW_PART_SECONDS`), so a
 motion that starts again cuts it short instead of waiting behind it; when it is over
 the link's budget, the viewers keep the video picture and what changes goes lossless
 over it (``Encoder.adopt``). A lossy codec the viewers chose is capped for the link
-the same way, its encoder built again once the link is known.
+the same way, its encoder built again once the link is known, and goes on at half size
+in a motion while short of CPU as the motion codec does (:class:`.ChosenSize`).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from remote_core.protocol import NUMBER_BY_FIELD, pb
 from remote_core.types import CodecSpec, DisplayDesc, EncodedFrame, EncoderConfig, Rect
 from remote_core.video import to_wire
 
-from .adaptive import ContentSwitch, MotionSize, changed_share
+from .adaptive import ChosenSize, ContentSwitch, MotionSize, changed_share
 from .bulk import PictureLoad
 from .devices import Devices
 from .flow import FlowWindow
@@ -335,6 +336,19 @@ class Streamer:
         key_bytes: int | None = None  # the last whole lossless keyframe's size
         chosen_cap: int | None = None  # the link cap a chosen lossy codec was built for
         chosen_config = self._encoder_config(spec, display)  # and what it was built with
+        # A lossy codec the viewers chose goes smaller too while short of CPU in a motion.
+        chosen = ChosenSize() if motion is None and not spec.lossless else None
+        scaled_by = 1  # the chosen codec's picture is coded at 1/scaled_by of the display's
+
+        def resize(factor: int | None) -> bool:
+            """The chosen codec's picture coded at 1/``factor`` of the display's size from
+            its next frame, where the viewers scale it up; whether its size changed."""
+            nonlocal scaled_by
+            if factor is None or factor == scaled_by or not encoder.downscale(factor):
+                return False
+            scaled_by = factor
+            log.info("the chosen %s goes on at 1/%d of the display's size", spec.name, factor)
+            return True
 
         def video() -> tuple[CodecSpec, Encoder]:
             """The motion codec's encoder, made again for the link's rate as it is now when
@@ -371,6 +385,8 @@ class Streamer:
                     deadline = self.flow.next_deadline(now)
                     await self._wake.wait(None if deadline is None else deadline - now)
                     continue
+                if chosen is not None and resize(chosen.tick(now)):  # calm: the still
+                    fresh = True  # screen at full size, at once
                 # A restore in parts (``redrawn``) may give way to motion between parts.
                 if motion is not None and (not encoder.pending or encoder.redrawn is not None):
                     wanted = switch.tick(now)
@@ -399,6 +415,8 @@ class Streamer:
                             encoder = await anyio.to_thread.run_sync(
                                 self._encoder, spec, display, config, limiter=self._limiter)
                             lossless, fresh = (spec, encoder), True
+                            smaller, scaled_by = scaled_by, 1  # built at full size
+                            resize(smaller)
                         chosen_cap, chosen_config = cap, config
                 # The keyframe due, of the picture the viewers have (no grab), while that
                 # picture is this encoder's and the link carries it soon enough.
@@ -425,7 +443,8 @@ class Streamer:
                 repeat = repeat and (link is None or (key_bytes or 0) <= link * REPEAT_SECONDS)
                 self.sequence += 1
                 # wait for a change no longer than until the keyframe or the calm is due
-                calm = switch.calm_left(now)
+                calm = (switch.calm_left(now) if chosen is None
+                        else chosen.calm_left(now) if scaled_by != 1 else None)
                 wait = min(_CHANGE_WAIT, due_in, _CHANGE_WAIT if calm is None else calm)
                 if self._scrolled:  # a sweep's band goes once the page stops a while
                     wait = min(wait, SCROLL_PAUSE_FRAMES / state.fps())
@@ -466,6 +485,9 @@ class Streamer:
                             and videos[1].downscale(factor)):
                         log.info("short of CPU: the motion goes on at 1/%d of the display's "
                                  "size", factor)
+                elif chosen is not None and data is not None:
+                    done = self._clock()
+                    resize(chosen.made(share, done - started, 1 / state.fps(), done))
                 if used is not spec and not self._adopted:  # motion, or too big for the
                     assert videos is not None  # link without video
                     spec, encoder = videos[0], videos[1]

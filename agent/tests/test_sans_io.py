@@ -5,7 +5,13 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from remote_agent.adaptive import MAX_CALM_SECONDS, ContentSwitch, MotionSize, changed_share
+from remote_agent.adaptive import (
+    MAX_CALM_SECONDS,
+    ChosenSize,
+    ContentSwitch,
+    MotionSize,
+    changed_share,
+)
 from remote_agent.backoff import Backoff
 from remote_agent.config import AgentConfig
 from remote_agent.flow import QUEUE_POLL, QUEUED_BYTES, FlowWindow
@@ -389,6 +395,32 @@ def test_a_motion_whose_frames_take_most_of_their_time_goes_on_smaller_once() ->
     assert size.made(0.030, frame, 15.0) is None and size.made(0.001, frame, 15.0) is None
     assert size.begin(25.1) == 1
     assert [size.made(0.030, frame, 25.2) for _ in range(3)] == [None, None, 2]
+
+
+def test_a_chosen_codec_goes_smaller_in_a_motion_short_of_cpu_and_whole_once_calm() -> None:
+    chosen = ChosenSize(ContentSwitch(motion_share=0.1, enter_frames=2, calm_seconds=1.0),
+                        MotionSize(busy_share=0.75, frames=3, factor=2, remember=10.0))
+    frame = 1 / 30
+    # Typing is no motion, however slow its frames: its size stays.
+    assert [chosen.made(0.01, 0.05, frame, t / 10) for t in range(5)] == [None] * 5
+    # A motion begins (two large changes) at full size, goes on at half size after three
+    # slow frames, and keeps it while it lasts.
+    assert chosen.made(0.5, 0.05, frame, 1.0) is None
+    assert chosen.made(0.5, 0.05, frame, 1.1) == 1
+    assert [chosen.made(0.5, 0.05, frame, 1.2) for _ in range(3)] == [None, None, 2]
+    assert chosen.made(0.5, 0.01, frame, 1.3) is None
+    assert chosen.calm_left(1.5) == pytest.approx(0.8)
+    assert chosen.tick(2.2) is None  # a still screen, not yet a calm second
+    assert chosen.tick(2.31) == 1  # calm: full size again
+    assert chosen.tick(2.4) is None and chosen.calm_left(2.4) is None
+    # The next motion within ten seconds begins at half size; a calm that a small change
+    # brings ends it too.
+    assert chosen.made(0.5, 0.01, frame, 3.0) is None
+    assert chosen.made(0.5, 0.01, frame, 3.1) == 2
+    assert chosen.made(0.01, 0.01, frame, 4.2) == 1
+    # After a longer calm a motion begins at full size again.
+    assert chosen.made(0.5, 0.01, frame, 20.0) is None
+    assert chosen.made(0.5, 0.01, frame, 20.1) == 1
 
 
 def test_the_changed_share_of_the_screen() -> None:

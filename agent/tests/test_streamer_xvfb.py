@@ -200,15 +200,16 @@ def coded_size(frame: pb.VideoFrame) -> tuple[int, int]:
     return picture.width, picture.height
 
 
-async def motion_sizes(painter: Any, listed: tuple[str, ...],
-                       motions: int = 1) -> list[list[tuple[int, int]]]:
+async def motion_sizes(painter: Any, listed: tuple[str, ...], motions: int = 1,
+                       quality: pb.QualitySettings | None = None,
+                       ) -> list[list[tuple[int, int]]]:
     """Spells of whole-screen motion, a second and a half each and a calm second and a
-    half apart, streamed with :class:`SlowH264`: the size of each H.264 keyframe sent
-    during each."""
+    half apart, streamed with :class:`SlowH264` (at ``quality``): the size of each H.264
+    keyframe sent during each spell and the calm after it."""
     pictures = [painter.upload(np.random.default_rng(seed).integers(
         0, 256, (HEIGHT, WIDTH, 4), dtype=np.uint8)) for seed in range(4)]
     starts = []
-    async with streaming(RawZstdEncoder, listed, SlowH264) as sent:
+    async with streaming(RawZstdEncoder, listed, SlowH264, quality=quality) as sent:
         for _ in range(motions):
             await anyio.sleep(1.5)  # calm: the picture is out, lossless
             starts.append(len(sent))
@@ -234,6 +235,21 @@ async def test_motion_on_a_machine_short_of_cpu_goes_on_at_half_size(x_display, 
     assert first[0] == (WIDTH, HEIGHT) and half in first  # a motion begins at full size
     assert set(first[first.index(half):]) == {half}  # and stays smaller to its end
     assert second and set(second) == {half}
+
+
+@pytest.mark.anyio
+async def test_a_chosen_video_codec_short_of_cpu_goes_on_at_half_size_and_whole_when_calm(
+        x_display, painter):
+    """H.264 chosen by the viewer, on a machine short of CPU: a motion goes on at half
+    size as the automatic choice's does, the still screen comes back at full size once
+    the calm is long enough (a keyframe, with no change to wait for), and the next motion,
+    a moment later, begins at half size."""
+    listed = ("raw", "h264", "raw_copy", "raw_over", SCALED)
+    half, whole = (WIDTH // 2, HEIGHT // 2), (WIDTH, HEIGHT)
+    first, second = await motion_sizes(painter, listed, motions=2,
+                                       quality=pb.QualitySettings(codec_name="h264"))
+    assert first == [half, whole]  # (its frames at full size before are no keyframes)
+    assert second == [half]
 
 
 @pytest.mark.anyio
