@@ -350,7 +350,9 @@ def measure(stack: str, scenario: str, view: Page, painter: Painter, desktop: De
         first, last = (min(driver.drawn.values()) / 1e6 + wall_offset_ms,
                        max(driver.drawn.values()) / 1e6 + wall_offset_ms)
         stall = longest_stall(first, last, shown_at)
-        frozen = longest_stall(first, last, changes)
+        # Meanwhile: a later sharper picture of the last change is no end of a freeze.
+        end = max([last, *shown_at])
+        frozen = longest_stall(first, last, [t for t in changes if t <= end])
     resume: float | str = ""
     if driver.resumed is not None:  # from the motion's return to its first marker shown
         back = driver.drawn[driver.resumed]
