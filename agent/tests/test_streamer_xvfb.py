@@ -338,7 +338,8 @@ async def test_the_keyframe_due_goes_in_parts_over_a_slow_link_with_typing_betwe
         with anyio.fail_after(10):
             while not any(f.raw.rows for f in sent):
                 await anyio.sleep(0.01)
-        painter.put_bgra(0, 0, WIDTH, HEIGHT, typed.tobytes())
+        word = typed[HEIGHT - 40:HEIGHT - 24, 8:208]  # typed: X reports the word's area
+        painter.put_bgra(8, HEIGHT - 40, 200, 16, word.tobytes())
         painter.sync()
         with anyio.fail_after(10):  # the sweep ends (its last band reaches the bottom)
             while (end := next((i for i, f in enumerate(sent) if swept_to_bottom(f)),

@@ -169,7 +169,7 @@ class RawZstdEncoder(Encoder):
         current, w, h = flat(image)
         full = keyframe or self._size != (w, h) or self._clock.due()
         if not full and self._sweep is not None:
-            return self._redraw_part(current, w, h, self._sweep, moves)
+            return self._redraw_part(current, w, h, self._sweep, moves, dirty)
         if not full:
             copies: tuple[CopyRect, ...] = ()
             if moves is not None and not self._owing:
@@ -235,7 +235,8 @@ class RawZstdEncoder(Encoder):
                       copies=copies)
 
     def _redraw_part(self, current: memoryview, w: int, h: int, sweep: int,
-                     moves: Moves | None = None) -> EncodedFrame:
+                     moves: Moves | None = None,
+                     dirty: Sequence[Rect] | None = None) -> EncodedFrame:
         """The next part of a redraw: what changed above row ``sweep`` (sent already, so
         a comparison knows), then the rows from ``sweep`` down, whatever they were.
 
@@ -246,7 +247,10 @@ class RawZstdEncoder(Encoder):
         frame); with no change, the band alone. A scroll goes as its ``moves`` and the
         rows they uncover, alone: the sweep waits while a page scrolls, and goes back
         up to the rows a move brought from below it (:func:`_behind`). Changes alone are
-        not held to a band's bytes: cut short, they would pile up behind the sweep."""
+        not held to a band's bytes: cut short, they would pile up behind the sweep. What
+        changed is what the capture says (``dirty``) after a part that left none behind:
+        over a slow link the keyframe due goes in some sixty parts, and a comparison of
+        the whole screen for each was half of what a still screen cost the agent."""
         copies: tuple[CopyRect, ...] = ()
         budget, alone = self._sweep_bytes, False
         if self._sweep_all:
@@ -255,8 +259,11 @@ class RawZstdEncoder(Encoder):
                 move_rect(self._previous, w, c)
                 sweep = _behind(sweep, c)
             band = Rect(0, sweep, w, min(self._band_rows, h - sweep))
-            # the rows the moves uncover, or, if the last part left changes, a comparison
-            changed = (list(moves.rest) if copies and moves is not None and not self._left
+            # the rows the moves uncover, or what the capture saw; if the last part left
+            # changes (or the capture does not say), a comparison
+            reported = (list(moves.rest) if copies and moves is not None
+                        else None if dirty is None else clip_rects(dirty, w, h))
+            changed = (reported if reported is not None and not self._left
                        else find_dirty(self._previous, current, w, h))
             alone = bool(copies) or (bool(changed) and not self._band_waited)
             self._band_waited = alone

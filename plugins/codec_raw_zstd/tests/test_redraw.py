@@ -246,6 +246,31 @@ def test_a_change_goes_alone_between_bands_and_the_sweep_still_ends() -> None:
     assert max(size for size, a in zip(sizes, alone, strict=True) if a) < 2048
 
 
+def test_the_sweep_takes_the_captures_word_for_what_changed() -> None:
+    """Once a part has sent every change, what the capture reports changed is what goes
+    with the next one, with no comparison of the whole screen: a change it did not report
+    waits (as in any frame the capture describes) until it reports it."""
+    desktop = Desktop(W, H, seed=18)
+    enc, dec = encoder(KEEP_EXTENSION), RawZstdDecoder()
+    dec.decode(wire(enc.encode(desktop.image, keyframe=True)))
+    assert enc.keyframe_in_parts(PART)
+    dec.decode(wire(enc.encode(desktop.image, keyframe=True)))
+    dec.decode(wire(enc.encode(desktop.image, dirty=[])))  # a band: nothing changed
+    typed = desktop.image.copy()
+    word = Rect(8, H - 40, 200, 16)
+    typed[word.y:word.y + word.height, word.x:word.x + word.width] ^= 0xFF
+    unreported = wire(enc.encode(typed, dirty=[]))
+    assert not any(r.y + r.height > H - 40 for r in unreported.rects)  # a band alone
+    reported = wire(enc.encode(typed, dirty=[word]))
+    assert list(reported.rects) == [word]  # alone, between bands
+    shown = np.asarray(dec.decode(reported))
+    for _ in range(200):
+        if not enc.pending:
+            break
+        shown = np.asarray(dec.decode(wire(enc.encode(typed, dirty=[]))))
+    assert not enc.pending and np.array_equal(shown, typed)
+
+
 def test_a_page_scrolls_as_moves_through_the_sweep() -> None:
     """A page scrolling while the keyframe is swept down the screen: each scroll goes as a
     move and the rows it uncovers, alone (no band), the sweep waiting, and going back up
