@@ -470,6 +470,32 @@ def test_a_transfer_stops_saying_why_when_the_agent_goes(
         agent.stop()
 
 
+def test_a_listing_that_comes_while_a_path_is_typed_leaves_the_path_alone(
+        browser: Any, server: ServerProcess, session: str, root: Path, tmp_path: Path) -> None:
+    """A listing that arrives while the technician types a path (here the one after an
+    upload, as the first one can when the page has just connected) keeps what they typed."""
+    top = root.name
+    small = tmp_path / f"while-typing-{uuid.uuid4().hex[:8]}.txt"
+    small.write_text("typed meanwhile\n")
+    try:
+        with watched_context(browser, **own_address()) as context:
+            page = context.new_page()
+            log_in(page, server.url, "admin", ADMIN_PASSWORD)
+            files = open_files(page, session)
+            go(files, f"/{top}")
+            files.fill("#path", f"/{top}/docs")  # the box keeps the focus
+            files.set_input_files("#pick-files", str(small))
+            wait_until(lambda: small.name in names(files),
+                       what="the folder listed after the upload")
+            assert files.input_value("#path") == f"/{top}/docs"
+            assert files.evaluate("document.activeElement.id") == "path"
+            files.press("#path", "Enter")
+            wait_until(lambda: names(files) == ["readme.txt"], what="the typed folder listed")
+            assert files.input_value("#path") == f"/{top}/docs"
+    finally:  # the other tests share the root
+        (root / small.name).unlink(missing_ok=True)
+
+
 def test_paths_out_of_the_root_are_refused_in_plain_words(
         browser: Any, server: ServerProcess, session: str, root: Path) -> None:
     top = root.name

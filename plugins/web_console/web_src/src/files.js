@@ -22,6 +22,7 @@ const state = {
   heartbeat: 0,
   nextRequest: 1,
   cwd: "/",
+  pathTyped: false, // the path box holds what the technician typed, not yet submitted
   entries: [],
   transfers: [],
   reconnects: 0, // sockets opened after the first (tests read it)
@@ -287,7 +288,7 @@ async function list(path) {
   if (mine !== listing) return;
   if (reply.error) {
     showError(`Cannot open ${path}: ${describe(reply.error, reply.message)}`, reply.error);
-    $("path").value = state.cwd;
+    showPath();
     return;
   }
   showError("");
@@ -310,9 +311,18 @@ function crumbs() {
   nav.replaceChildren(...items);
 }
 
+/** The path box says where the page is, except while the technician is typing a path into
+ * it: a listing that arrives meanwhile (the first one, one after an upload) keeps the typing. */
+function showPath() {
+  const box = $("path");
+  if (state.pathTyped && document.activeElement === box) return;
+  state.pathTyped = false;
+  box.value = state.cwd;
+}
+
 function render() {
   crumbs();
-  $("path").value = state.cwd;
+  showPath();
   const atRoots = state.cwd === "/";
   for (const id of ["upload-files", "upload-folder"]) $(id).disabled = atRoots;
   $("mkdir-form").querySelector("button").disabled = atRoots;
@@ -539,8 +549,12 @@ $("upload-files").addEventListener("click", () => $("pick-files").click());
 $("upload-folder").addEventListener("click", () => $("pick-folder").click());
 $("pick-files").addEventListener("change", (event) => picked(event.target));
 $("pick-folder").addEventListener("change", (event) => picked(event.target));
+$("path").addEventListener("input", () => {
+  state.pathTyped = true;
+});
 $("path-form").addEventListener("submit", (event) => {
   event.preventDefault();
+  state.pathTyped = false;
   const path = $("path").value.trim() || "/";
   list(path.length > 1 ? path.replace(/\/+$/, "") : path);
 });
