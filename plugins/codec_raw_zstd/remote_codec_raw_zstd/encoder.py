@@ -191,18 +191,22 @@ class RawZstdEncoder(Encoder):
         self._clock.sent()
         self._sweep, self._sweep_all, self._adopted = None, False, False
         part, self._keyframe_bytes = self._keyframe_bytes, None
-        whole = self._squeeze(current, 0)
-        if (whole is not None and part is not None and len(whole[0]) > part
-                and self._size == (w, h)):
+        # Whether the picture is over a part, told from a sample of it, which comes within a
+        # tenth of the whole (compressing all of it to know was a third of what the
+        # keyframe due cost over a slow link).
+        about = (estimate_size(current, w, [Rect(0, 0, w, h)], self._compressor)
+                 if part is not None and self._size == (w, h) else 0)
+        if part is not None and about * 10 > part * 9:
             data, rows = keyframe_part(current, w, h, self._compressor, part)
             if rows < h:  # the viewers keep the rest as it is: so does their model of it
                 self._previous[:rows * w * 4] = current[:rows * w * 4]
                 self._sweep, self._sweep_bytes, self._sweep_all = rows, part, True
                 self._band_waited, self._left = False, True  # (what changed below it)
                 # rows a part's bytes carry, at the whole picture's bytes a row
-                self._band_rows = max(_LEAST_BAND, part * h // len(whole[0]))
+                self._band_rows = max(_LEAST_BAND, part * h // about)
                 self._owing = True
                 return _frame(w, h, data, True, keyframe=True, rects=[], rows=rows)
+        whole = self._squeeze(current, 0)
         if whole is not None:
             self._remember(current, w, h, rows=h)
             self._owing = False

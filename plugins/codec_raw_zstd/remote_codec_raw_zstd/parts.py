@@ -125,14 +125,15 @@ def pack_rects(image: Flat, width: int, rects: Sequence[Rect],
     """As many of ``rects`` as fit ``budget`` (the last one cut between rows if need be),
     compressed, or raw when that is smaller; the first slice always goes.
 
-    What fits is measured by compressing slice by slice; the part is then compressed
-    again in one go, so that its frame declares its size as every other one does.
+    What fits is measured by compressing slice by slice, into the one frame that goes
+    (its header then declares its size, as every other frame's does).
     ``soft``: slices are taken until the budget is reached, so a part may pass it by
     one slice (for a budget far under the message cap: a redraw's parts), where by
     default a slice is taken only if it fits even incompressible.
     """
     stream = compressor.compressobj()
     total = 0
+    out: list[bytes] = []
     raw: list[bytes | bytearray | memoryview] = []
     taken: list[Rect] = []
     for index, rect in enumerate(rects):
@@ -140,8 +141,8 @@ def pack_rects(image: Flat, width: int, rects: Sequence[Rect],
         for part, count in _slices(image, width, rect, budget):
             if raw and (total >= budget if soft else total + _worst(len(part)) > budget):
                 break
-            total += len(stream.compress(part))
-            total += len(stream.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK))
+            out += [stream.compress(part), stream.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)]
+            total += len(out[-1]) + len(out[-2])
             raw.append(part)
             rows += count
         if rows:
@@ -152,11 +153,26 @@ def pack_rects(image: Flat, width: int, rects: Sequence[Rect],
             break
     else:
         rest = []
-    payload = b"".join(raw)
-    data = compressor.compress(payload)
-    if len(data) >= len(payload):
-        return Packed(payload, False, taken, rest)
+    out.append(stream.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH))
+    size = sum(len(part) for part in raw)
+    data = _declare_size(b"".join(out), size)
+    if len(data) >= size:
+        return Packed(b"".join(raw), False, taken, rest)
     return Packed(data, True, taken, rest)
+
+
+def _declare_size(frame: bytes, size: int) -> bytes:
+    """``frame``, one Zstandard frame as a stream writes it (its content size unknown when
+    it began), with ``size`` written into its header as its content size (RFC 8878,
+    3.1.1.1), so that a decoder sizes its output from the frame as it does for one
+    compressed in one go. A frame that declares a size already is returned as it is."""
+    descriptor = frame[4]
+    if descriptor & 0xE0:  # a content size, or a single segment (which carries one)
+        return frame
+    end = 6 + (0, 1, 2, 4)[descriptor & 3]  # past the window descriptor and dictionary id
+    # the size's field: four bytes (a part is megabytes at most)
+    return b"".join((frame[:4], bytes((descriptor | 2 << 6,)), frame[5:end],
+                     size.to_bytes(4, "little"), frame[end:]))
 
 
 def rotate(rects: Sequence[Rect], from_y: int) -> list[Rect]:

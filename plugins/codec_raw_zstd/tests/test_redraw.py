@@ -19,10 +19,13 @@ viewer in step may skip it; the change on the screen meanwhile goes in the next 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 import pytest
+import zstandard
 from remote_codec_raw_zstd import SPEC
+from remote_codec_raw_zstd import encoder as encoder_module
 from remote_codec_raw_zstd.decoder import RawZstdDecoder
 from remote_codec_raw_zstd.encoder import RawZstdEncoder
 from remote_codec_raw_zstd.extensions import COPY_EXTENSION, KEEP_EXTENSION, OVER_EXTENSION
@@ -304,6 +307,68 @@ def test_a_page_scrolls_as_moves_through_the_sweep() -> None:
         for f in frames:
             picture = viewer.decode(f)
         assert np.array_equal(np.asarray(picture), desktop.image), viewer is late
+
+
+REAL_COMPRESSOR = zstandard.ZstdCompressor
+
+
+class CountingCompressor:
+    """A real Zstandard compressor that counts the bytes it is given, in one go or in a
+    stream."""
+
+    fed = 0
+
+    def __init__(self, **options: Any) -> None:
+        self._real = REAL_COMPRESSOR(**options)
+
+    def compress(self, data: Any) -> bytes:
+        CountingCompressor.fed += len(data)
+        return self._real.compress(data)
+
+    def compressobj(self, size: int = -1) -> Any:
+        real = self._real.compressobj(size=size)
+
+        class Stream:
+            def compress(self, data: Any) -> bytes:
+                CountingCompressor.fed += len(data)
+                return real.compress(data)
+
+            def flush(self, mode: int = zstandard.COMPRESSOBJ_FLUSH_FINISH) -> bytes:
+                return real.flush(mode)
+
+        return Stream()
+
+
+@pytest.mark.parametrize("kind", ["keyframe in parts", "redraw"])
+def test_each_part_is_compressed_once(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a part holds is compressed once, into the frame that goes (measuring the part
+    by compressing it and then compressing it again for its frame was half of what the
+    keyframe due cost over a slow link), and whether a keyframe is over a part is told
+    from a sample, not from the whole picture compressed. Zstandard is given the
+    display's bytes twice for a keyframe in parts (once in the part's frame, the rows to
+    come as placeholder; once in the sweep) and once for a redraw."""
+    monkeypatch.setattr(encoder_module.zstandard, "ZstdCompressor", CountingCompressor)
+    desktop = Desktop(W, H, seed=19).image
+    enc, dec = encoder(KEEP_EXTENSION, OVER_EXTENSION), RawZstdDecoder()
+    dec.decode(wire(enc.encode(desktop, keyframe=True)))
+    CountingCompressor.fed = 0
+    if kind == "keyframe in parts":
+        assert enc.keyframe_in_parts(PART)
+        frames = [wire(enc.encode(desktop, keyframe=True)), *redraw(enc, [desktop])]
+        assert frames[0].rows
+    else:
+        dec.begin_from(lossy(desktop))
+        assert enc.redraw(PART)
+        frames = redraw(enc, [desktop])
+    assert len(frames) > 3
+    for frame in frames:
+        shown = np.asarray(dec.decode(frame))
+        if frame.compressed:
+            assert zstandard.frame_content_size(frame.data) == (
+                W * H * 4 if frame.keyframe else sum(r.width * r.height * 4 for r in frame.rects))
+    assert np.array_equal(shown, desktop)
+    times = 2 if kind == "keyframe in parts" else 1
+    assert CountingCompressor.fed <= W * H * 4 * (times + 0.1), CountingCompressor.fed / (W * H * 4)
 
 
 def test_a_keyframe_that_fits_a_part_or_has_a_new_size_goes_whole() -> None:
