@@ -80,9 +80,14 @@ class WebSocketClient:
     async def _flush(self) -> None:
         """Write what the protocol has queued (frames, a pong, a close answer) in order."""
         async with self._send_lock:
-            for data in self._protocol.data_to_send():
-                if data:
-                    await self._stream.send(data)
+            await self._write_queued()
+
+    async def _write_queued(self) -> None:
+        """Under the send lock: write what the protocol has queued until nothing is, so
+        that what the reader queued meanwhile (a pong) goes right after it."""
+        while chunks := [chunk for chunk in self._protocol.data_to_send() if chunk]:
+            for chunk in chunks:
+                await self._stream.send(chunk)
 
     async def send(self, data: bytes) -> None:
         """Send one binary message."""
@@ -102,9 +107,7 @@ class WebSocketClient:
                     raise ConnectionClosed(close.code, close.reason) from None
                 raise ConnectionClosed(1006, "the connection is closing") from None
             try:
-                for chunk in self._protocol.data_to_send():
-                    if chunk:
-                        await self._stream.send(chunk)
+                await self._write_queued()
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
                 # Only sending is over: what the peer sent before it went stays for the
                 # reader, which meets the end itself.
@@ -143,7 +146,11 @@ class WebSocketClient:
                 self.closed = ConnectionClosed(1002, str(exc) if exc else "protocol error")
                 await self._drop()
                 raise self.closed
-            await self._flush()  # pongs
+            # Pongs. A send under way writes them after its own bytes: waiting for it here
+            # held every message behind a large frame on a slow link (over 2 Mbit/s, a
+            # viewer's acknowledgements and a technician's input up to a second late).
+            if not self._send_lock.locked():
+                await self._flush()
 
     def _assemble(self, frame: Frame) -> bytes | str | None:
         """Join a message's frames; the whole message once its last frame is in."""

@@ -12,6 +12,7 @@ import anyio
 import pytest
 import trustme
 from websockets.asyncio.server import serve
+from websockets.frames import Frame, Opcode
 from websockets.protocol import State
 from websockets.server import ServerProtocol
 
@@ -196,3 +197,60 @@ async def test_a_peer_that_hangs_up_after_the_closing_handshake_is_a_clean_close
         await ws.close()  # the close frame answered, then no close_notify: not an error
         assert ws.closed is not None and ws.closed.code == 1000
         server.join(5)
+
+
+def _talk_while_not_reading(listener: socket.socket, reading: threading.Event,
+                            received: list[Frame]) -> None:
+    """A WebSocket server for one client that, once the client's message has begun to
+    come, sends a message and a ping and then reads nothing until ``reading`` is set: the
+    client's send fills the socket and waits. Then it reads the client's frames into
+    ``received`` until the message and a pong are in."""
+    raw, _ = listener.accept()
+    with raw:
+        ws = ServerProtocol(max_size=None)
+        while ws.state is State.CONNECTING:
+            ws.receive_data(raw.recv(65536))
+            for event in ws.events_received():
+                ws.send_response(ws.accept(event))
+        raw.sendall(b"".join(ws.data_to_send()))
+        ws.receive_data(raw.recv(65536))  # the message's first bytes
+        ws.send_binary(b"input")
+        ws.send_ping(b"are you there")
+        raw.sendall(b"".join(ws.data_to_send()))
+        reading.wait(10)
+        while {Opcode.BINARY, Opcode.PONG} - {frame.opcode for frame in received}:
+            ws.receive_data(raw.recv(1 << 20))
+            received.extend(e for e in ws.events_received() if isinstance(e, Frame))
+
+
+@pytest.mark.anyio
+async def test_messages_come_in_while_a_large_send_waits_for_the_socket():
+    """A frame the link takes seconds to carry holds the socket; what the peer says
+    meanwhile (a viewer's acknowledgement, a technician's keystroke) is read at once, not
+    after it, and the ping among it is answered right after the frame."""
+    reading, received = threading.Event(), []
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        server = threading.Thread(target=_talk_while_not_reading,
+                                  args=(listener, reading, received), daemon=True)
+        server.start()
+        async with await connect(f"ws://127.0.0.1:{port}/ws") as ws:
+            big = bytes(64 << 20)  # more than the socket buffers on both sides hold
+            sent = anyio.Event()
+
+            async def send_big() -> None:
+                await ws.send(big)
+                sent.set()
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(send_big)
+                with anyio.fail_after(5):
+                    assert await ws.receive() == b"input"
+                assert not sent.is_set()  # the large frame still waits for the socket
+                reading.set()
+                with anyio.fail_after(30):
+                    await sent.wait()
+            server.join(30)
+    assert not server.is_alive()
+    assert [frame.opcode for frame in received] == [Opcode.BINARY, Opcode.PONG]
+    assert len(received[0].data) == len(big)
