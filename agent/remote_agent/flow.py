@@ -13,9 +13,11 @@ can hold in a queue stays about what it was; and a frame larger than ``most_byte
 
 Acknowledgements come from every viewer; the window follows the highest
 sequence acknowledged. An acknowledgement the relay dropped must not stall the
-stream forever, so frames older than ``stall_after`` seconds count as delivered,
-but not while the agent's own socket still holds much unsent (``unsent``): the
-link is carrying them then, and nothing was lost.
+stream forever, so a frame counts as delivered ``stall_after`` seconds after the
+link should have carried it (the frames in flight before it and itself, at the
+link's rate as measured: ``link_rate``), but not while the agent's own socket
+still holds much unsent (``unsent``): the link is carrying them then, and
+nothing was lost.
 """
 
 from __future__ import annotations
@@ -38,7 +40,10 @@ QUEUED_BYTES = 64 * 1024
 delivered for its age. A lossless codec the viewer chose, a photo dragged over 2 Mbit/s:
 frames of 400 KB, 1.6 s of the link each, counted as delivered after a second while
 still in the socket, and the frames sent after them queued behind; the exact picture
-came 3.9-4.3 s after the drag stopped (2-3.5 s with this and :attr:`FlowWindow.most_bytes`)."""
+came 3.9-4.3 s after the drag stopped (2-3.5 s with this and :attr:`FlowWindow.most_bytes`).
+With the socket down to this, the link still had a third of a second of such a frame to
+carry: counted as delivered then, the next frame was a picture a third of a second older
+than the one the acknowledgement would have let it take (:attr:`FlowWindow.link_rate`)."""
 
 QUEUE_POLL = 0.05
 """Seconds between looks at the socket's queue while it holds back a frame's expiry (an
@@ -61,10 +66,14 @@ class FlowWindow:
         """Most bytes in flight with which another frame may go (``None``: no such
         limit); the stream sets it to about a second of the link: a frame larger than
         that goes alone."""
+        self.link_rate: float | None = None
+        """The link's rate as measured, in bytes a second (``None``: not yet known): a
+        frame is not lost before the link has carried it and the frames ahead of it."""
         self._unsent = unsent
         """The bytes queued on the agent's socket now (0 where that cannot be told)."""
         self.acked = 0
-        self._sent: deque[tuple[int, float, int]] = deque()  # (sequence, sent at, bytes)
+        # (sequence, when the link should have carried it, bytes)
+        self._sent: deque[tuple[int, float, int]] = deque()
         self._bytes = 0  # of the frames in flight
 
     def in_flight(self, now: float) -> int:
@@ -79,8 +88,9 @@ class FlowWindow:
 
     def sent(self, sequence: int, size: int, now: float) -> None:
         """Frame ``sequence`` of ``size`` bytes went out at ``now``."""
-        self._sent.append((sequence, now, size))
         self._bytes += size
+        carried = now if self.link_rate is None else now + self._bytes / self.link_rate
+        self._sent.append((sequence, carried, size))
 
     def ack(self, sequence: int) -> None:
         """A viewer acknowledged ``sequence`` (and so everything before it)."""

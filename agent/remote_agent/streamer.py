@@ -257,6 +257,7 @@ class Streamer:
         rate = self.rate.bytes_per_second(now)
         self.flow.most_bytes = (UNKNOWN_LINK_BYTES if rate is None
                                 else int(rate * FLIGHT_SECONDS))
+        self.flow.link_rate = rate
         self._wake.set()
 
     async def run(self) -> None:

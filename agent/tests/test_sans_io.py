@@ -140,6 +140,24 @@ def test_a_frame_still_in_the_agents_socket_is_not_counted_as_delivered():
     assert flow.can_send(10.7)
 
 
+def test_a_frame_the_link_is_still_carrying_is_not_counted_as_delivered():
+    """Over a link of known rate, a frame counts as delivered for its age only once the
+    link should have carried it and the frames ahead of it: the next frame then waits for
+    the acknowledgement and takes the newest picture, not one from before the last of
+    the frame on its way arrived (the socket down to its last 64 KB said little)."""
+    flow = FlowWindow(window=3, stall_after=1.0)
+    flow.link_rate = 250_000  # 2 Mbit/s
+    flow.sent(1, 100_000, 10.0)  # 0.4 s of the link
+    flow.sent(2, 400_000, 10.0)  # 1.6 s more, behind it
+    assert flow.next_deadline(10.0) == pytest.approx(11.4)
+    assert flow.in_flight(11.5) == 1  # the first, lost; the second still on its way
+    assert flow.next_deadline(11.5) == pytest.approx(13.0)
+    assert flow.in_flight(13.0) == 0
+    flow.link_rate = None  # not known: its age alone
+    flow.sent(3, 400_000, 20.0)
+    assert flow.next_deadline(20.0) == pytest.approx(21.0)
+
+
 def test_frames_of_more_than_a_second_of_the_link_go_one_at_a_time():
     flow = FlowWindow(window=3)
     flow.most_bytes = 200_000  # a second of a 2 Mbit/s link
